@@ -1,0 +1,7 @@
+// Cloudflare workerd (and bundlers for workers): there is no fetch of local
+// files; the wasm is imported as a compiled WebAssembly.Module, which
+// wrangler/workerd provide for `.wasm` imports.
+import wasm from './ironic_wait_bg.wasm';
+import { initSync } from './ironic_wait.js';
+
+initSync({ module: wasm });

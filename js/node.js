@@ -1,0 +1,3 @@
+// Entry for the `node` export condition.
+import './init-node.js';
+export * from './index.js';
