@@ -1,8 +1,26 @@
-//! ironic-wait: python-ironicclient's `--wait` as a sans-IO core.
+//! ironic-wait: python-ironicclient's `--wait`, as a sans-IO core.
 //!
 //! Every decision lives here in plain Rust with no I/O, no clock and no
-//! async runtime; the wasm shell in [`wasm`] (wasm32 only) performs the
-//! fetches and timers the engine asks for.
+//! async runtime, so it is tested natively on a virtual clock:
+//!
+//! - [`states`]: Ironic's provision and allocation states, the action table.
+//! - [`verdict`]: the decision table, one node or allocation body -> verdict.
+//! - [`engine`]: the wait engine over many targets (what to fetch now, how
+//!   long to sleep, when it is over).
+//! - [`protocol`]: Ironic REST without I/O: requests, responses, error
+//!   bodies, microversions, retries.
+//! - [`error`]: the one error type; messages are python-ironicclient's.
+//!
+//! The wasm shell (`src/wasm`, wasm32 only) performs the fetches and timers
+//! the engine asks for and exports the JS API.
+
+pub mod engine;
+pub mod error;
+pub mod protocol;
+pub mod states;
+pub mod verdict;
 
 #[cfg(target_arch = "wasm32")]
 mod wasm;
+
+pub use error::Error;

@@ -1,0 +1,528 @@
+//! Ironic's REST protocol without I/O: request building, response and
+//! error-body parsing, microversions and the retry policy. Nothing here
+//! sends anything; the shell does, and hands back a [`Reply`].
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::error::{Error, HttpError};
+use crate::verdict::json_type;
+
+/// `X-OpenStack-Ironic-API-Version` and friends.
+pub const VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Version";
+pub const MIN_VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Minimum-Version";
+pub const MAX_VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Maximum-Version";
+pub const REQUEST_ID_HEADER: &str = "X-OpenStack-Request-Id";
+
+/// The node fields the decision table needs, asked for with `fields`.
+pub const NODE_WAIT_FIELDS: &str = "uuid,name,provision_state,target_provision_state,last_error";
+
+/// Ironic's default `[api]max_limit`: the largest page it serves.
+pub const MAX_PAGE_SIZE: u32 = 1000;
+
+/// An Ironic API microversion, `1.x`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Microversion {
+    pub major: u16,
+    pub minor: u16,
+}
+
+impl Microversion {
+    pub const fn new(major: u16, minor: u16) -> Self {
+        Microversion { major, minor }
+    }
+
+    /// The newest version this client knows (python-ironicclient's
+    /// `LAST_KNOWN_API_VERSION`): a newer server is spoken to at this one.
+    pub const LATEST_KNOWN: Microversion = Microversion::new(1, 115);
+    /// `fields` on node GETs and lists.
+    pub const FIELDS: Microversion = Microversion::new(1, 8);
+
+    /// Parses `"1.38"`; anything else is `None`.
+    pub fn parse(text: &str) -> Option<Microversion> {
+        let (major, minor) = text.trim().split_once('.')?;
+        let number =
+            |s: &str| if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) { s.parse().ok() } else { None };
+        Some(Microversion::new(number(major)?, number(minor)?))
+    }
+}
+
+impl fmt::Display for Microversion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// What the caller asked to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requested {
+    /// The newest both sides know (the default, as OSC's `latest`).
+    Latest,
+    /// Exactly this one, or an error.
+    Pinned(Microversion),
+}
+
+impl Requested {
+    pub fn parse(text: &str) -> Result<Requested, Error> {
+        if text == "latest" {
+            return Ok(Requested::Latest);
+        }
+        Microversion::parse(text).map(Requested::Pinned).ok_or_else(|| {
+            Error::InvalidArgument(format!("Invalid microversion {text:?}: expected \"latest\" or \"1.N\""))
+        })
+    }
+}
+
+/// Picks the version to speak from the server's advertised range (the
+/// `*-Minimum-Version`/`*-Maximum-Version` headers of any response,
+/// including a 406, so no extra round trip is needed).
+pub fn negotiate(requested: Requested, min: Option<&str>, max: Option<&str>) -> Result<Microversion, Error> {
+    let range = |h: Option<&str>| h.and_then(Microversion::parse);
+    let (Some(min), Some(max)) = (range(min), range(max)) else {
+        return Err(Error::UnsupportedVersion(
+            "Could not determine API version range from server; version headers missing from response.".into(),
+        ));
+    };
+    match requested {
+        Requested::Latest => {
+            let best = max.min(Microversion::LATEST_KNOWN);
+            if best < min {
+                return Err(unsupported(best, min, max));
+            }
+            Ok(best)
+        }
+        Requested::Pinned(v) if v >= min && v <= max => Ok(v),
+        Requested::Pinned(v) => Err(unsupported(v, min, max)),
+    }
+}
+
+fn unsupported(v: Microversion, min: Microversion, max: Microversion) -> Error {
+    Error::UnsupportedVersion(format!(
+        "Requested API version {v} is not supported by the server, client, or the requested operation is not \
+         supported by the requested version. Supported version range is {min} to {max}"
+    ))
+}
+
+/// HTTP methods the client uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Put,
+    Post,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Put => "PUT",
+            Method::Post => "POST",
+        }
+    }
+}
+
+/// A request for the shell to send: `path` is relative to the endpoint's
+/// root (it starts with `/v1`), `body` is JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub method: Method,
+    pub path: String,
+    pub body: Option<String>,
+}
+
+impl Request {
+    fn get(path: String) -> Request {
+        Request { method: Method::Get, path, body: None }
+    }
+}
+
+/// An identifier checked and percent-encoded as exactly one path segment:
+/// `a/b`, `?`, `#` and `%` are escaped, and `.`/`..`/empty are refused since
+/// URL parsers resolve them (even escaped) to another path.
+pub fn path_segment(ident: &str) -> Result<String, Error> {
+    if ident.is_empty() || ident.trim() != ident || ident == "." || ident == ".." {
+        return Err(Error::InvalidArgument(format!("Invalid identifier {ident:?}: expected a UUID or a name")));
+    }
+    let mut out = String::with_capacity(ident.len());
+    for &b in ident.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            out.extend(['%', HEX[(b >> 4) as usize] as char, HEX[(b & 15) as usize] as char]);
+        }
+    }
+    Ok(out)
+}
+
+/// `GET /v1/nodes/{ident}`, with only `fields` where given.
+pub fn get_node(ident: &str, fields: Option<&str>) -> Result<Request, Error> {
+    let mut path = format!("/v1/nodes/{}", path_segment(ident)?);
+    if let Some(fields) = fields {
+        path.push_str("?fields=");
+        path.push_str(fields);
+    }
+    Ok(Request::get(path))
+}
+
+/// One page of the node list. With `fields` the plain list serves them;
+/// without (before 1.8) only `/v1/nodes/detail` carries the target state
+/// and last_error. `marker` is a node UUID from the previous page.
+pub fn list_nodes(fields: Option<&str>, limit: u32, marker: Option<&str>) -> Request {
+    let mut path = match fields {
+        Some(fields) => format!("/v1/nodes?fields={fields}&limit={limit}"),
+        None => format!("/v1/nodes/detail?limit={limit}"),
+    };
+    if let Some(marker) = marker {
+        path.push_str("&marker=");
+        path.push_str(&query_escape(marker));
+    }
+    Request::get(path)
+}
+
+/// `GET /v1/allocations/{ident}`.
+pub fn get_allocation(ident: &str) -> Result<Request, Error> {
+    Ok(Request::get(format!("/v1/allocations/{}", path_segment(ident)?)))
+}
+
+fn query_escape(value: &str) -> String {
+    // A UUID needs no escaping; anything else is escaped like a segment.
+    path_segment(value).unwrap_or_default()
+}
+
+/// An HTTP answer as the shell read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub body: String,
+    pub request_id: Option<String>,
+    pub retry_after: Option<String>,
+}
+
+/// What became of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// The server answered (any status).
+    Response(Response),
+    /// No answer: refused, reset, DNS, TLS...; the text says what.
+    ConnectionFailed(String),
+    /// No answer within the request's time limit.
+    TimedOut,
+}
+
+impl Response {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The body as JSON, or an invalid-response error that says what came.
+    pub fn json(&self) -> Result<Value, Error> {
+        if self.body.trim().is_empty() {
+            return Err(Error::InvalidResponse(format!("API response (HTTP {}) has an empty body", self.status)));
+        }
+        serde_json::from_str(&self.body).map_err(|_| {
+            Error::InvalidResponse(format!(
+                "API response (HTTP {}) is not valid JSON: {}",
+                self.status,
+                excerpt(&self.body)
+            ))
+        })
+    }
+
+    /// The error this answer stands for: Ironic's `error_message` (itself a
+    /// JSON string holding `faultstring`), the raw message if that is not
+    /// JSON, or the status's name.
+    pub fn http_error(&self) -> HttpError {
+        let message = serde_json::from_str::<Value>(&self.body)
+            .ok()
+            .and_then(|v| match v.get("error_message")? {
+                Value::String(inner) => Some(match serde_json::from_str::<Value>(inner) {
+                    Ok(fault) => {
+                        let text = |k| fault.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+                        text("faultstring").or_else(|| text("description")).map(str::to_string)?
+                    }
+                    Err(_) => inner.clone(),
+                }),
+                // python-ironicclient crashes on an object here; read it.
+                fault @ Value::Object(_) => fault.get("faultstring")?.as_str().map(str::to_string),
+                _ => None,
+            })
+            .unwrap_or_else(|| status_text(self.status).to_string());
+        HttpError { status: self.status, message, request_id: self.request_id.clone() }
+    }
+}
+
+/// A short, single-line piece of a body for error messages.
+fn excerpt(body: &str) -> String {
+    const MAX: usize = 80;
+    let line: String = body.chars().take(MAX).map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if body.chars().nth(MAX).is_some() {
+        format!("{line}...")
+    } else {
+        line
+    }
+}
+
+/// python-ironicclient's default messages per status.
+fn status_text(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        409 => "Conflict",
+        413 => "Request Entity Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "HTTP Error",
+    }
+}
+
+/// One page of `GET /v1/nodes`: the entries and the marker of the next page
+/// (the `next` link's `marker`; the link itself is not followed, since
+/// behind a proxy it may name a host the client cannot reach).
+pub fn parse_node_page(body: &Value) -> Result<(&[Value], Option<String>), Error> {
+    let page = crate::verdict::as_object(body)?;
+    let nodes = match page.get("nodes") {
+        Some(Value::Array(nodes)) => nodes.as_slice(),
+        Some(other) => {
+            return Err(Error::InvalidResponse(format!("Node list: nodes must be a list; got {}", json_type(other))))
+        }
+        None => return Err(Error::InvalidResponse("Node list: the nodes key is missing".into())),
+    };
+    let marker = match page.get("next") {
+        Some(Value::String(next)) => Some(query_param(next, "marker").ok_or_else(|| {
+            Error::InvalidResponse(format!("Node list: the next link has no marker: {}", excerpt(next)))
+        })?),
+        _ => None,
+    };
+    Ok((nodes, marker))
+}
+
+/// A query parameter's value, percent-decoded.
+fn query_param(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1.split('#').next()?;
+    let raw = query.split('&').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))?;
+    percent_decode(raw).filter(|v| !v.is_empty())
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = s.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// python-ironicclient's retries: 409, 503 and connection failures are
+/// tried again, `max_retries` times, `interval_ms` apart; better than it,
+/// a `Retry-After` in seconds is honoured instead of the fixed interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    pub interval_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { max_retries: 5, interval_ms: 2000 }
+    }
+}
+
+impl RetryPolicy {
+    /// After `retries_done` retries, how long to wait before sending again,
+    /// or `None` if this reply is final.
+    pub fn delay_ms(&self, retries_done: u32, reply: &Reply) -> Option<u64> {
+        if retries_done >= self.max_retries {
+            return None;
+        }
+        match reply {
+            Reply::Response(r) if matches!(r.status, 409 | 503) => {
+                Some(r.retry_after.as_deref().and_then(retry_after_ms).unwrap_or(self.interval_ms))
+            }
+            Reply::Response(_) => None,
+            Reply::ConnectionFailed(_) | Reply::TimedOut => Some(self.interval_ms),
+        }
+    }
+}
+
+/// `Retry-After` as delta-seconds. An HTTP-date needs a wall clock the core
+/// does not have, so it falls back to the fixed interval.
+fn retry_after_ms(value: &str) -> Option<u64> {
+    let secs: u64 = value.trim().parse().ok()?;
+    Some(secs.saturating_mul(1000))
+}
+
+/// The error a final non-success reply stands for.
+pub fn reply_error(reply: &Reply) -> Error {
+    match reply {
+        Reply::Response(r) => Error::Http(r.http_error()),
+        Reply::ConnectionFailed(why) => Error::Connection(why.clone()),
+        Reply::TimedOut => Error::Connection("the request timed out".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn v(s: &str) -> Microversion {
+        Microversion::parse(s).unwrap()
+    }
+
+    #[test]
+    fn microversions_parse_and_order_numerically() {
+        assert_eq!(v("1.8"), Microversion::new(1, 8));
+        assert!(v("1.10") > v("1.9"));
+        assert_eq!(v("1.115").to_string(), "1.115");
+        for bad in ["", "1", "1.", ".1", "1.x", "a.b", "1.2.3", "-1.2", "1.+2"] {
+            assert_eq!(Microversion::parse(bad), None, "{bad}");
+        }
+        assert_eq!(Requested::parse("latest"), Ok(Requested::Latest));
+        assert!(matches!(Requested::parse("1.a"), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn negotiation_picks_the_best_common_version() {
+        let n = |r, min, max| negotiate(r, Some(min), Some(max));
+        assert_eq!(n(Requested::Latest, "1.1", "1.115"), Ok(v("1.115")));
+        assert_eq!(n(Requested::Latest, "1.1", "1.200"), Ok(v("1.115")), "clamped to what we know");
+        assert_eq!(n(Requested::Latest, "1.1", "1.87"), Ok(v("1.87")));
+        assert_eq!(n(Requested::Pinned(v("1.38")), "1.1", "1.87"), Ok(v("1.38")));
+        let e = n(Requested::Pinned(v("1.116")), "1.1", "1.115").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Requested API version 1.116 is not supported by the server, client, or the requested operation is not \
+             supported by the requested version. Supported version range is 1.1 to 1.115"
+        );
+        assert!(n(Requested::Latest, "1.120", "1.130").is_err(), "server too new for us");
+        assert!(matches!(negotiate(Requested::Latest, None, Some("1.1")), Err(Error::UnsupportedVersion(_))));
+        assert!(negotiate(Requested::Latest, Some("x"), Some("1.1")).is_err());
+    }
+
+    #[test]
+    fn identifiers_are_one_path_segment() {
+        assert_eq!(path_segment("node-1_a.b~").unwrap(), "node-1_a.b~");
+        assert_eq!(path_segment("../x").unwrap(), "..%2Fx");
+        assert_eq!(path_segment("a/b?c#d%e f").unwrap(), "a%2Fb%3Fc%23d%25e%20f");
+        assert_eq!(path_segment("nœud").unwrap(), "n%C5%93ud");
+        for bad in ["", ".", "..", " n1", "n1\n"] {
+            assert!(matches!(path_segment(bad), Err(Error::InvalidArgument(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn requests_are_built_with_fields_where_allowed() {
+        assert_eq!(get_node("n/1", None).unwrap().path, "/v1/nodes/n%2F1");
+        assert_eq!(
+            get_node("n1", Some(NODE_WAIT_FIELDS)).unwrap().path,
+            format!("/v1/nodes/n1?fields={NODE_WAIT_FIELDS}")
+        );
+        assert_eq!(list_nodes(Some("uuid"), 1000, None).path, "/v1/nodes?fields=uuid&limit=1000");
+        assert_eq!(list_nodes(None, 1000, Some("u-1")).path, "/v1/nodes/detail?limit=1000&marker=u-1");
+        assert_eq!(get_allocation("a 1").unwrap().path, "/v1/allocations/a%201");
+        assert_eq!(
+            get_node("", None),
+            Err(Error::InvalidArgument("Invalid identifier \"\": expected a UUID or a name".into()))
+        );
+    }
+
+    fn response(status: u16, body: &str) -> Response {
+        Response { status, body: body.into(), request_id: Some("req-1".into()), retry_after: None }
+    }
+
+    #[test]
+    fn ironic_error_bodies_give_the_faultstring() {
+        let inner = json!({"faultcode": "Client", "faultstring": "Node n1 could not be found.", "debuginfo": null});
+        let body = json!({"error_message": inner.to_string()}).to_string();
+        let e = response(404, &body).http_error();
+        assert_eq!(
+            e,
+            HttpError { status: 404, message: "Node n1 could not be found.".into(), request_id: Some("req-1".into()) }
+        );
+        assert_eq!(Error::Http(e).to_string(), "Node n1 could not be found. (HTTP 404) (Request-ID: req-1)");
+    }
+
+    #[test]
+    fn odd_error_bodies_still_give_a_message() {
+        let msg = |status, body: &str| response(status, body).http_error().message;
+        assert_eq!(msg(409, r#"{"error_message": "plain words"}"#), "plain words");
+        assert_eq!(msg(409, r#"{"error_message": {"faultstring": "as object"}}"#), "as object");
+        assert_eq!(msg(400, r#"{"error_message": "{\"description\": \"d\"}"}"#), "d");
+        assert_eq!(msg(400, r#"{"faultstring": "flat"}"#), "Bad Request", "python-ironicclient ignores flat bodies");
+        assert_eq!(msg(503, "<html>busy</html>"), "Service Unavailable");
+        assert_eq!(msg(500, ""), "Internal Server Error");
+        assert_eq!(msg(418, "{\"error_message\": 3}"), "HTTP Error");
+    }
+
+    #[test]
+    fn bodies_that_are_not_json_are_invalid_responses() {
+        assert_eq!(response(200, "{\"a\":1}").json(), Ok(json!({"a": 1})));
+        assert_eq!(
+            response(200, "").json(),
+            Err(Error::InvalidResponse("API response (HTTP 200) has an empty body".into()))
+        );
+        let truncated = response(200, "{\"provision_state\": \"act").json().unwrap_err();
+        assert_eq!(truncated.to_string(), "API response (HTTP 200) is not valid JSON: {\"provision_state\": \"act");
+        let html = format!("<html>{}</html>", "x".repeat(200));
+        let msg = response(200, &html).json().unwrap_err().to_string();
+        assert!(msg.ends_with("xxx...") && msg.len() < 140, "{msg}");
+    }
+
+    #[test]
+    fn node_pages_give_entries_and_the_next_marker() {
+        let page = json!({"nodes": [{"uuid": "u1"}], "next": "http://ironic.internal:6385/v1/nodes?fields=uuid&limit=1&marker=u%2D1"});
+        let (nodes, marker) = parse_node_page(&page).unwrap();
+        assert_eq!((nodes.len(), marker.as_deref()), (1, Some("u-1")));
+        let last = json!({"nodes": []});
+        assert_eq!(parse_node_page(&last).unwrap().1, None);
+        for bad in
+            [json!([]), json!({}), json!({"nodes": {}}), json!({"nodes": [], "next": "http://h/v1/nodes?limit=1"})]
+        {
+            assert!(matches!(parse_node_page(&bad), Err(Error::InvalidResponse(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn retries_follow_python_ironicclient_and_honour_retry_after() {
+        let policy = RetryPolicy::default();
+        let status = |s| Reply::Response(Response { status: s, ..Default::default() });
+        assert_eq!(policy.delay_ms(0, &status(409)), Some(2000));
+        assert_eq!(policy.delay_ms(4, &status(503)), Some(2000));
+        assert_eq!(policy.delay_ms(5, &status(503)), None, "6 attempts in all");
+        assert_eq!(policy.delay_ms(0, &Reply::ConnectionFailed("refused".into())), Some(2000));
+        assert_eq!(policy.delay_ms(0, &Reply::TimedOut), Some(2000));
+        for s in [200, 400, 404, 429, 500, 502, 504] {
+            assert_eq!(policy.delay_ms(0, &status(s)), None, "{s}");
+        }
+        let after =
+            |v: &str| Reply::Response(Response { status: 503, retry_after: Some(v.into()), ..Default::default() });
+        assert_eq!(policy.delay_ms(0, &after("7")), Some(7000));
+        assert_eq!(policy.delay_ms(0, &after("Wed, 21 Oct 2026 07:28:00 GMT")), Some(2000));
+        assert_eq!(RetryPolicy { max_retries: 0, interval_ms: 1 }.delay_ms(0, &status(503)), None);
+    }
+}

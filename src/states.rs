@@ -1,0 +1,192 @@
+//! Ironic's provision and allocation states (`ironic/common/states.py`) and
+//! python-ironicclient's action table (`ironicclient/v1/utils.py`).
+//!
+//! States stay strings: the server is the authority and may grow new ones,
+//! and the decision table compares them as-is (case-sensitive), as
+//! python-ironicclient does.
+
+use crate::error::Error;
+
+/// Every provision state Ironic's state machine knows, in `states.py` order.
+pub const PROVISION_STATES: [&str; 32] = [
+    "enroll",
+    "verifying",
+    "manageable",
+    "available",
+    "active",
+    "wait call-back",
+    "deploying",
+    "deploy failed",
+    "deploy complete",
+    "deploy hold",
+    "deleting",
+    "deleted",
+    "cleaning",
+    "clean wait",
+    "clean failed",
+    "clean hold",
+    "error",
+    "inspecting",
+    "inspect failed",
+    "inspect wait",
+    "adopting",
+    "adopt failed",
+    "rescue",
+    "rescue failed",
+    "rescue wait",
+    "rescuing",
+    "unrescue failed",
+    "unrescuing",
+    "servicing",
+    "service wait",
+    "service failed",
+    "service hold",
+];
+
+/// States in which a node rests without a target (`STABLE_STATES`).
+pub const STABLE_STATES: [&str; 6] = ["enroll", "manageable", "available", "active", "error", "rescue"];
+
+/// The `* failed` states (`FAILURE_STATES`).
+pub const FAILURE_STATES: [&str; 7] = [
+    "deploy failed",
+    "clean failed",
+    "inspect failed",
+    "adopt failed",
+    "rescue failed",
+    "unrescue failed",
+    "service failed",
+];
+
+/// States where Ironic parks a node until someone sends `unhold`.
+pub const HOLD_STATES: [&str; 3] = ["deploy hold", "clean hold", "service hold"];
+
+/// Allocation states: `allocating` is the initial one.
+pub const ALLOCATION_STATES: [&str; 3] = ["allocating", "active", "error"];
+
+/// python-ironicclient's failure rule, to the letter: `error`, or any state
+/// ending in " failed" (with the space), known to Ironic or not.
+pub fn is_failure_state(state: &str) -> bool {
+    state == "error" || state.ends_with(" failed")
+}
+
+pub fn is_hold_state(state: &str) -> bool {
+    HOLD_STATES.contains(&state)
+}
+
+/// Poll interval of long-running actions, in seconds.
+pub const LONG_ACTION_POLL_INTERVAL_SECS: u32 = 10;
+/// Poll interval of short actions, in seconds.
+pub const SHORT_ACTION_POLL_INTERVAL_SECS: u32 = 2;
+
+/// One provision action: what is sent and what to wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Action {
+    /// The name the caller used (`deploy` stays `deploy`).
+    pub name: &'static str,
+    /// The `target` sent in `PUT /v1/nodes/{id}/states/provision`.
+    pub target: &'static str,
+    /// The state `--wait` waits for, with its poll interval in seconds;
+    /// `None` where python-ironicclient offers no `--wait`.
+    pub wait: Option<(&'static str, u32)>,
+}
+
+const fn waits(name: &'static str, target: &'static str, expected: &'static str, interval: u32) -> Action {
+    Action { name, target, wait: Some((expected, interval)) }
+}
+
+const fn no_wait(name: &'static str) -> Action {
+    Action { name, target: name, wait: None }
+}
+
+/// The action table. `deploy`/`undeploy` are OSC's names for the `active`
+/// and `deleted` targets; `abort` and `unhold` have no `--wait`.
+pub const ACTIONS: [Action; 15] = [
+    waits("active", "active", "active", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("deploy", "active", "active", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("deleted", "deleted", "available", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("undeploy", "deleted", "available", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("rebuild", "rebuild", "active", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("inspect", "inspect", "manageable", SHORT_ACTION_POLL_INTERVAL_SECS),
+    waits("provide", "provide", "available", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("manage", "manage", "manageable", SHORT_ACTION_POLL_INTERVAL_SECS),
+    waits("clean", "clean", "manageable", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("adopt", "adopt", "active", SHORT_ACTION_POLL_INTERVAL_SECS),
+    waits("rescue", "rescue", "rescue", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("unrescue", "unrescue", "active", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("service", "service", "active", LONG_ACTION_POLL_INTERVAL_SECS),
+    no_wait("abort"),
+    no_wait("unhold"),
+];
+
+impl Action {
+    /// Looks an action up by name (exact, lower-case, as Ironic spells it).
+    pub fn named(name: &str) -> Result<&'static Action, Error> {
+        ACTIONS.iter().find(|a| a.name == name).ok_or_else(|| Error::UnknownAction(name.to_string()))
+    }
+
+    /// The expected state and poll interval (seconds), or the error the CLI
+    /// gives by refusing `--wait` for this action.
+    pub fn wait(&self) -> Result<(&'static str, u32), Error> {
+        self.wait.ok_or(Error::WaitNotSupported(self.name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_consistent() {
+        for s in STABLE_STATES.iter().chain(&FAILURE_STATES).chain(&HOLD_STATES) {
+            assert!(PROVISION_STATES.contains(s), "{s}");
+        }
+        for s in FAILURE_STATES {
+            assert!(is_failure_state(s));
+        }
+        assert!(is_failure_state("error"));
+        assert!(is_failure_state("something new failed"));
+        assert!(!is_failure_state("failed"), "the rule needs the leading space");
+        assert!(!is_failure_state("Deploy Failed "));
+    }
+
+    #[test]
+    fn action_table_matches_python_ironicclient() {
+        let expect = [
+            ("active", "active", "active", 10),
+            ("deploy", "active", "active", 10),
+            ("deleted", "deleted", "available", 10),
+            ("undeploy", "deleted", "available", 10),
+            ("rebuild", "rebuild", "active", 10),
+            ("inspect", "inspect", "manageable", 2),
+            ("provide", "provide", "available", 10),
+            ("manage", "manage", "manageable", 2),
+            ("clean", "clean", "manageable", 10),
+            ("adopt", "adopt", "active", 2),
+            ("rescue", "rescue", "rescue", 10),
+            ("unrescue", "unrescue", "active", 10),
+            ("service", "service", "active", 10),
+        ];
+        for (name, target, expected, interval) in expect {
+            let a = Action::named(name).unwrap();
+            assert_eq!((a.target, a.wait().unwrap()), (target, (expected, interval)), "{name}");
+        }
+        assert_eq!(ACTIONS.len(), expect.len() + 2);
+    }
+
+    #[test]
+    fn abort_and_unhold_are_sent_but_not_waited_on() {
+        for name in ["abort", "unhold"] {
+            let a = Action::named(name).unwrap();
+            assert_eq!(a.target, name);
+            let e = a.wait().unwrap_err();
+            assert_eq!(e, Error::WaitNotSupported(name));
+            assert_eq!(e.to_string(), format!("Action {name} cannot be waited on: it has no expected state"));
+        }
+    }
+
+    #[test]
+    fn unknown_actions_are_refused() {
+        assert_eq!(Action::named("Deploy"), Err(Error::UnknownAction("Deploy".into())));
+        assert_eq!(Action::named("hold").unwrap_err().to_string(), "Unknown provision action: hold");
+    }
+}
