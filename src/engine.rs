@@ -1,0 +1,754 @@
+//! The wait engine: a state machine over one or many targets that says what
+//! to fetch now, until when to sleep, and when the wait is over. It reads no
+//! clock: every call carries `now` in milliseconds from any fixed origin.
+//!
+//! # The drive loop
+//!
+//! Call [`Engine::step`]; on [`Step::Fetch`] send each request and feed its
+//! reply back with [`Engine::observe`]; on [`Step::Sleep`] wait until that
+//! instant or until a reply arrives, whichever is first; repeat until
+//! [`Step::Done`]. Here against a scripted Ironic on a virtual clock:
+//!
+//! ```
+//! use ironic_wait::engine::{Engine, Step, WaitOptions};
+//! use ironic_wait::protocol::{Reply, Response};
+//!
+//! let options = WaitOptions::nodes(vec!["n1".into()], "active");
+//! let mut engine = Engine::new(options, 0).unwrap();
+//! let mut now = 0;
+//! let mut polls = 0;
+//! let report = loop {
+//!     match engine.step(now) {
+//!         Step::Fetch(fetches) => {
+//!             for fetch in fetches {
+//!                 polls += 1;
+//!                 let state = if polls < 3 { "deploying" } else { "active" };
+//!                 let body = format!(
+//!                     r#"{{"provision_state": "{state}", "target_provision_state": "active", "last_error": null}}"#
+//!                 );
+//!                 let reply = Reply::Response(Response { status: 200, body, ..Default::default() });
+//!                 engine.observe(fetch.id, reply, now);
+//!             }
+//!         }
+//!         Step::Sleep { until } => now = until.expect("nothing in flight, so a timer is set"),
+//!         Step::Done(report) => break report.clone(),
+//!     }
+//! };
+//! assert_eq!(report.error, None);
+//! assert_eq!(report.targets[0].polls, 3);
+//! assert_eq!(now, 4000, "checks at 0, 2 s and 4 s");
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::Value;
+
+use crate::error::{Error, Failure, HttpError, Seconds, Subject};
+use crate::protocol::{self, Reply, Request, RetryPolicy, MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
+use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
+
+/// Milliseconds on the caller's clock.
+pub type Millis = u64;
+
+/// How a wait with many targets ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// python-ironicclient: the first failure (in the caller's order within
+    /// a round) ends the whole wait with that error.
+    FirstFailure,
+    /// Every target gets its own outcome; the wait ends when all have one.
+    All,
+}
+
+/// What to wait for and how. Build with [`WaitOptions::nodes`] or
+/// [`WaitOptions::allocation`], then adjust fields.
+#[derive(Debug, Clone)]
+pub struct WaitOptions {
+    pub subject: Subject,
+    /// Identifiers as the caller typed them (names or UUIDs).
+    pub idents: Vec<String>,
+    /// The state to reach; lower-cased by [`Engine::new`].
+    pub expected: String,
+    /// Seconds; 0 means no limit.
+    pub timeout: f64,
+    /// Seconds between the end of one round of checks and the next.
+    pub poll_interval: f64,
+    pub fail_on_unexpected_state: bool,
+    pub hold_is_terminal: bool,
+    pub settle: Settle,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// From this many unfinished nodes on, a round is one paginated list
+    /// instead of one GET per node.
+    pub list_threshold: usize,
+    /// Page size of those lists.
+    pub page_size: u32,
+    /// The negotiated microversion allows `fields` (1.8+).
+    pub fields: bool,
+    pub retry: RetryPolicy,
+    /// Seconds one request may take before it counts as a timed-out
+    /// connection (and is retried); 0 means no limit.
+    pub request_timeout: f64,
+}
+
+impl WaitOptions {
+    /// A node wait with python-ironicclient's defaults (2 s interval, no
+    /// timeout, first failure ends it).
+    pub fn nodes(idents: Vec<String>, expected: &str) -> WaitOptions {
+        WaitOptions {
+            subject: Subject::Node,
+            idents,
+            expected: expected.to_string(),
+            timeout: 0.0,
+            poll_interval: 2.0,
+            fail_on_unexpected_state: true,
+            hold_is_terminal: false,
+            settle: Settle::FirstFailure,
+            concurrency: 8,
+            list_threshold: 50,
+            page_size: MAX_PAGE_SIZE,
+            fields: true,
+            retry: RetryPolicy::default(),
+            request_timeout: 60.0,
+        }
+    }
+
+    /// An allocation wait: until `active`, every second.
+    pub fn allocation(ident: String) -> WaitOptions {
+        WaitOptions { subject: Subject::Allocation, poll_interval: 1.0, ..WaitOptions::nodes(vec![ident], "active") }
+    }
+}
+
+/// How one target ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Reached,
+    Failed(Failure),
+    /// Failed by resting in a stable state that was not expected.
+    UnexpectedStable(Failure),
+    /// In a `* hold` state, with `hold_is_terminal`.
+    Held,
+    TimedOut,
+    Aborted,
+    /// Ironic answered 404 for it.
+    NotFound(HttpError),
+    /// Its check failed: an HTTP error after retries, or an invalid body.
+    Error(Error),
+    /// Not settled when another target's failure ended the wait.
+    Stopped,
+}
+
+impl Outcome {
+    /// The outcome's name in reports and progress events.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Reached => "reached",
+            Outcome::Failed(_) => "failed",
+            Outcome::UnexpectedStable(_) => "unexpected-stable",
+            Outcome::Held => "held",
+            Outcome::TimedOut => "timed-out",
+            Outcome::Aborted => "aborted",
+            Outcome::NotFound(_) => "not-found",
+            Outcome::Error(_) => "error",
+            Outcome::Stopped => "stopped",
+        }
+    }
+
+    /// The error this outcome is when it ends a `FirstFailure` wait.
+    fn as_failure(&self) -> Option<Error> {
+        match self {
+            Outcome::Failed(f) | Outcome::UnexpectedStable(f) => Some(Error::StateTransitionFailed(f.clone())),
+            Outcome::NotFound(e) => Some(Error::Http(e.clone())),
+            Outcome::Error(e) => Some(e.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// One target at the end of the wait.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetReport {
+    pub ident: String,
+    pub outcome: Outcome,
+    /// What the last check showed.
+    pub seen: Seen,
+    /// Checks that got an answer for this target.
+    pub polls: u32,
+    /// From the start of the wait until this target settled.
+    pub elapsed_ms: Millis,
+}
+
+/// The end of a wait.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// In the caller's order.
+    pub targets: Vec<TargetReport>,
+    /// Requests sent, retries included.
+    pub requests: u32,
+    pub retries: u32,
+    pub elapsed_ms: Millis,
+    /// Why the wait as a whole failed: the first failure, a timeout (in
+    /// `FirstFailure` mode) or an abort. `None` when it settled.
+    pub error: Option<Error>,
+}
+
+/// A change seen on one target, for progress reporting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Index into the caller's identifiers.
+    pub target: usize,
+    pub seen: Seen,
+    pub elapsed_ms: Millis,
+    /// Set when this target just settled.
+    pub outcome: Option<Outcome>,
+}
+
+/// Echoed back to [`Engine::observe`] with the reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestId(pub u64);
+
+/// A request the shell must send now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fetch {
+    pub id: RequestId,
+    pub request: Request,
+    /// Abort it at this instant and observe [`Reply::TimedOut`].
+    pub timeout_at: Option<Millis>,
+}
+
+/// What the caller must do next.
+#[must_use]
+#[derive(Debug, PartialEq)]
+pub enum Step<'a> {
+    /// Send these now (they are in flight from this call on) and
+    /// [`Engine::observe`] each reply.
+    Fetch(Vec<Fetch>),
+    /// Nothing to send: call `step` again at `until`, or as soon as a reply
+    /// is observed. `None` only while requests are in flight with no time
+    /// limit. Waking early is harmless.
+    Sleep { until: Option<Millis> },
+    /// The wait is over; in-flight requests may be cancelled. Every later
+    /// `step` returns the same report.
+    Done(&'a Report),
+}
+
+/// What became of one target's check in the current round.
+#[derive(Debug)]
+enum Check {
+    Body(Value),
+    NotFound(HttpError),
+    Failed(Error),
+    /// Time ran out while retrying: no answer, the target stays unsettled.
+    Unanswered,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Purpose {
+    /// The check of the round's `due[position]`.
+    Check(usize),
+    /// A page of the node list.
+    Page,
+}
+
+#[derive(Debug)]
+struct Outgoing {
+    purpose: Purpose,
+    request: Request,
+    retries: u32,
+}
+
+#[derive(Debug)]
+struct Round {
+    /// Target indices checked in this round, in the caller's order.
+    due: Vec<usize>,
+    checks: Vec<Option<Check>>,
+    /// `due` positions before this one are judged (python's order).
+    judged: usize,
+    /// Positions waiting for their own GET.
+    queue: VecDeque<usize>,
+    /// Set in list mode.
+    listing: Option<Listing>,
+    /// The last round, at the deadline.
+    is_final: bool,
+}
+
+/// A round that reads the node list instead of one GET per node.
+#[derive(Debug)]
+struct Listing {
+    /// Identifier -> positions in the round's `due`.
+    positions: HashMap<String, Vec<usize>>,
+    /// The page to ask for: `Some(None)` is the first, `Some(Some(marker))`
+    /// a later one; `None` while one is in flight or when paging is over.
+    next_page: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone)]
+struct Target {
+    ident: String,
+    outcome: Option<Outcome>,
+    seen: Seen,
+    polls: u32,
+    settled_at: Millis,
+}
+
+/// The engine's timers in one place: the next round, the deadline, and
+/// per-request limits and retry instants (kept with the requests).
+#[derive(Debug)]
+struct Timers {
+    next_round: Option<Millis>,
+    deadline: Option<Millis>,
+}
+
+/// A wait over one or many nodes, or an allocation. See the module docs for
+/// the drive loop.
+#[derive(Debug)]
+pub struct Engine {
+    options: WaitOptions,
+    interval_ms: Millis,
+    request_timeout_ms: Option<Millis>,
+    started_at: Millis,
+    timers: Timers,
+    targets: Vec<Target>,
+    round: Option<Round>,
+    in_flight: HashMap<RequestId, (Outgoing, Option<Millis>)>,
+    retrying: Vec<(Millis, Outgoing)>,
+    next_id: u64,
+    requests: u32,
+    retries: u32,
+    events: VecDeque<Event>,
+    report: Option<Report>,
+}
+
+/// Seconds from the caller, checked: finite and not negative.
+fn millis(seconds: f64, error: &str) -> Result<Millis, Error> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(Error::InvalidArgument(error.to_string()));
+    }
+    // Round up, so a tiny positive timeout is not "no timeout".
+    Ok((seconds * 1000.0).ceil() as Millis)
+}
+
+impl Engine {
+    /// Checks the options and starts the wait at `now`; the first check is
+    /// due at once. Nothing is sent for invalid options.
+    pub fn new(mut options: WaitOptions, now: Millis) -> Result<Engine, Error> {
+        let timeout_ms = millis(options.timeout, "Timeout must be a non-negative number")?;
+        let interval_ms = millis(options.poll_interval, "Poll interval must be a positive number")?;
+        if interval_ms == 0 {
+            return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
+        }
+        let request_timeout_ms = millis(options.request_timeout, "Request timeout must be a non-negative number")?;
+        if options.idents.is_empty() {
+            return Err(Error::InvalidArgument("Nothing to wait for: no identifiers given".into()));
+        }
+        for ident in &options.idents {
+            protocol::path_segment(ident)?;
+        }
+        if options.concurrency == 0 {
+            return Err(Error::InvalidArgument("Concurrency must be at least 1".into()));
+        }
+        if options.page_size == 0 || options.page_size > MAX_PAGE_SIZE {
+            return Err(Error::InvalidArgument(format!("Page size must be from 1 to {MAX_PAGE_SIZE}")));
+        }
+        options.expected = options.expected.to_lowercase();
+        if options.expected.is_empty() {
+            return Err(Error::InvalidArgument("The expected state must not be empty".into()));
+        }
+        let targets = options
+            .idents
+            .iter()
+            .map(|ident| Target {
+                ident: ident.clone(),
+                outcome: None,
+                seen: Seen::default(),
+                polls: 0,
+                settled_at: now,
+            })
+            .collect();
+        Ok(Engine {
+            interval_ms,
+            request_timeout_ms: (request_timeout_ms > 0).then_some(request_timeout_ms),
+            started_at: now,
+            timers: Timers {
+                next_round: Some(now),
+                deadline: (timeout_ms > 0).then(|| now.saturating_add(timeout_ms)),
+            },
+            targets,
+            round: None,
+            in_flight: HashMap::new(),
+            retrying: Vec::new(),
+            next_id: 0,
+            requests: 0,
+            retries: 0,
+            events: VecDeque::new(),
+            report: None,
+            options,
+        })
+    }
+
+    /// The deadline of the wait, if it has one.
+    pub fn deadline(&self) -> Option<Millis> {
+        self.timers.deadline
+    }
+
+    /// Advances to `now` and says what to do.
+    pub fn step(&mut self, now: Millis) -> Step<'_> {
+        if self.report.is_none() {
+            self.expire_requests(now);
+        }
+        if self.report.is_none() && self.round.is_none() && self.timers.next_round.is_some_and(|at| at <= now) {
+            self.start_round(now);
+        }
+        if self.report.is_none() {
+            let fetches = self.send_due(now);
+            if !fetches.is_empty() {
+                return Step::Fetch(fetches);
+            }
+        }
+        match &self.report {
+            Some(report) => Step::Done(report),
+            None => Step::Sleep { until: self.wake_at() },
+        }
+    }
+
+    /// Feeds back the reply to a fetch. Replies to requests the engine no
+    /// longer waits for (timed out, or after the end) are ignored.
+    pub fn observe(&mut self, id: RequestId, reply: Reply, now: Millis) {
+        if self.report.is_some() {
+            return;
+        }
+        if let Some((outgoing, _)) = self.in_flight.remove(&id) {
+            self.handle_reply(outgoing, reply, now);
+        }
+    }
+
+    /// Ends the wait now: unsettled targets are aborted and nothing more is
+    /// asked to be fetched.
+    pub fn abort(&mut self, now: Millis) {
+        if self.report.is_none() {
+            self.finish(now, Outcome::Aborted, Some(Error::Aborted));
+        }
+    }
+
+    /// The next progress event, oldest first.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The report, once the wait is over.
+    pub fn report(&self) -> Option<&Report> {
+        self.report.as_ref()
+    }
+
+    /// The identifiers, in the caller's order (events name targets by index).
+    pub fn idents(&self) -> &[String] {
+        &self.options.idents
+    }
+
+    fn wake_at(&self) -> Option<Millis> {
+        let timers = [self.timers.next_round.filter(|_| self.round.is_none())];
+        let limits = self.in_flight.values().map(|(_, limit)| *limit);
+        // With the cap full, due retries wait for a reply, not a timer.
+        let room = self.in_flight.len() < self.options.concurrency;
+        let retries = self.retrying.iter().filter(|_| room).map(|(at, _)| Some(*at));
+        timers.into_iter().chain(limits).chain(retries).flatten().min()
+    }
+
+    fn start_round(&mut self, now: Millis) {
+        self.timers.next_round = None;
+        let due: Vec<usize> = (0..self.targets.len()).filter(|&i| self.targets[i].outcome.is_none()).collect();
+        let listing = (self.options.subject == Subject::Node && due.len() >= self.options.list_threshold).then(|| {
+            let mut positions: HashMap<String, Vec<usize>> = HashMap::new();
+            for (position, &target) in due.iter().enumerate() {
+                positions.entry(self.targets[target].ident.clone()).or_default().push(position);
+            }
+            Listing { positions, next_page: Some(None) }
+        });
+        let queue = if listing.is_some() { VecDeque::new() } else { (0..due.len()).collect() };
+        let is_final = self.timers.deadline.is_some_and(|d| now >= d);
+        self.round =
+            Some(Round { checks: due.iter().map(|_| None).collect(), due, judged: 0, queue, listing, is_final });
+    }
+
+    /// Moves what is due into flight, within the concurrency cap: retries
+    /// whose time has come first, then the round's next page or checks.
+    fn send_due(&mut self, now: Millis) -> Vec<Fetch> {
+        let mut ready = Vec::new();
+        let mut i = 0;
+        while i < self.retrying.len() {
+            if self.retrying[i].0 <= now && self.in_flight.len() + ready.len() < self.options.concurrency {
+                ready.push(self.retrying.swap_remove(i).1);
+            } else {
+                i += 1;
+            }
+        }
+        if let Some(round) = &mut self.round {
+            let fields = self.options.fields.then_some(NODE_WAIT_FIELDS);
+            if let Some(listing) = &mut round.listing {
+                if let Some(marker) = listing.next_page.take() {
+                    let request = protocol::list_nodes(fields, self.options.page_size, marker.as_deref());
+                    ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0 });
+                }
+            }
+            while self.in_flight.len() + ready.len() < self.options.concurrency {
+                let Some(position) = round.queue.pop_front() else { break };
+                let ident = &self.targets[round.due[position]].ident;
+                // Identifiers were checked in `new`, so these cannot fail.
+                let request = match self.options.subject {
+                    Subject::Node => protocol::get_node(ident, fields),
+                    Subject::Allocation => protocol::get_allocation(ident),
+                };
+                if let Ok(request) = request {
+                    ready.push(Outgoing { purpose: Purpose::Check(position), request, retries: 0 });
+                }
+            }
+        }
+        ready
+            .into_iter()
+            .map(|outgoing| {
+                let id = RequestId(self.next_id);
+                self.next_id += 1;
+                self.requests += 1;
+                if outgoing.retries > 0 {
+                    self.retries += 1;
+                }
+                let timeout_at = self.request_timeout_ms.map(|t| now.saturating_add(t));
+                let fetch = Fetch { id, request: outgoing.request.clone(), timeout_at };
+                self.in_flight.insert(id, (outgoing, timeout_at));
+                fetch
+            })
+            .collect()
+    }
+
+    fn expire_requests(&mut self, now: Millis) {
+        let expired: Vec<RequestId> = self
+            .in_flight
+            .iter()
+            .filter(|(_, (_, limit))| limit.is_some_and(|at| at <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            if let Some((outgoing, _)) = self.in_flight.remove(&id) {
+                self.handle_reply(outgoing, Reply::TimedOut, now);
+            }
+        }
+    }
+
+    fn handle_reply(&mut self, outgoing: Outgoing, reply: Reply, now: Millis) {
+        let success = matches!(&reply, Reply::Response(r) if r.is_success());
+        if !success {
+            if let Some(delay) = self.options.retry.delay_ms(outgoing.retries, &reply) {
+                // Retries never sleep past the deadline: the last one is the
+                // final check, and after it time has run out.
+                let at = now.saturating_add(delay);
+                let at = match self.timers.deadline {
+                    Some(deadline) if now >= deadline => return self.deliver(outgoing.purpose, Check::Unanswered, now),
+                    Some(deadline) => at.min(deadline),
+                    None => at,
+                };
+                let retry = Outgoing { retries: outgoing.retries + 1, ..outgoing };
+                self.retrying.push((at, retry));
+                return;
+            }
+        }
+        let check = match reply {
+            Reply::Response(r) if r.is_success() => match r.json() {
+                Ok(body) => Check::Body(body),
+                Err(e) => Check::Failed(e),
+            },
+            Reply::Response(r) if r.status == 404 && outgoing.purpose != Purpose::Page => {
+                Check::NotFound(r.http_error())
+            }
+            other => Check::Failed(protocol::reply_error(&other)),
+        };
+        self.deliver(outgoing.purpose, check, now);
+    }
+
+    fn deliver(&mut self, purpose: Purpose, check: Check, now: Millis) {
+        let Some(round) = &mut self.round else { return };
+        match purpose {
+            Purpose::Check(position) => round.checks[position] = Some(check),
+            Purpose::Page => {
+                let page = match &check {
+                    Check::Body(body) => protocol::parse_node_page(body).map(Some),
+                    Check::Failed(e) => Err(e.clone()),
+                    Check::NotFound(_) | Check::Unanswered => Ok(None),
+                };
+                let Some(listing) = &mut round.listing else { return };
+                match page {
+                    Ok(Some((nodes, marker))) => {
+                        for node in nodes {
+                            // A UUID match first, as Ironic resolves idents.
+                            for key in ["uuid", "name"] {
+                                let Some(positions) =
+                                    node.get(key).and_then(Value::as_str).and_then(|k| listing.positions.get(k))
+                                else {
+                                    continue;
+                                };
+                                for &p in positions {
+                                    round.checks[p].get_or_insert_with(|| Check::Body(node.clone()));
+                                }
+                            }
+                        }
+                        let missing = round.checks.iter().any(Option::is_none);
+                        // Stop paging once every due node is found.
+                        match marker {
+                            Some(marker) if missing => listing.next_page = Some(Some(marker)),
+                            _ => round.queue.extend((0..round.checks.len()).filter(|&p| round.checks[p].is_none())),
+                        }
+                    }
+                    // Time ran out listing: what is not found stays unsettled.
+                    Ok(None) => fill_missing(round, || Check::Unanswered),
+                    Err(e) => fill_missing(round, || Check::Failed(e.clone())),
+                }
+            }
+        }
+        self.judge_ready(now);
+    }
+
+    /// Judges the round's checks in the caller's order as far as they are
+    /// in, then closes the round when all are.
+    fn judge_ready(&mut self, now: Millis) {
+        loop {
+            let Some(round) = &mut self.round else { return };
+            let position = round.judged;
+            if position == round.due.len() {
+                let is_final = round.is_final;
+                self.round = None;
+                return self.end_round(now, is_final);
+            }
+            let Some(check) = round.checks[position].take() else { return };
+            round.judged += 1;
+            let target = round.due[position];
+            let outcome = self.judge(target, check, now);
+            if let Some(outcome) = outcome {
+                let failure = outcome.as_failure().filter(|_| self.options.settle == Settle::FirstFailure);
+                self.settle(target, outcome, now);
+                if let Some(error) = failure {
+                    return self.finish(now, Outcome::Stopped, Some(error));
+                }
+            }
+        }
+    }
+
+    /// One target's check -> its outcome if it settled. Emits progress.
+    fn judge(&mut self, index: usize, check: Check, now: Millis) -> Option<Outcome> {
+        let target = &self.targets[index];
+        let (verdict, seen) = match check {
+            Check::Unanswered => return None,
+            Check::NotFound(e) => return Some(self.polled(index, Outcome::NotFound(e))),
+            Check::Failed(e) => return Some(self.polled(index, Outcome::Error(e))),
+            Check::Body(body) => {
+                let judged = match self.options.subject {
+                    Subject::Node => {
+                        let rule = NodeRule {
+                            expected: &self.options.expected,
+                            fail_on_unexpected_state: self.options.fail_on_unexpected_state,
+                            hold_is_terminal: self.options.hold_is_terminal,
+                        };
+                        judge_node(&target.ident, &body, &rule)
+                    }
+                    Subject::Allocation => judge_allocation(&target.ident, &body),
+                };
+                match judged {
+                    Ok(judged) => judged,
+                    Err(e) => return Some(self.polled(index, Outcome::Error(e))),
+                }
+            }
+        };
+        self.targets[index].polls += 1;
+        let changed = seen.state.is_some() && seen != self.targets[index].seen;
+        if changed {
+            self.targets[index].seen = seen;
+        }
+        let outcome = match verdict {
+            Verdict::Waiting => None,
+            Verdict::Reached => Some(Outcome::Reached),
+            Verdict::Failed(f) if f.unexpected_stable => Some(Outcome::UnexpectedStable(f)),
+            Verdict::Failed(f) => Some(Outcome::Failed(f)),
+            Verdict::Held => Some(Outcome::Held),
+        };
+        // A settling target gets its event from `settle`.
+        if changed && outcome.is_none() {
+            self.emit(index, None, now);
+        }
+        outcome
+    }
+
+    fn polled(&mut self, index: usize, outcome: Outcome) -> Outcome {
+        self.targets[index].polls += 1;
+        outcome
+    }
+
+    fn settle(&mut self, index: usize, outcome: Outcome, now: Millis) {
+        let target = &mut self.targets[index];
+        target.outcome = Some(outcome.clone());
+        target.settled_at = now;
+        self.emit(index, Some(outcome), now);
+    }
+
+    fn emit(&mut self, index: usize, outcome: Option<Outcome>, now: Millis) {
+        let seen = self.targets[index].seen.clone();
+        self.events.push_back(Event { target: index, seen, elapsed_ms: now.saturating_sub(self.started_at), outcome });
+    }
+
+    fn end_round(&mut self, now: Millis, was_final: bool) {
+        let unsettled: Vec<String> =
+            self.targets.iter().filter(|t| t.outcome.is_none()).map(|t| t.ident.clone()).collect();
+        if unsettled.is_empty() {
+            return self.finish(now, Outcome::Stopped, None);
+        }
+        let deadline = self.timers.deadline;
+        // Out of time: the round at (or running past) the deadline was the
+        // final check.
+        if was_final || deadline.is_some_and(|d| now >= d) {
+            let error = (self.options.settle == Settle::FirstFailure).then(|| Error::StateTransitionTimeout {
+                subject: self.options.subject,
+                idents: unsettled,
+                expected: self.options.expected.clone(),
+                timeout: Seconds(self.options.timeout),
+            });
+            return self.finish(now, Outcome::TimedOut, error);
+        }
+        let next = now.saturating_add(self.interval_ms);
+        // Never sleep past the deadline: the last check happens at it.
+        self.timers.next_round = Some(deadline.map_or(next, |d| next.min(d)));
+    }
+
+    /// Ends the wait: unsettled targets get `rest`.
+    fn finish(&mut self, now: Millis, rest: Outcome, error: Option<Error>) {
+        for index in 0..self.targets.len() {
+            if self.targets[index].outcome.is_none() {
+                self.settle(index, rest.clone(), now);
+            }
+        }
+        self.round = None;
+        self.in_flight.clear();
+        self.retrying.clear();
+        self.timers.next_round = None;
+        let targets = self
+            .targets
+            .iter()
+            .map(|t| TargetReport {
+                ident: t.ident.clone(),
+                outcome: t.outcome.clone().unwrap_or(Outcome::Stopped),
+                seen: t.seen.clone(),
+                polls: t.polls,
+                elapsed_ms: t.settled_at.saturating_sub(self.started_at),
+            })
+            .collect();
+        self.report = Some(Report {
+            targets,
+            requests: self.requests,
+            retries: self.retries,
+            elapsed_ms: now.saturating_sub(self.started_at),
+            error,
+        });
+    }
+}
+
+fn fill_missing(round: &mut Round, check: impl Fn() -> Check) {
+    for slot in round.checks.iter_mut().filter(|c| c.is_none()) {
+        *slot = Some(check());
+    }
+}
