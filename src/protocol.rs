@@ -7,6 +7,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::error::{Error, HttpError};
+use crate::states::Action;
 use crate::verdict::json_type;
 
 /// `X-OpenStack-Ironic-API-Version` and friends.
@@ -184,6 +185,120 @@ pub fn list_nodes(fields: Option<&str>, limit: u32, marker: Option<&str>) -> Req
 /// `GET /v1/allocations/{ident}`.
 pub fn get_allocation(ident: &str) -> Result<Request, Error> {
     Ok(Request::get(format!("/v1/allocations/{}", path_segment(ident)?)))
+}
+
+/// The optional parts of a provision request, as the caller gave them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProvisionArgs {
+    /// A config drive: text (gzip+base64 ISO or URL) or an object (1.56+).
+    pub config_drive: Option<Value>,
+    pub clean_steps: Option<Value>,
+    pub deploy_steps: Option<Value>,
+    pub service_steps: Option<Value>,
+    pub runbook: Option<String>,
+    pub rescue_password: Option<String>,
+    pub disable_ramdisk: Option<bool>,
+}
+
+/// `PUT /v1/nodes/{ident}/states/provision`. The CLI's argument rules are
+/// checked here so a mistake is a clear error before anything is sent; and
+/// unlike python-ironicclient, nothing given is silently dropped (it sends
+/// `configdrive` and drops `clean_steps`/`rescue_password` beside it).
+pub fn provision(ident: &str, action: &Action, args: &ProvisionArgs) -> Result<Request, Error> {
+    let name = action.name;
+    let only_for = |given: bool, option: &str, targets: &[&str]| {
+        if given && !targets.contains(&action.target) {
+            return Err(Error::InvalidArgument(format!("{option} cannot be used with {name}")));
+        }
+        Ok(())
+    };
+    only_for(args.config_drive.is_some(), "configDrive", &["active", "rebuild"])?;
+    only_for(args.deploy_steps.is_some(), "deploySteps", &["active", "rebuild"])?;
+    only_for(args.clean_steps.is_some(), "cleanSteps", &["clean"])?;
+    only_for(args.service_steps.is_some(), "serviceSteps", &["service"])?;
+    only_for(args.runbook.is_some(), "runbook", &["clean", "service"])?;
+    only_for(args.disable_ramdisk.is_some(), "disableRamdisk", &["clean", "service"])?;
+    only_for(args.rescue_password.is_some(), "rescuePassword", &["rescue"])?;
+    let steps = match action.target {
+        "clean" => Some(("cleanSteps", &args.clean_steps)),
+        "service" => Some(("serviceSteps", &args.service_steps)),
+        _ => None,
+    };
+    if let Some((option, given)) = steps {
+        if given.is_some() == args.runbook.is_some() {
+            return Err(Error::InvalidArgument(format!("{name} needs exactly one of {option} and runbook")));
+        }
+    }
+    if args.runbook.is_some() && args.disable_ramdisk.is_some() {
+        return Err(Error::InvalidArgument("You cannot supply runbook and disableRamdisk together".into()));
+    }
+    if action.target == "rescue" && args.rescue_password.as_deref().map_or(true, str::is_empty) {
+        return Err(Error::InvalidArgument("rescue needs a rescuePassword".into()));
+    }
+    let mut body = serde_json::Map::new();
+    body.insert("target".into(), Value::from(action.target));
+    if let Some(drive) = &args.config_drive {
+        if !(drive.is_string() || drive.is_object()) {
+            return Err(Error::InvalidArgument("configDrive must be a string or an object".into()));
+        }
+        body.insert("configdrive".into(), drive.clone());
+    }
+    for (field, option, value) in [
+        ("clean_steps", "cleanSteps", &args.clean_steps),
+        ("deploy_steps", "deploySteps", &args.deploy_steps),
+        ("service_steps", "serviceSteps", &args.service_steps),
+    ] {
+        if let Some(steps) = value {
+            if !steps.is_array() {
+                return Err(Error::InvalidArgument(format!("{option} must be a list of steps")));
+            }
+            body.insert(field.into(), steps.clone());
+        }
+    }
+    if let Some(runbook) = &args.runbook {
+        body.insert("runbook".into(), Value::from(runbook.as_str()));
+    }
+    if let Some(password) = &args.rescue_password {
+        body.insert("rescue_password".into(), Value::from(password.as_str()));
+    }
+    if let Some(disable) = args.disable_ramdisk {
+        body.insert("disable_ramdisk".into(), Value::from(disable));
+    }
+    Ok(Request {
+        method: Method::Put,
+        path: format!("/v1/nodes/{}/states/provision", path_segment(ident)?),
+        body: Some(Value::Object(body).to_string()),
+    })
+}
+
+/// `POST /v1/allocations` with the given fields (Ironic's names). As in the
+/// CLI, a resource class is required unless a node is named.
+pub fn create_allocation(fields: serde_json::Map<String, Value>) -> Result<Request, Error> {
+    let given = |k: &str| fields.get(k).is_some_and(|v| !v.is_null());
+    if !given("resource_class") && !given("node") {
+        return Err(Error::InvalidArgument("resourceClass is required except when node is given".into()));
+    }
+    Ok(Request { method: Method::Post, path: "/v1/allocations".into(), body: Some(Value::Object(fields).to_string()) })
+}
+
+/// `GET /v1`: the version document, whose headers give the server's range.
+pub fn version_document() -> Request {
+    Request::get("/v1".into())
+}
+
+/// `Authorization: Basic ...` for HTTP Basic auth (UTF-8, then base64).
+pub fn basic_auth(username: &str, password: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let input = format!("{username}:{password}");
+    let mut out = String::from("Basic ");
+    for chunk in input.as_bytes().chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            let sextet = (n >> (18 - 6 * i)) & 63;
+            out.push(if i <= chunk.len() { ALPHABET[sextet as usize] as char } else { '=' });
+        }
+    }
+    out
 }
 
 fn query_escape(value: &str) -> String {
@@ -524,5 +639,73 @@ mod tests {
         assert_eq!(policy.delay_ms(0, &after("7")), Some(7000));
         assert_eq!(policy.delay_ms(0, &after("Wed, 21 Oct 2026 07:28:00 GMT")), Some(2000));
         assert_eq!(RetryPolicy { max_retries: 0, interval_ms: 1 }.delay_ms(0, &status(503)), None);
+    }
+    #[test]
+    fn provision_bodies_carry_what_was_given() {
+        let deploy = Action::named("deploy").unwrap();
+        let r = provision("n 1", deploy, &ProvisionArgs::default()).unwrap();
+        assert_eq!(
+            (r.method, r.path.as_str(), r.body.as_deref()),
+            (Method::Put, "/v1/nodes/n%201/states/provision", Some(r#"{"target":"active"}"#))
+        );
+        let args = ProvisionArgs {
+            config_drive: Some(json!({"user_data": "x"})),
+            deploy_steps: Some(json!([])),
+            ..Default::default()
+        };
+        let body: Value = serde_json::from_str(&provision("n1", deploy, &args).unwrap().body.unwrap()).unwrap();
+        assert_eq!(body, json!({"target": "active", "configdrive": {"user_data": "x"}, "deploy_steps": []}));
+        let clean = Action::named("clean").unwrap();
+        let steps = json!([{"interface": "bios", "step": "factory_reset"}]);
+        let args =
+            ProvisionArgs { clean_steps: Some(steps.clone()), disable_ramdisk: Some(true), ..Default::default() };
+        let body: Value = serde_json::from_str(&provision("n1", clean, &args).unwrap().body.unwrap()).unwrap();
+        assert_eq!(body, json!({"target": "clean", "clean_steps": steps, "disable_ramdisk": true}));
+        let rescue = Action::named("rescue").unwrap();
+        let args = ProvisionArgs { rescue_password: Some("s3cret".into()), ..Default::default() };
+        assert!(provision("n1", rescue, &args).unwrap().body.unwrap().contains("\"rescue_password\":\"s3cret\""));
+    }
+
+    #[test]
+    fn provision_argument_mistakes_are_refused() {
+        let named = |n: &str| Action::named(n).unwrap();
+        let refused =
+            |action: &str, args: ProvisionArgs| provision("n1", named(action), &args).unwrap_err().to_string();
+        assert_eq!(refused("clean", ProvisionArgs::default()), "clean needs exactly one of cleanSteps and runbook");
+        let both = ProvisionArgs { clean_steps: Some(json!([])), runbook: Some("r".into()), ..Default::default() };
+        assert_eq!(refused("clean", both), "clean needs exactly one of cleanSteps and runbook");
+        assert_eq!(
+            refused("service", ProvisionArgs::default()),
+            "service needs exactly one of serviceSteps and runbook"
+        );
+        let rb = ProvisionArgs { runbook: Some("r".into()), disable_ramdisk: Some(true), ..Default::default() };
+        assert_eq!(refused("clean", rb), "You cannot supply runbook and disableRamdisk together");
+        assert_eq!(refused("rescue", ProvisionArgs::default()), "rescue needs a rescuePassword");
+        let drive = ProvisionArgs { config_drive: Some(json!("x")), ..Default::default() };
+        assert_eq!(refused("manage", drive), "configDrive cannot be used with manage");
+        let drive = ProvisionArgs { config_drive: Some(json!(3)), ..Default::default() };
+        assert_eq!(refused("rebuild", drive), "configDrive must be a string or an object");
+        let steps = ProvisionArgs { clean_steps: Some(json!({"a": 1})), ..Default::default() };
+        assert_eq!(refused("clean", steps), "cleanSteps must be a list of steps");
+        assert!(provision("..", named("manage"), &ProvisionArgs::default()).is_err());
+    }
+
+    #[test]
+    fn allocations_need_a_resource_class_or_a_node() {
+        let fields = |v: Value| v.as_object().unwrap().clone();
+        let r = create_allocation(fields(json!({"resource_class": "gold", "traits": ["CUSTOM_X"]}))).unwrap();
+        assert_eq!((r.method, r.path.as_str()), (Method::Post, "/v1/allocations"));
+        assert_eq!(r.body.unwrap(), r#"{"resource_class":"gold","traits":["CUSTOM_X"]}"#);
+        assert!(create_allocation(fields(json!({"node": "n1"}))).is_ok());
+        let e = create_allocation(fields(json!({"name": "a"}))).unwrap_err();
+        assert_eq!(e.to_string(), "resourceClass is required except when node is given");
+    }
+
+    #[test]
+    fn basic_auth_is_base64_of_utf8() {
+        assert_eq!(basic_auth("Aladdin", "open sesame"), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert_eq!(basic_auth("a", "b"), "Basic YTpi");
+        assert_eq!(basic_auth("ab", "c"), "Basic YWI6Yw==");
+        assert_eq!(basic_auth("é", ""), "Basic w6k6");
     }
 }
