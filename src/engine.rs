@@ -92,6 +92,34 @@ pub struct WaitOptions {
 }
 
 impl WaitOptions {
+    /// Checks every option, so a caller can refuse bad ones before it sends
+    /// anything (a provision action, say). Returns the timeout, interval and
+    /// request time limit in milliseconds.
+    pub fn check(&self) -> Result<(Millis, Millis, Millis), Error> {
+        let timeout_ms = millis(self.timeout, "Timeout must be a non-negative number")?;
+        let interval_ms = millis(self.poll_interval, "Poll interval must be a positive number")?;
+        if interval_ms == 0 {
+            return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
+        }
+        let request_timeout_ms = millis(self.request_timeout, "Request timeout must be a non-negative number")?;
+        if self.idents.is_empty() {
+            return Err(Error::InvalidArgument("Nothing to wait for: no identifiers given".into()));
+        }
+        for ident in &self.idents {
+            protocol::path_segment(ident)?;
+        }
+        if self.concurrency == 0 {
+            return Err(Error::InvalidArgument("Concurrency must be at least 1".into()));
+        }
+        if self.page_size == 0 || self.page_size > MAX_PAGE_SIZE {
+            return Err(Error::InvalidArgument(format!("Page size must be from 1 to {MAX_PAGE_SIZE}")));
+        }
+        if self.expected.is_empty() {
+            return Err(Error::InvalidArgument("The expected state must not be empty".into()));
+        }
+        Ok((timeout_ms, interval_ms, request_timeout_ms))
+    }
+
     /// A node wait with python-ironicclient's defaults (2 s interval, no
     /// timeout, first failure ends it).
     pub fn nodes(idents: Vec<String>, expected: &str) -> WaitOptions {
@@ -174,6 +202,9 @@ pub struct TargetReport {
     pub seen: Seen,
     /// Checks that got an answer for this target.
     pub polls: u32,
+    /// The body that settled it, as the server sent it (for allocations,
+    /// the allocation itself).
+    pub body: Option<Value>,
     /// From the start of the wait until this target settled.
     pub elapsed_ms: Millis,
 }
@@ -288,6 +319,7 @@ struct Target {
     outcome: Option<Outcome>,
     seen: Seen,
     polls: u32,
+    body: Option<Value>,
     settled_at: Millis,
 }
 
@@ -332,28 +364,8 @@ impl Engine {
     /// Checks the options and starts the wait at `now`; the first check is
     /// due at once. Nothing is sent for invalid options.
     pub fn new(mut options: WaitOptions, now: Millis) -> Result<Engine, Error> {
-        let timeout_ms = millis(options.timeout, "Timeout must be a non-negative number")?;
-        let interval_ms = millis(options.poll_interval, "Poll interval must be a positive number")?;
-        if interval_ms == 0 {
-            return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
-        }
-        let request_timeout_ms = millis(options.request_timeout, "Request timeout must be a non-negative number")?;
-        if options.idents.is_empty() {
-            return Err(Error::InvalidArgument("Nothing to wait for: no identifiers given".into()));
-        }
-        for ident in &options.idents {
-            protocol::path_segment(ident)?;
-        }
-        if options.concurrency == 0 {
-            return Err(Error::InvalidArgument("Concurrency must be at least 1".into()));
-        }
-        if options.page_size == 0 || options.page_size > MAX_PAGE_SIZE {
-            return Err(Error::InvalidArgument(format!("Page size must be from 1 to {MAX_PAGE_SIZE}")));
-        }
+        let (timeout_ms, interval_ms, request_timeout_ms) = options.check()?;
         options.expected = options.expected.to_lowercase();
-        if options.expected.is_empty() {
-            return Err(Error::InvalidArgument("The expected state must not be empty".into()));
-        }
         let targets = options
             .idents
             .iter()
@@ -362,6 +374,7 @@ impl Engine {
                 outcome: None,
                 seen: Seen::default(),
                 polls: 0,
+                body: None,
                 settled_at: now,
             })
             .collect();
@@ -486,7 +499,7 @@ impl Engine {
             let fields = self.options.fields.then_some(NODE_WAIT_FIELDS);
             if let Some(listing) = &mut round.listing {
                 if let Some(marker) = listing.next_page.take() {
-                    let request = protocol::list_nodes(fields, self.options.page_size, marker.as_deref());
+                    let request = protocol::list_nodes(fields, self.options.page_size, marker.as_deref(), None);
                     ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0 });
                 }
             }
@@ -634,7 +647,7 @@ impl Engine {
     /// One target's check -> its outcome if it settled. Emits progress.
     fn judge(&mut self, index: usize, check: Check, now: Millis) -> Option<Outcome> {
         let target = &self.targets[index];
-        let (verdict, seen) = match check {
+        let (verdict, seen, body) = match check {
             Check::Unanswered => return None,
             Check::NotFound(e) => return Some(self.polled(index, Outcome::NotFound(e))),
             Check::Failed(e) => return Some(self.polled(index, Outcome::Error(e))),
@@ -651,7 +664,7 @@ impl Engine {
                     Subject::Allocation => judge_allocation(&target.ident, &body),
                 };
                 match judged {
-                    Ok(judged) => judged,
+                    Ok((verdict, seen)) => (verdict, seen, body),
                     Err(e) => return Some(self.polled(index, Outcome::Error(e))),
                 }
             }
@@ -669,8 +682,10 @@ impl Engine {
             Verdict::Held => Some(Outcome::Held),
         };
         // A settling target gets its event from `settle`.
-        if changed && outcome.is_none() {
-            self.emit(index, None, now);
+        match outcome {
+            None if changed => self.emit(index, None, now),
+            None => {}
+            Some(_) => self.targets[index].body = Some(body),
         }
         outcome
     }
@@ -734,6 +749,7 @@ impl Engine {
                 outcome: t.outcome.clone().unwrap_or(Outcome::Stopped),
                 seen: t.seen.clone(),
                 polls: t.polls,
+                body: t.body.clone(),
                 elapsed_ms: t.settled_at.saturating_sub(self.started_at),
             })
             .collect();

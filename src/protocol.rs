@@ -145,16 +145,7 @@ pub fn path_segment(ident: &str) -> Result<String, Error> {
     if ident.is_empty() || ident.trim() != ident || ident == "." || ident == ".." {
         return Err(Error::InvalidArgument(format!("Invalid identifier {ident:?}: expected a UUID or a name")));
     }
-    let mut out = String::with_capacity(ident.len());
-    for &b in ident.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            const HEX: &[u8; 16] = b"0123456789ABCDEF";
-            out.extend(['%', HEX[(b >> 4) as usize] as char, HEX[(b & 15) as usize] as char]);
-        }
-    }
-    Ok(out)
+    Ok(query_escape(ident))
 }
 
 /// `GET /v1/nodes/{ident}`, with only `fields` where given.
@@ -169,17 +160,30 @@ pub fn get_node(ident: &str, fields: Option<&str>) -> Result<Request, Error> {
 
 /// One page of the node list. With `fields` the plain list serves them;
 /// without (before 1.8) only `/v1/nodes/detail` carries the target state
-/// and last_error. `marker` is a node UUID from the previous page.
-pub fn list_nodes(fields: Option<&str>, limit: u32, marker: Option<&str>) -> Request {
+/// and last_error. `marker` is a node UUID from the previous page; the
+/// `provision_state` filter is repeated on every page (Ironic's own `next`
+/// link drops it).
+pub fn list_nodes(fields: Option<&str>, limit: u32, marker: Option<&str>, provision_state: Option<&str>) -> Request {
     let mut path = match fields {
         Some(fields) => format!("/v1/nodes?fields={fields}&limit={limit}"),
         None => format!("/v1/nodes/detail?limit={limit}"),
     };
-    if let Some(marker) = marker {
-        path.push_str("&marker=");
-        path.push_str(&query_escape(marker));
+    for (key, value) in [("provision_state", provision_state), ("marker", marker)] {
+        if let Some(value) = value {
+            path.push_str(&format!("&{key}={}", query_escape(value)));
+        }
     }
     Request::get(path)
+}
+
+/// A caller's `fields` list checked and joined: names only, so the query
+/// cannot be bent.
+pub fn field_list<S: AsRef<str>>(fields: &[S]) -> Result<String, Error> {
+    let valid = |f: &str| !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if fields.is_empty() || !fields.iter().all(|f| valid(f.as_ref())) {
+        return Err(Error::InvalidArgument("fields must be a non-empty list of field names".into()));
+    }
+    Ok(fields.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(","))
 }
 
 /// `GET /v1/allocations/{ident}`.
@@ -301,9 +305,16 @@ pub fn basic_auth(username: &str, password: &str) -> String {
     out
 }
 
+/// A query value, percent-encoded like a path segment.
 fn query_escape(value: &str) -> String {
-    // A UUID needs no escaping; anything else is escaped like a segment.
-    path_segment(value).unwrap_or_default()
+    value.bytes().fold(String::with_capacity(value.len()), |mut out, b| {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+        out
+    })
 }
 
 /// An HTTP answer as the shell read it.
@@ -313,6 +324,9 @@ pub struct Response {
     pub body: String,
     pub request_id: Option<String>,
     pub retry_after: Option<String>,
+    /// The server's microversion range, sent on every Ironic response.
+    pub min_version: Option<String>,
+    pub max_version: Option<String>,
 }
 
 /// What became of one request.
@@ -557,8 +571,16 @@ mod tests {
             get_node("n1", Some(NODE_WAIT_FIELDS)).unwrap().path,
             format!("/v1/nodes/n1?fields={NODE_WAIT_FIELDS}")
         );
-        assert_eq!(list_nodes(Some("uuid"), 1000, None).path, "/v1/nodes?fields=uuid&limit=1000");
-        assert_eq!(list_nodes(None, 1000, Some("u-1")).path, "/v1/nodes/detail?limit=1000&marker=u-1");
+        assert_eq!(list_nodes(Some("uuid"), 1000, None, None).path, "/v1/nodes?fields=uuid&limit=1000");
+        assert_eq!(list_nodes(None, 1000, Some("u-1"), None).path, "/v1/nodes/detail?limit=1000&marker=u-1");
+        assert_eq!(
+            list_nodes(None, 5, Some("u 1"), Some("clean failed")).path,
+            "/v1/nodes/detail?limit=5&provision_state=clean%20failed&marker=u%201"
+        );
+        assert_eq!(field_list(&["uuid", "last_error"]).unwrap(), "uuid,last_error");
+        for bad in [&[][..], &["uuid&limit=1"], &[""]] {
+            assert!(field_list(bad).is_err());
+        }
         assert_eq!(get_allocation("a 1").unwrap().path, "/v1/allocations/a%201");
         assert_eq!(
             get_node("", None),
@@ -567,7 +589,7 @@ mod tests {
     }
 
     fn response(status: u16, body: &str) -> Response {
-        Response { status, body: body.into(), request_id: Some("req-1".into()), retry_after: None }
+        Response { status, body: body.into(), request_id: Some("req-1".into()), ..Default::default() }
     }
 
     #[test]

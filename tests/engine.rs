@@ -42,7 +42,7 @@ fn ok(body: Value) -> Reply {
         status: 200,
         body: body.to_string(),
         request_id: Some("req-x".into()),
-        retry_after: None,
+        ..Default::default()
     })
 }
 
@@ -53,6 +53,7 @@ fn status(code: u16, retry_after: Option<&str>) -> Reply {
         body: json!({"error_message": fault.to_string()}).to_string(),
         request_id: Some("req-x".into()),
         retry_after: retry_after.map(Into::into),
+        ..Default::default()
     })
 }
 
@@ -733,6 +734,8 @@ fn allocations_poll_every_second_until_active() {
         [(0, "/v1/allocations/a1"), (1000, "/v1/allocations/a1"), (2000, "/v1/allocations/a1")]
     );
     assert_eq!(t.outcomes(), ["reached"]);
+    let body = t.report.targets[0].body.as_ref().expect("the settling body is kept");
+    assert_eq!(body["state"], "active");
 }
 
 #[test]
