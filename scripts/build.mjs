@@ -4,35 +4,39 @@
 //   3. wasm-bindgen --target web (one output serves every runtime)
 //   4. wasm-opt -Oz (npm `binaryen`)
 //   5. js/ (entry wrappers per runtime + the JS API layer) copied alongside
-// It builds into a staging folder and swaps it in, so pkg/ is never half made.
-import { cpSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+// Steps 3-4 are cached next to cargo's output, keyed by the wasm's hash:
+// wasm-opt (a JS build of binaryen) takes ~10 s, and most `npm test` runs
+// change no Rust. pkg/ is assembled in a staging folder and swapped in, so
+// it is never half made.
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, PKG, WASM_FILE, BUDGET_GZIP, run, main, gzipSize, pkgSizes, kb } from './lib.mjs';
-import { setup, WASM_BINDGEN } from './setup.mjs';
+import { setup, WASM_BINDGEN, wasmBindgenVersion } from './setup.mjs';
 
 const TARGET = 'wasm32-unknown-unknown';
-const CARGO_WASM = join(process.env.CARGO_TARGET_DIR ?? join(ROOT, 'target'), TARGET, 'release', 'ironic_wait.wasm');
+const CARGO_OUT = join(process.env.CARGO_TARGET_DIR ?? join(ROOT, 'target'), TARGET, 'release');
+const CARGO_WASM = join(CARGO_OUT, 'ironic_wait.wasm');
+const CACHE = join(CARGO_OUT, 'ironic_wait.pkg'); // wasm-bindgen + wasm-opt output
+const STAMP = join(CACHE, 'build.json'); // what CACHE was made from
 const WASM_OPT = join(ROOT, 'node_modules', 'binaryen', 'bin', 'wasm-opt');
 // The features rustc enables by default for wasm32-unknown-unknown. wasm-opt
 // reads them from the target_features section, but that section is gone if
 // the profile ever sets `strip = true`; naming them keeps -Oz working then.
 const WASM_FEATURES = ['bulk-memory', 'nontrapping-float-to-int', 'sign-ext', 'mutable-globals', 'reference-types', 'multivalue'];
+// --strip-producers: the toolchain-version section is of no use to users.
+const WASM_OPT_ARGS = ['-Oz', '--strip-producers', ...WASM_FEATURES.map((f) => `--enable-${f}`)];
 
 await main('build', async () => {
   const started = performance.now();
   await setup();
 
   run('cargo', ['build', '--release', '--target', TARGET, '--lib']);
+  const before = bindgenAndOptimise();
 
   const staging = join(ROOT, 'target', `pkg-staging-${process.pid}`);
   rmSync(staging, { recursive: true, force: true });
-  run(WASM_BINDGEN, [CARGO_WASM, '--out-dir', staging, '--target', 'web']);
-
-  const wasm = join(staging, WASM_FILE);
-  const before = readFileSync(wasm);
-  // --strip-producers: the toolchain-version section is of no use to users.
-  run(process.execPath, [WASM_OPT, '-Oz', '--strip-producers', ...WASM_FEATURES.map((f) => `--enable-${f}`), wasm, '-o', wasm]);
-
+  cpSync(CACHE, staging, { recursive: true, filter: (f) => f !== STAMP });
   for (const f of readdirSync(join(ROOT, 'js'))) {
     if (f.endsWith('.js') || f.endsWith('.d.ts')) cpSync(join(ROOT, 'js', f), join(staging, f));
   }
@@ -42,10 +46,30 @@ await main('build', async () => {
   const s = pkgSizes();
   const row = (label, raw, gzip) => console.log(`  ${label.padEnd(22)} ${kb(raw).padStart(9)} raw ${kb(gzip).padStart(9)} gzip`);
   console.log('pkg/ sizes:');
-  row('wasm before wasm-opt', before.length, gzipSize(before));
+  row('wasm before wasm-opt', before.raw, before.gzip);
   row('wasm', s.wasm.raw, s.wasm.gzip);
   row('JS (all pkg/*.js)', s.js.raw, s.js.gzip);
   row('total', s.total.raw, s.total.gzip);
   console.log(`  budget: ${kb(s.total.gzip)} of ${kb(BUDGET_GZIP)} gzip${s.total.gzip > BUDGET_GZIP ? '  OVER BUDGET' : ''}`);
   console.log(`built pkg/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 });
+
+// Runs wasm-bindgen and wasm-opt into CACHE unless it already holds the
+// output for this very wasm and these tools; returns the pre-opt wasm size.
+function bindgenAndOptimise() {
+  const key = createHash('sha256')
+    .update(readFileSync(CARGO_WASM))
+    .update(JSON.stringify([wasmBindgenVersion(), readFileSync(join(WASM_OPT, '../../package.json'), 'utf8'), WASM_OPT_ARGS]))
+    .digest('hex');
+  const cached = existsSync(STAMP) && JSON.parse(readFileSync(STAMP, 'utf8'));
+  if (cached?.key === key) return cached.before;
+
+  rmSync(CACHE, { recursive: true, force: true });
+  run(WASM_BINDGEN, [CARGO_WASM, '--out-dir', CACHE, '--target', 'web']);
+  const wasm = join(CACHE, WASM_FILE);
+  const bytes = readFileSync(wasm);
+  const before = { raw: bytes.length, gzip: gzipSize(bytes) };
+  run(process.execPath, [WASM_OPT, ...WASM_OPT_ARGS, wasm, '-o', wasm]);
+  writeFileSync(STAMP, JSON.stringify({ key, before }));
+  return before;
+}
