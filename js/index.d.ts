@@ -1,4 +1,196 @@
-// Types of the package's JS API (js/index.js). SEED: the lead extends this.
+// Types of the package's JS API (js/index.js). Times are in seconds, as in
+// python-ironicclient; every method returns a promise and never throws
+// synchronously.
 
 /** The version of the ironic-wait build (the Rust crate's version). */
 export function version(): string;
+
+export interface IronicClientOptions {
+  /** Ironic's endpoint, e.g. `http://127.0.0.1:6385` (a trailing `/v1` is accepted). */
+  endpoint: string;
+  /** A Keystone token, sent as `X-Auth-Token`. */
+  token?: string;
+  /** Called for a token before the first request and once more after a 401; may return a promise. */
+  getToken?: () => string | Promise<string>;
+  /** HTTP Basic credentials (Ironic's `auth_strategy = http_basic`). */
+  basicAuth?: { username: string; password: string };
+  /** `'latest'` (default: negotiated once per client, capped at 1.115) or a pinned `'1.N'`. */
+  microversion?: string;
+  /** Retries of 409, 503 and connection failures (default 5, as python-ironicclient). */
+  maxRetries?: number;
+  /** Seconds between retries (default 2); a `Retry-After` in seconds takes precedence. */
+  retryInterval?: number;
+  /** Seconds one request may take before it counts as a connection failure (default 60; 0 = no limit). */
+  requestTimeout?: number;
+  /** Extra headers sent with every request (e.g. a global request id). */
+  headers?: Record<string, string>;
+  /** The `User-Agent` sent outside browsers (default `ironic-wait/<version>`). */
+  userAgent?: string;
+}
+
+export type ProvisionAction =
+  | 'manage' | 'provide' | 'active' | 'deploy' | 'deleted' | 'undeploy' | 'rebuild' | 'inspect'
+  | 'clean' | 'adopt' | 'rescue' | 'unrescue' | 'service' | 'abort' | 'unhold';
+
+export type Outcome =
+  | 'reached' | 'failed' | 'unexpected-stable' | 'held' | 'timed-out' | 'aborted' | 'not-found' | 'error' | 'stopped';
+
+export interface ProgressEvent {
+  /** The node as the caller named it (allocation waits carry `allocation` instead). */
+  node?: string;
+  allocation?: string;
+  state: string | null;
+  targetState: string | null;
+  lastError: string | null;
+  /** Seconds since the wait began. */
+  elapsed: number;
+  /** True when this target just settled; `outcome` says how. */
+  done: boolean;
+  outcome: Outcome | null;
+}
+
+export interface WaitTuning {
+  /** Seconds between rounds of checks (default: the action's interval, 2 or 10; 2 for direct waits). */
+  pollInterval?: number;
+  /** `'first-failure'` (default, python-ironicclient) rejects on the first failure; `'all'` resolves with every node's outcome. */
+  settle?: 'first-failure' | 'all';
+  /** End a node in `deploy hold`/`clean hold`/`service hold` with outcome `held` instead of waiting through it. */
+  holdIsTerminal?: boolean;
+  /** Fail a node resting in a stable state other than the expected one (default true). */
+  failOnUnexpectedState?: boolean;
+  /** Requests in flight at once (default 8). */
+  concurrency?: number;
+  /** From this many unfinished nodes on, one paginated list per round replaces per-node GETs (default 50). */
+  listThreshold?: number;
+  /** Aborts the wait: the in-flight fetch is cancelled and nothing more is sent; rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Called on each observed state change and each settled node; exceptions it throws are ignored. */
+  onProgress?: (event: ProgressEvent) => void;
+}
+
+export interface ProvisionOptions extends WaitTuning {
+  /** `false`/absent: send only. `true` or 0: wait without limit. N: wait up to N seconds. */
+  wait?: boolean | number;
+  /** deploy/rebuild: a config drive (gzip+base64 ISO text, a URL, or an object). */
+  configDrive?: string | object;
+  /** clean: the steps (exactly one of cleanSteps and runbook). */
+  cleanSteps?: object[];
+  /** deploy/rebuild: deploy steps. */
+  deploySteps?: object[];
+  /** service: the steps (exactly one of serviceSteps and runbook). */
+  serviceSteps?: object[];
+  /** clean/service: a runbook name or UUID. */
+  runbook?: string;
+  /** rescue: the password for the rescue ramdisk (required; never logged or reported). */
+  rescuePassword?: string;
+  /** clean/service: do not boot the ramdisk. */
+  disableRamdisk?: boolean;
+}
+
+export interface WaitOptions extends WaitTuning {
+  /** Seconds; 0 (default) = no limit. The last check happens at the deadline. */
+  timeout?: number;
+}
+
+export interface NodeReport {
+  node: string;
+  outcome: Outcome | 'accepted';
+  state?: string | null;
+  targetState?: string | null;
+  lastError?: string | null;
+  polls?: number;
+  /** Seconds from the start of the wait until this node settled. */
+  elapsed?: number;
+}
+
+export interface WaitReport {
+  /** True when every node reached the expected state. */
+  ok: boolean;
+  nodes: NodeReport[];
+  /** Requests sent by this call, retries included. */
+  requests: number;
+  retries: number;
+  elapsed: number;
+}
+
+export interface AllocationReport {
+  ok: boolean;
+  allocation: {
+    allocation: string; outcome: Outcome; state: string | null; lastError: string | null;
+    polls: number; elapsed: number; body: object | null;
+  };
+  requests: number;
+  retries: number;
+  elapsed: number;
+}
+
+export interface AllocationFields {
+  resourceClass?: string;
+  traits?: string[];
+  candidateNodes?: string[];
+  name?: string;
+  uuid?: string;
+  node?: string;
+  owner?: string;
+  extra?: Record<string, unknown>;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export class IronicClient {
+  constructor(options: IronicClientOptions);
+  /** Sends the action to each node (one PUT each, in order) and, with `wait`, waits for the action's expected state. */
+  provision(nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): Promise<WaitReport>;
+  /** Waits until every node is in `expectedState` (lower-cased), fails, or time runs out. */
+  waitForProvisionState(nodes: string | string[], expectedState: string, options?: WaitOptions): Promise<WaitReport>;
+  /** Creates an allocation and, with `wait`, waits until it is active. */
+  createAllocation(
+    fields: AllocationFields,
+    options?: CallOptions & { wait?: boolean | number; pollInterval?: number; onProgress?: (event: ProgressEvent) => void },
+  ): Promise<{ allocation: object; report: AllocationReport | null }>;
+  /** Waits until the allocation is active (every second by default). */
+  waitForAllocation(id: string, options?: WaitOptions): Promise<AllocationReport>;
+  /** One node; `fields` limits what is returned (API 1.8+). */
+  getNode(id: string, options?: CallOptions & { fields?: string[] }): Promise<Record<string, unknown>>;
+  /** Nodes: every page (pages of 1000), or one page of `limit`. */
+  listNodes(
+    options?: CallOptions & { fields?: string[]; limit?: number; provisionState?: string },
+  ): Promise<Record<string, unknown>[]>;
+  /** The API microversion in use, negotiated first if needed. */
+  microversion(options?: CallOptions): Promise<string>;
+}
+
+export class IronicWaitError extends Error {}
+export class InvalidArgumentError extends IronicWaitError {}
+export class InvalidResponseError extends IronicWaitError {
+  /** The node or allocation whose body was unusable, and the field, where known. */
+  target?: string;
+  field?: string;
+}
+export class IronicHttpError extends IronicWaitError {
+  status: number;
+  requestId: string | null;
+  /** Ironic's own message (`faultstring`). */
+  detail: string;
+}
+export class ConnectionError extends IronicWaitError {}
+export class AuthError extends IronicWaitError {}
+export class UnsupportedVersionError extends IronicWaitError {}
+export class StateTransitionFailed extends IronicWaitError {
+  node?: string;
+  allocation?: string;
+  expected: string;
+  state: string;
+  lastError: string | null;
+  unexpectedStable: boolean;
+  report: WaitReport | AllocationReport;
+}
+export class StateTransitionTimeout extends IronicWaitError {
+  nodes?: string[];
+  allocations?: string[];
+  expected: string;
+  timeout: number;
+  report: WaitReport | AllocationReport;
+}

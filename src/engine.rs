@@ -365,7 +365,7 @@ impl Engine {
     /// due at once. Nothing is sent for invalid options.
     pub fn new(mut options: WaitOptions, now: Millis) -> Result<Engine, Error> {
         let (timeout_ms, interval_ms, request_timeout_ms) = options.check()?;
-        options.expected = options.expected.to_lowercase();
+        options.expected = options.expected.to_ascii_lowercase();
         let targets = options
             .idents
             .iter()

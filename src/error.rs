@@ -12,10 +12,10 @@ pub enum Subject {
 }
 
 impl Subject {
-    fn word(self) -> &'static str {
+    fn noun(self) -> &'static str {
         match self {
-            Subject::Node => "Node",
-            Subject::Allocation => "Allocation",
+            Subject::Node => "node",
+            Subject::Allocation => "allocation",
         }
     }
 }
@@ -52,13 +52,20 @@ pub struct HttpError {
 pub struct Seconds(pub f64);
 
 impl fmt::Display for Seconds {
+    /// Exact to the microsecond, without float formatting (large in wasm):
+    /// `30`, `1.5`, `0.0001`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Whole numbers print without a fraction, as the CLI's ints do.
-        if self.0.fract() == 0.0 && self.0.abs() < 1e15 {
-            write!(f, "{}", self.0 as i64)
-        } else {
-            write!(f, "{}", self.0)
+        if self.0.fract() == 0.0 {
+            return write!(f, "{}", self.0 as u128);
         }
+        let micros = (self.0 * 1e6).round() as u128;
+        write!(f, "{}", micros / 1_000_000)?;
+        let fraction = micros % 1_000_000;
+        if fraction > 0 {
+            let digits = format!("{fraction:06}");
+            write!(f, ".{}", digits.trim_end_matches('0'))?;
+        }
+        Ok(())
     }
 }
 
@@ -80,6 +87,8 @@ pub enum Error {
     Http(HttpError),
     /// The server could not be reached (after retries).
     Connection(String),
+    /// No credentials could be had (`getToken()` failed).
+    Auth(String),
     /// The server speaks no microversion we can use.
     UnsupportedVersion(String),
     /// A node or allocation failed (`StateTransitionFailed`).
@@ -102,7 +111,7 @@ impl fmt::Display for Error {
                 f.write_str(msg)
             }
             Error::InvalidBody { subject, ident, field, problem } => {
-                write!(f, "Invalid response for {} {ident}: {field} {problem}", subject.word().to_lowercase())
+                write!(f, "Invalid response for {} {ident}: {field} {problem}", subject.noun())
             }
             Error::Http(e) => {
                 write!(f, "{} (HTTP {})", e.message, e.status)?;
@@ -112,6 +121,7 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Connection(msg) => write!(f, "Error contacting Ironic server: {msg}"),
+            Error::Auth(msg) => write!(f, "Authentication failed: {msg}"),
             Error::StateTransitionFailed(x) => {
                 let error = x.last_error.as_deref().unwrap_or("None");
                 match (x.subject, x.unexpected_stable) {
@@ -212,5 +222,7 @@ mod tests {
         assert_eq!(Seconds(30.0).to_string(), "30");
         assert_eq!(Seconds(0.25).to_string(), "0.25");
         assert_eq!(Seconds(1e20).to_string(), "100000000000000000000");
+        assert_eq!(Seconds(0.0001).to_string(), "0.0001");
+        assert_eq!(Seconds(2.000001).to_string(), "2.000001");
     }
 }

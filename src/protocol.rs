@@ -70,7 +70,7 @@ impl Requested {
             return Ok(Requested::Latest);
         }
         Microversion::parse(text).map(Requested::Pinned).ok_or_else(|| {
-            Error::InvalidArgument(format!("Invalid microversion {text:?}: expected \"latest\" or \"1.N\""))
+            Error::InvalidArgument(format!("Invalid microversion \"{text}\": expected \"latest\" or \"1.N\""))
         })
     }
 }
@@ -143,7 +143,7 @@ impl Request {
 /// URL parsers resolve them (even escaped) to another path.
 pub fn path_segment(ident: &str) -> Result<String, Error> {
     if ident.is_empty() || ident.trim() != ident || ident == "." || ident == ".." {
-        return Err(Error::InvalidArgument(format!("Invalid identifier {ident:?}: expected a UUID or a name")));
+        return Err(Error::InvalidArgument(format!("Invalid identifier \"{ident}\": expected a UUID or a name")));
     }
     Ok(query_escape(ident))
 }

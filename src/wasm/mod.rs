@@ -1,5 +1,13 @@
 //! The only module that touches JS: fetch, setTimeout, AbortSignal and the
-//! exported client.
+//! exported client. It performs what the engine asks and decides nothing.
+//!
+//! - `js`: bindings to JS globals and value conversions.
+//! - `io`: one call's fetches, timers, wake-ups and abort wiring.
+//! - `client`: the exported `RawClient` and the drive loop.
+
+mod client;
+mod io;
+mod js;
 
 use wasm_bindgen::prelude::*;
 

@@ -1,0 +1,141 @@
+//! Bindings to the JS globals every runtime has (never `window`), and the
+//! conversions between JS values and the core's types.
+
+use js_sys::{Array, Function, Object, Reflect, JSON};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use web_sys::AbortSignal;
+
+use crate::error::Error;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The global `fetch`; `catch` turns a synchronous throw (no fetch in
+    /// this runtime, a bad URL) into an `Err` instead of a trap.
+    #[wasm_bindgen(catch, js_name = fetch)]
+    pub fn fetch(url: &str, init: &web_sys::RequestInit) -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(js_name = setTimeout)]
+    pub fn set_timeout(handler: &Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    pub fn clear_timeout(id: &JsValue);
+}
+
+/// Milliseconds on the wall clock; the engine only needs differences.
+pub fn now() -> u64 {
+    js_sys::Date::now().max(0.0) as u64
+}
+
+/// A plain JS object from key/value pairs.
+pub fn object(entries: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (k, v) in entries {
+        // Defining a property on a fresh plain object cannot fail.
+        let _ = Reflect::set(&o, &JsValue::from_str(k), v);
+    }
+    o.into()
+}
+
+pub fn opt_str(s: Option<&str>) -> JsValue {
+    s.map_or(JsValue::NULL, JsValue::from_str)
+}
+
+/// Serde JSON -> JS value, through JSON text.
+pub fn to_js(v: &Value) -> JsValue {
+    JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL)
+}
+
+/// A JS value -> serde JSON, through `JSON.stringify` (so `undefined` and
+/// functions drop out as they would on the wire).
+pub fn from_js(v: &JsValue, what: &str) -> Result<Value, Error> {
+    let text = JSON::stringify(v).ok().and_then(|s| s.as_string());
+    text.and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| Error::InvalidArgument(format!("{what} must be JSON data")))
+}
+
+/// Text for any thrown JS value: an Error's message (and its `cause`, where
+/// Node keeps the socket error), or the value as a string.
+pub fn describe(e: &JsValue) -> String {
+    let message = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string());
+    let Some(message) = message else {
+        return e.as_string().unwrap_or_else(|| "unknown error".into());
+    };
+    let cause = Reflect::get(e, &"cause".into()).ok().filter(|c| c.is_object());
+    match cause.and_then(|c| Reflect::get(&c, &"message".into()).ok()).and_then(|m| m.as_string()) {
+        Some(cause) => format!("{message} ({cause})"),
+        None => message,
+    }
+}
+
+/// Typed reads of a JS options object. `undefined`/`null` options, and
+/// options set to `undefined`/`null`, read as absent.
+pub struct Options(JsValue);
+
+impl Options {
+    pub fn new(value: &JsValue, what: &str) -> Result<Options, Error> {
+        if value.is_undefined() || value.is_null() || (value.is_object() && !Array::is_array(value)) {
+            Ok(Options(value.clone()))
+        } else {
+            Err(Error::InvalidArgument(format!("{what} must be an object")))
+        }
+    }
+
+    /// The object's own keys (none for absent options).
+    pub fn keys(&self) -> Vec<String> {
+        match self.0.dyn_ref::<Object>() {
+            Some(o) => Object::keys(o).iter().filter_map(|k| k.as_string()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<JsValue> {
+        if !self.0.is_object() {
+            return None;
+        }
+        Reflect::get(&self.0, &JsValue::from_str(key)).ok().filter(|v| !v.is_undefined() && !v.is_null())
+    }
+
+    fn typed<T>(&self, key: &str, kind: &str, read: impl Fn(&JsValue) -> Option<T>) -> Result<Option<T>, Error> {
+        self.get(key)
+            .map(|v| read(&v).ok_or_else(|| Error::InvalidArgument(format!("Option {key} must be {kind}"))))
+            .transpose()
+    }
+
+    pub fn string(&self, key: &str) -> Result<Option<String>, Error> {
+        self.typed(key, "a string", JsValue::as_string)
+    }
+
+    pub fn number(&self, key: &str) -> Result<Option<f64>, Error> {
+        self.typed(key, "a number", JsValue::as_f64)
+    }
+
+    pub fn boolean(&self, key: &str) -> Result<Option<bool>, Error> {
+        self.typed(key, "a boolean", JsValue::as_bool)
+    }
+
+    pub fn function(&self, key: &str) -> Result<Option<Function>, Error> {
+        self.typed(key, "a function", |v| v.dyn_ref::<Function>().cloned())
+    }
+
+    pub fn json(&self, key: &str) -> Result<Option<Value>, Error> {
+        self.get(key).map(|v| from_js(&v, &format!("Option {key}"))).transpose()
+    }
+
+    /// A list of strings, or one string as a list of one.
+    pub fn strings(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
+        self.get(key).map(|v| strings(&v, &format!("Option {key}"))).transpose()
+    }
+
+    pub fn signal(&self) -> Result<Option<AbortSignal>, Error> {
+        self.typed("signal", "an AbortSignal", |v| v.dyn_ref::<AbortSignal>().cloned())
+    }
+}
+
+/// One string, or an array of strings.
+pub fn strings(v: &JsValue, what: &str) -> Result<Vec<String>, Error> {
+    if let Some(s) = v.as_string() {
+        return Ok(vec![s]);
+    }
+    let error = || Error::InvalidArgument(format!("{what} must be a string or a list of strings"));
+    let array = v.dyn_ref::<Array>().ok_or_else(error)?;
+    array.iter().map(|item| item.as_string().ok_or_else(error)).collect()
+}
