@@ -1,0 +1,222 @@
+#!/usr/bin/env node
+// The Ironic simulator: `node sim/server.mjs --port P --nodes N --seed S`,
+// or `import { startSimulator } from './sim/server.mjs'`. See sim/README.md.
+
+import http from 'node:http';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { World } from './ironic.mjs';
+import { Faults } from './faults.mjs';
+import { RequestLog, createHandler } from './http.mjs';
+import { notFoundRoute } from './api.mjs';
+
+/**
+ * A simulator without a listening socket: mount `sim.handle` on any node:http server.
+ * @param {object} options
+ * @param {number} [options.seed=1] seeds UUIDs, durations, fault fractions and the fleet
+ * @param {number} [options.timeScale=1] sim time runs this many times faster than real time
+ * @param {number} [options.nodes=0] size of the demo fleet when the scenario lists no nodes
+ * @param {object} [options.scenario] the scenario to load (see README)
+ * @param {boolean} [options.manualClock=false] time moves only by advance(ms)
+ * @param {number|string} [options.epoch] the wall time of sim time 0 (default: now)
+ * @param {number} [options.logLimit=100000] request log entries kept
+ */
+export function createSimulator(options = {}) {
+  const opts = { seed: 1, timeScale: 1, nodes: 0, logLimit: 100_000, ...options };
+  let current = opts.scenario ?? {};
+
+  const findHistory = (ident) => {
+    const node = sim.world.findNode(ident);
+    if (node) return sim.world.histories.get(node.rec.uuid);
+    for (const h of sim.world.histories.values()) if (h.uuid === ident || h.name === ident) return h;
+    return undefined;
+  };
+  const mustFind = (ident) => {
+    const node = sim.world.findNode(ident);
+    if (!node) throw new Error(`no node ${ident}`);
+    return node;
+  };
+
+  const sim = {
+    world: null,
+    faults: null,
+    requestLog: null,
+    hung: new Set(),
+    timers: new Set(),
+
+    /** Replace the world by `scenario`; on a bad scenario, throw and keep the old one. */
+    load(scenario = {}) {
+      const world = new World({ ...opts, scenario });
+      const faults = new Faults(world.seed);
+      faults.add(scenario.faults ?? []);
+      Object.assign(sim, { world, faults, requestLog: new RequestLog(opts.logLimit) });
+      current = scenario;
+    },
+    /** Back to the last scenario loaded (the clock restarts at 0, the log empties). */
+    reset() {
+      sim.load(current);
+    },
+    summary() {
+      return { ...sim.world.summary(), faults: sim.faults.rules.length, transitions: sim.world.transitions.length, requests: sim.requestLog.nextSeq - 1 };
+    },
+    /** The request log: { entries, next, dropped } after `since`, by method, path glob or node. */
+    requests(filter = {}) {
+      return sim.requestLog.query({ ...filter, resolve: (ident) => findHistory(ident)?.uuid ?? ident });
+    },
+    log(filter) {
+      return sim.requests(filter).entries;
+    },
+    /** One node's state history { uuid, name, entries }, or every node that changed since load. */
+    history(ident) {
+      if (ident !== undefined) return findHistory(ident);
+      return [...sim.world.histories.values()].filter((h) => h.entries.length > 1 || h.entries[0].action !== 'load');
+    },
+    /** The stored node with its transition plan (timestamps in sim-clock ms). */
+    node(ident) {
+      const node = sim.world.findNode(ident);
+      if (!node) return undefined;
+      const plan = node.plan && {
+        action: node.plan.action,
+        phase: node.plan.i,
+        phases: node.plan.phases.map(({ apply, ...p }) => p),
+      };
+      return { ...node.rec, plan, history: sim.world.histories.get(node.rec.uuid).entries };
+    },
+    setNode(ident, fields) {
+      sim.world.patchNode(mustFind(ident), fields, sim.now());
+    },
+    deleteNode(ident) {
+      sim.world.removeNode(mustFind(ident), sim.now(), 'delete');
+    },
+    transitions: {
+      add: (rules) => sim.world.addTransitions(rules),
+      clear: () => { sim.world.transitions = []; },
+      list: () => sim.world.transitions,
+    },
+    now() {
+      return sim.world.now();
+    },
+    /** Move a manual clock forward and apply what fell due. */
+    advance(ms) {
+      sim.world.clock.advance(ms);
+      sim.world.advance();
+    },
+    later(fn, ms) {
+      const timer = setTimeout(() => {
+        sim.timers.delete(timer);
+        fn();
+      }, ms);
+      sim.timers.add(timer);
+    },
+    /** Ends delayed and hung requests (their sockets are destroyed). */
+    async close() {
+      for (const timer of sim.timers) clearTimeout(timer);
+      sim.timers.clear();
+      for (const res of sim.hung) res.socket?.destroy();
+      sim.hung.clear();
+    },
+  };
+  sim.load(current);
+  sim.handle = createHandler(sim);
+  return sim;
+}
+
+/**
+ * Start the simulator on its own server.
+ * @param {object} options those of createSimulator, plus port (default 0: any) and host (default 127.0.0.1)
+ * @returns the simulator, with url, port, server and an async close() that also drops open connections
+ */
+export async function startSimulator(options = {}) {
+  const { port = 0, host = '127.0.0.1' } = options;
+  const sim = createSimulator(options);
+  const handle = createHandler(sim, { root: true });
+  const server = http.createServer((req, res) => {
+    if (handle(req, res)) return;
+    const answer = notFoundRoute();
+    res.writeHead(answer.status, { ...answer.headers, 'X-OpenStack-Request-Id': sim.world.requestId() });
+    res.end(answer.body);
+  });
+  const sockets = new Set();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  const bound = server.address().port;
+  const closeHandlers = sim.close;
+  return Object.assign(sim, {
+    server,
+    host,
+    port: bound,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+    async close() {
+      await closeHandlers();
+      const closed = new Promise((resolve) => server.close(resolve));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+  });
+}
+
+const USAGE = `usage: node sim/server.mjs [options]
+  --port P          port to listen on (default 6385, Ironic's; 0 picks one)
+  --host H          address to bind (default 127.0.0.1)
+  --nodes N         demo fleet of N nodes named node-000.. (default 0)
+  --seed S          seed for UUIDs, durations, faults and the fleet (default 1)
+  --time-scale X    run transitions X times faster than their sim durations (default 1)
+  --scenario FILE   load a scenario JSON file (see sim/README.md)
+  --manual-clock    time moves only through POST /__sim/clock {"advance": ms}
+  --log-limit N     request log entries kept (default 100000)`;
+
+async function main(argv) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: 'string', default: '6385' },
+      host: { type: 'string', default: '127.0.0.1' },
+      nodes: { type: 'string' },
+      seed: { type: 'string' },
+      'time-scale': { type: 'string' },
+      scenario: { type: 'string' },
+      'manual-clock': { type: 'boolean', default: false },
+      'log-limit': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const num = (name, fallback) => {
+    if (values[name] === undefined) return fallback;
+    const n = Number(values[name]);
+    if (!Number.isFinite(n)) throw new Error(`--${name} needs a number, not "${values[name]}"`);
+    return n;
+  };
+  const sim = await startSimulator({
+    port: num('port'),
+    host: values.host,
+    nodes: num('nodes', 0),
+    seed: num('seed', 1),
+    timeScale: num('time-scale', 1),
+    manualClock: values['manual-clock'],
+    logLimit: num('log-limit', 100_000),
+    scenario: values.scenario ? JSON.parse(readFileSync(values.scenario, 'utf8')) : undefined,
+  });
+  const s = sim.summary();
+  console.log(`ironic simulator on ${sim.url} (${s.nodes} nodes, seed ${s.seed}, time scale ${s.timeScale})`);
+  const stop = () => sim.close().then(() => process.exit(0));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main(process.argv.slice(2)).catch((e) => {
+    console.error(`sim: ${e.message}\n${USAGE}`);
+    process.exit(2);
+  });
+}
