@@ -38,6 +38,9 @@ export const rangeHeaders = () => ({
 export const versionHeaders = (minor) => ({ ...rangeHeaders(), 'X-OpenStack-Ironic-API-Version': `1.${minor}` });
 
 const JSON_TYPE = { 'Content-Type': 'application/json' };
+const jsonHeadersCache = [];
+/** The headers of a JSON answer at `minor` (one shared object per microversion: callers copy before changing). */
+const jsonHeaders = (minor) => (jsonHeadersCache[minor] ??= Object.freeze({ ...versionHeaders(minor), ...JSON_TYPE }));
 
 // ---------------------------------------------------------------- microversions
 
@@ -150,6 +153,22 @@ export function renderNode(world, rec, minor, base, fields) {
   return out;
 }
 
+/**
+ * A node's JSON text, cached per node until it changes (node.rev): polling
+ * clients read the same unchanged nodes over and over. One slot for the full
+ * document and one for field subsets (list items), each for one microversion
+ * and base URL at a time.
+ */
+function nodeJson(world, node, minor, base, fields) {
+  const slot = fields ? 'subsetCache' : 'fullCache';
+  const key = fields ? `${minor} ${base} ${fields.join(',')}` : `${minor} ${base}`;
+  const cached = node[slot];
+  if (cached && cached.rev === node.rev && cached.key === key) return cached.text;
+  const text = JSON.stringify(renderNode(world, node.rec, minor, base, fields));
+  node[slot] = { rev: node.rev, key, text };
+  return text;
+}
+
 /** `?fields=` as a list, with the version and validity checks of get_one/get_all. */
 function parseFields(query, minor) {
   const raw = query.get('fields');
@@ -213,8 +232,11 @@ function v1Doc(base, minor) {
 
 // ---------------------------------------------------------------- routes
 
+/** A JSON answer; `doc` may already be JSON text. */
 const json = (status, minor, doc, extra) => ({
-  status, headers: { ...versionHeaders(minor), ...JSON_TYPE, ...extra }, body: JSON.stringify(doc),
+  status,
+  headers: extra ? { ...jsonHeaders(minor), ...extra } : jsonHeaders(minor),
+  body: typeof doc === 'string' ? doc : JSON.stringify(doc),
 });
 const webob = (status, title, description, headers = {}) => ({
   status, headers: { ...headers, ...JSON_TYPE }, body: webobBody(status, title, description),
@@ -263,7 +285,7 @@ export function handleApi(ctx) {
   } catch (e) {
     if (!(e instanceof ApiError)) throw e;
     const faultcode = e.status >= 500 ? 'Server' : 'Client';
-    return { status: e.status, headers: { ...versionHeaders(minor), ...JSON_TYPE }, body: faultBody(e.faultstring, faultcode), node: e.node };
+    return { status: e.status, headers: jsonHeaders(minor), body: faultBody(e.faultstring, faultcode), node: e.node };
   }
 }
 
@@ -307,7 +329,7 @@ function route(ctx, minor) {
 function getNode({ world, query, base }, minor, ident) {
   const node = findNodeOr404(world, ident);
   const fields = parseFields(query, minor);
-  return { ...json(200, minor, renderNode(world, node.rec, minor, base, fields)), node: node.rec.uuid };
+  return { ...json(200, minor, nodeJson(world, node, minor, base, fields)), node: node.rec.uuid };
 }
 
 const pyBool = (s) => {
@@ -350,15 +372,16 @@ function listNodes({ world, query, base }, minor, resource) {
   const marker = rawMarker === null ? undefined : world.nodes.get(rawMarker);
   if (rawMarker !== null && !marker) throw new ApiError(404, `Node ${rawMarker} could not be found.`);
   const page = world.listNodes({ marker, limit, provisionState: state });
-  const doc = { nodes: page.map((n) => renderNode(world, n.rec, minor, base, fields)) };
+  // Joined from cached node texts: a 1000-node page costs 1000 cache look-ups once warm.
+  let body = `{"nodes":[${page.map((n) => nodeJson(world, n, minor, base, fields)).join(',')}]`;
   if (page.length === limit) {
     // Only these arguments travel in "next" (collection.get_next): never the filters.
     let args = 'sort_key=id&sort_dir=asc&';
     if (detail !== undefined) args += `detail=${detail ? 'True' : 'False'}&`;
     if (fields) args += `fields=${fields.join(',')}&`;
-    doc.next = `${base}/v1/${resource}?${args}limit=${limit}&marker=${page[page.length - 1].rec.uuid}`;
+    body += `,"next":${JSON.stringify(`${base}/v1/${resource}?${args}limit=${limit}&marker=${page[page.length - 1].rec.uuid}`)}`;
   }
-  return json(200, minor, doc);
+  return json(200, minor, `${body}}`);
 }
 
 /** Fields a POST may set (the rest of the node schema is read-only). */

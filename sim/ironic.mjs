@@ -383,7 +383,8 @@ export class World {
     if (!('instance_uuid' in def) && action === 'load' && state === 'active') rec.instance_uuid = this.newUuid();
     if (!('provision_updated_at' in def) && state !== 'enroll') rec.provision_updated_at = t;
     rec.created_at = t;
-    const node = { kind: 'node', id: this.nextId++, rec, timing: checkTiming(def.timing), plan: null, gen: 0, actions: 0 };
+    // rev counts changes to rec: rendered documents are cached against it (api.mjs).
+    const node = { kind: 'node', id: this.nextId++, rec, timing: checkTiming(def.timing), plan: null, gen: 0, actions: 0, rev: 0 };
     this.nodes.set(rec.uuid, node);
     if (rec.name !== null) this.names.set(rec.name, node);
     this.order.push(node);
@@ -470,6 +471,7 @@ export class World {
     p.apply?.(this, node);
     r.provision_updated_at = t;
     r.updated_at = t;
+    node.rev++;
     this.record(node, t, action);
     if (p.ms === undefined) node.plan = null; // at rest
     else if (p.ms !== Infinity) this.heap.push(t + p.ms, node, node.gen);
@@ -545,6 +547,7 @@ export class World {
     if (!('reservation' in fields)) r.reservation = null;
     r.provision_updated_at = t;
     r.updated_at = t;
+    node.rev++;
     this.record(node, t, 'set');
   }
 
@@ -603,6 +606,7 @@ export class World {
     node.rec.allocation_uuid = alloc.uuid;
     node.rec.instance_uuid = alloc.uuid;
     node.rec.updated_at = t;
+    node.rev++;
     alloc.node_uuid = node.rec.uuid;
     alloc.state = 'active';
     alloc.updated_at = t;
