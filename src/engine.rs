@@ -41,7 +41,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use serde_json::Value;
+use crate::json::Value;
 
 use crate::error::{Error, Failure, HttpError, Seconds, Subject};
 use crate::protocol::{self, Reply, Request, RetryPolicy, MAX_PAGE_SIZE, NODE_WAIT_FIELDS};

@@ -16,6 +16,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod json;
 pub mod protocol;
 pub mod states;
 pub mod verdict;

@@ -4,11 +4,9 @@
 
 use std::fmt;
 
-use serde_json::Value;
-
 use crate::error::{Error, HttpError};
+use crate::json::Value;
 use crate::states::Action;
-use crate::verdict::json_type;
 
 /// `X-OpenStack-Ironic-API-Version` and friends.
 pub const VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Version";
@@ -239,13 +237,12 @@ pub fn provision(ident: &str, action: &Action, args: &ProvisionArgs) -> Result<R
     if action.target == "rescue" && args.rescue_password.as_deref().map_or(true, str::is_empty) {
         return Err(Error::InvalidArgument("rescue needs a rescuePassword".into()));
     }
-    let mut body = serde_json::Map::new();
-    body.insert("target".into(), Value::from(action.target));
+    let mut body: Vec<(String, Value)> = vec![("target".into(), Value::from(action.target))];
     if let Some(drive) = &args.config_drive {
-        if !(drive.is_string() || drive.is_object()) {
+        if !matches!(drive, Value::String(_) | Value::Object(_)) {
             return Err(Error::InvalidArgument("configDrive must be a string or an object".into()));
         }
-        body.insert("configdrive".into(), drive.clone());
+        body.push(("configdrive".into(), drive.clone()));
     }
     for (field, option, value) in [
         ("clean_steps", "cleanSteps", &args.clean_steps),
@@ -253,20 +250,20 @@ pub fn provision(ident: &str, action: &Action, args: &ProvisionArgs) -> Result<R
         ("service_steps", "serviceSteps", &args.service_steps),
     ] {
         if let Some(steps) = value {
-            if !steps.is_array() {
+            if !matches!(steps, Value::Array(_)) {
                 return Err(Error::InvalidArgument(format!("{option} must be a list of steps")));
             }
-            body.insert(field.into(), steps.clone());
+            body.push((field.into(), steps.clone()));
         }
     }
     if let Some(runbook) = &args.runbook {
-        body.insert("runbook".into(), Value::from(runbook.as_str()));
+        body.push(("runbook".into(), Value::from(runbook.as_str())));
     }
     if let Some(password) = &args.rescue_password {
-        body.insert("rescue_password".into(), Value::from(password.as_str()));
+        body.push(("rescue_password".into(), Value::from(password.as_str())));
     }
     if let Some(disable) = args.disable_ramdisk {
-        body.insert("disable_ramdisk".into(), Value::from(disable));
+        body.push(("disable_ramdisk".into(), Value::from(disable)));
     }
     Ok(Request {
         method: Method::Put,
@@ -277,8 +274,8 @@ pub fn provision(ident: &str, action: &Action, args: &ProvisionArgs) -> Result<R
 
 /// `POST /v1/allocations` with the given fields (Ironic's names). As in the
 /// CLI, a resource class is required unless a node is named.
-pub fn create_allocation(fields: serde_json::Map<String, Value>) -> Result<Request, Error> {
-    let given = |k: &str| fields.get(k).is_some_and(|v| !v.is_null());
+pub fn create_allocation(fields: Vec<(String, Value)>) -> Result<Request, Error> {
+    let given = |key: &str| fields.iter().any(|(k, v)| k == key && !v.is_null());
     if !given("resource_class") && !given("node") {
         return Err(Error::InvalidArgument("resourceClass is required except when node is given".into()));
     }
@@ -350,7 +347,7 @@ impl Response {
         if self.body.trim().is_empty() {
             return Err(Error::InvalidResponse(format!("API response (HTTP {}) has an empty body", self.status)));
         }
-        serde_json::from_str(&self.body).map_err(|_| {
+        Value::parse(&self.body).map_err(|_| {
             Error::InvalidResponse(format!(
                 "API response (HTTP {}) is not valid JSON: {}",
                 self.status,
@@ -363,10 +360,10 @@ impl Response {
     /// JSON string holding `faultstring`), the raw message if that is not
     /// JSON, or the status's name.
     pub fn http_error(&self) -> HttpError {
-        let message = serde_json::from_str::<Value>(&self.body)
+        let message = Value::parse(&self.body)
             .ok()
             .and_then(|v| match v.get("error_message")? {
-                Value::String(inner) => Some(match serde_json::from_str::<Value>(inner) {
+                Value::String(inner) => Some(match Value::parse(inner) {
                     Ok(fault) => {
                         let text = |k| fault.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
                         text("faultstring").or_else(|| text("description")).map(str::to_string)?
@@ -422,7 +419,7 @@ pub fn parse_node_page(body: &Value) -> Result<(&[Value], Option<String>), Error
     let nodes = match page.get("nodes") {
         Some(Value::Array(nodes)) => nodes.as_slice(),
         Some(other) => {
-            return Err(Error::InvalidResponse(format!("Node list: nodes must be a list; got {}", json_type(other))))
+            return Err(Error::InvalidResponse(format!("Node list: nodes must be a list; got {}", other.kind())))
         }
         None => return Err(Error::InvalidResponse("Node list: the nodes key is missing".into())),
     };
@@ -517,7 +514,14 @@ pub fn reply_error(reply: &Reply) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    /// Test bodies are written with serde_json's `json!` and read back
+    /// through the core's own parser.
+    macro_rules! json {
+        ($($t:tt)+) => {
+            crate::json::Value::parse(&serde_json::json!($($t)+).to_string()).unwrap()
+        };
+    }
 
     fn v(s: &str) -> Microversion {
         Microversion::parse(s).unwrap()
@@ -675,14 +679,16 @@ mod tests {
             deploy_steps: Some(json!([])),
             ..Default::default()
         };
-        let body: Value = serde_json::from_str(&provision("n1", deploy, &args).unwrap().body.unwrap()).unwrap();
-        assert_eq!(body, json!({"target": "active", "configdrive": {"user_data": "x"}, "deploy_steps": []}));
+        let body = provision("n1", deploy, &args).unwrap().body.unwrap();
+        assert_eq!(body, r#"{"target":"active","configdrive":{"user_data":"x"},"deploy_steps":[]}"#);
         let clean = Action::named("clean").unwrap();
         let steps = json!([{"interface": "bios", "step": "factory_reset"}]);
         let args =
             ProvisionArgs { clean_steps: Some(steps.clone()), disable_ramdisk: Some(true), ..Default::default() };
-        let body: Value = serde_json::from_str(&provision("n1", clean, &args).unwrap().body.unwrap()).unwrap();
-        assert_eq!(body, json!({"target": "clean", "clean_steps": steps, "disable_ramdisk": true}));
+        let body = provision("n1", clean, &args).unwrap().body.unwrap();
+        let expected =
+            r#"{"target":"clean","clean_steps":[{"interface":"bios","step":"factory_reset"}],"disable_ramdisk":true}"#;
+        assert_eq!(body, expected);
         let rescue = Action::named("rescue").unwrap();
         let args = ProvisionArgs { rescue_password: Some("s3cret".into()), ..Default::default() };
         assert!(provision("n1", rescue, &args).unwrap().body.unwrap().contains("\"rescue_password\":\"s3cret\""));
@@ -714,7 +720,7 @@ mod tests {
 
     #[test]
     fn allocations_need_a_resource_class_or_a_node() {
-        let fields = |v: Value| v.as_object().unwrap().clone();
+        let fields = |v: Value| v.as_object().unwrap().to_vec();
         let r = create_allocation(fields(json!({"resource_class": "gold", "traits": ["CUSTOM_X"]}))).unwrap();
         assert_eq!((r.method, r.path.as_str()), (Method::Post, "/v1/allocations"));
         assert_eq!(r.body.unwrap(), r#"{"resource_class":"gold","traits":["CUSTOM_X"]}"#);

@@ -5,9 +5,8 @@
 //! mistyped field), the row returns [`Error::InvalidBody`] naming the field,
 //! and, like it, only when the row actually needs that field.
 
-use serde_json::{Map, Value};
-
 use crate::error::{Error, Failure, Subject};
+use crate::json::Value;
 use crate::states::{is_failure_state, is_hold_state};
 
 /// How to judge a node against the state waited for.
@@ -47,7 +46,7 @@ pub struct Seen {
 pub fn judge_node(ident: &str, body: &Value, rule: &NodeRule) -> Result<(Verdict, Seen), Error> {
     let node = as_object(body)?;
     // Row 2: python-ironicclient drops falsy bodies, so `{}` keeps waiting.
-    if node.is_empty() {
+    if !node.truthy() {
         return Ok((Verdict::Waiting, Seen::default()));
     }
     let field = Field { subject: Subject::Node, ident, body: node };
@@ -80,7 +79,7 @@ pub fn judge_node(ident: &str, body: &Value, rule: &NodeRule) -> Result<(Verdict
         return Ok((Verdict::Held, seen));
     }
     // Row 6: no target means the node rests; Python's `not` decides.
-    if rule.fail_on_unexpected_state && !truthy(field.required("target_provision_state")?) {
+    if rule.fail_on_unexpected_state && !field.required("target_provision_state")?.truthy() {
         let failure = Failure {
             subject: Subject::Node,
             ident: ident.to_string(),
@@ -98,7 +97,7 @@ pub fn judge_node(ident: &str, body: &Value, rule: &NodeRule) -> Result<(Verdict
 /// failed, anything else (known or not) keeps waiting.
 pub fn judge_allocation(ident: &str, body: &Value) -> Result<(Verdict, Seen), Error> {
     let allocation = as_object(body)?;
-    if allocation.is_empty() {
+    if !allocation.truthy() {
         return Ok((Verdict::Waiting, Seen::default()));
     }
     let field = Field { subject: Subject::Allocation, ident, body: allocation };
@@ -129,20 +128,10 @@ pub fn judge_allocation(ident: &str, body: &Value) -> Result<(Verdict, Seen), Er
 }
 
 /// Row 1: anything but a JSON object is not an answer.
-pub fn as_object(body: &Value) -> Result<&Map<String, Value>, Error> {
-    body.as_object().ok_or_else(|| {
-        Error::InvalidResponse(format!("API response body must be a JSON object; got {}", json_type(body)))
-    })
-}
-
-pub fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "list",
-        Value::Object(_) => "object",
+pub fn as_object(body: &Value) -> Result<&Value, Error> {
+    match body {
+        Value::Object(_) => Ok(body),
+        other => Err(Error::InvalidResponse(format!("API response body must be a JSON object; got {}", other.kind()))),
     }
 }
 
@@ -150,7 +139,7 @@ pub fn json_type(v: &Value) -> &'static str {
 struct Field<'a> {
     subject: Subject,
     ident: &'a str,
-    body: &'a Map<String, Value>,
+    body: &'a Value,
 }
 
 impl<'a> Field<'a> {
@@ -182,22 +171,17 @@ fn text(v: &Value) -> Option<String> {
     }
 }
 
-/// Python's truthiness of a JSON value.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    /// Test bodies are written with serde_json's `json!` and read back
+    /// through the core's own parser.
+    macro_rules! json {
+        ($($t:tt)+) => {
+            crate::json::Value::parse(&serde_json::json!($($t)+).to_string()).unwrap()
+        };
+    }
 
     const ACTIVE: NodeRule = NodeRule { expected: "active", fail_on_unexpected_state: true, hold_is_terminal: false };
 
@@ -293,7 +277,13 @@ mod tests {
 
     #[test]
     fn row6_stable_state_without_target_is_unexpected() {
-        for target in [json!(null), json!(""), json!(false), json!(0), json!([])] {
+        for target in [
+            serde_json::json!(null),
+            serde_json::json!(""),
+            serde_json::json!(false),
+            serde_json::json!(0),
+            serde_json::json!([]),
+        ] {
             let body = json!({"provision_state": "available", "target_provision_state": target, "last_error": null});
             assert_eq!(node(body), Ok(failed("available", None, true)));
         }

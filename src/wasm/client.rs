@@ -10,7 +10,6 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use js_sys::{Array, Function, Promise};
-use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
@@ -20,6 +19,7 @@ use super::io::{self, Scope};
 use super::js::{self, object, opt_str, Options};
 use crate::engine::{Engine, Event, Report, Settle, Step, WaitOptions};
 use crate::error::{Error, Subject};
+use crate::json::Value;
 use crate::protocol::{self, Microversion, ProvisionArgs, Reply, Request, Requested, Response, RetryPolicy};
 use crate::states::Action;
 
@@ -442,7 +442,7 @@ impl Client {
         let (opts, scope) = call(&options)?;
         let prepared = (|| {
             let given = Options::new(&fields, "allocation fields")?;
-            let mut body = Map::new();
+            let mut body = Vec::new();
             for key in given.keys() {
                 let field = match key.as_str() {
                     "resourceClass" => "resource_class",
@@ -451,7 +451,7 @@ impl Client {
                     other => return Err(Error::InvalidArgument(format!("Unknown allocation field {other}"))),
                 };
                 if let Some(value) = given.json(&key)? {
-                    body.insert(field.to_string(), value);
+                    body.push((field.to_string(), value));
                 }
             }
             let request = protocol::create_allocation(body)?;

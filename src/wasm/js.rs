@@ -2,11 +2,11 @@
 //! conversions between JS values and the core's types.
 
 use js_sys::{Array, Function, Object, Reflect, JSON};
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
 use crate::error::Error;
+use crate::json::Value;
 
 #[wasm_bindgen]
 extern "C" {
@@ -39,16 +39,16 @@ pub fn opt_str(s: Option<&str>) -> JsValue {
     s.map_or(JsValue::NULL, JsValue::from_str)
 }
 
-/// Serde JSON -> JS value, through JSON text.
+/// A core JSON value -> JS value, through JSON text.
 pub fn to_js(v: &Value) -> JsValue {
     JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL)
 }
 
-/// A JS value -> serde JSON, through `JSON.stringify` (so `undefined` and
+/// A JS value -> core JSON, through `JSON.stringify` (so `undefined` and
 /// functions drop out as they would on the wire).
 pub fn from_js(v: &JsValue, what: &str) -> Result<Value, Error> {
     let text = JSON::stringify(v).ok().and_then(|s| s.as_string());
-    text.and_then(|t| serde_json::from_str(&t).ok())
+    text.and_then(|t| Value::parse(&t).ok())
         .ok_or_else(|| Error::InvalidArgument(format!("{what} must be JSON data")))
 }
 
