@@ -104,7 +104,7 @@ const links = (base, path) => [
   { href: `${base}/${path}`, rel: 'bookmark' },
 ];
 
-function apiField(world, rec, field) {
+function apiField(rec, field) {
   if (field === 'conductor') return HOST;
   if (field === 'chassis_uuid') return null;
   return rec.allocation_uuid;
@@ -146,7 +146,7 @@ export function renderNode(world, rec, minor, base, fields) {
     }
   }
   out.links = links(base, `nodes/${rec.uuid}`);
-  for (const f of API_FIELDS) if (api.includes(f) && allowed(f, minor)) out[f] = apiField(world, rec, f);
+  for (const f of API_FIELDS) if (api.includes(f) && allowed(f, minor)) out[f] = apiField(rec, f);
   if (!fields) {
     for (const [sub, min] of SUBRESOURCES) if (minor >= min) out[sub] = links(base, `nodes/${rec.uuid}/${sub}`);
   }

@@ -100,8 +100,6 @@ export const TARGET_OF = {
   servicing: 'active', 'service wait': 'active', 'service failed': 'active', 'service hold': 'active',
 };
 
-export const HOLD_STATES = new Set(['deploy hold', 'clean hold', 'service hold']);
-
 export function nextState(state, event) {
   const edges = MACHINE[state];
   return edges ? edges[event] : undefined;
