@@ -1,0 +1,53 @@
+// Shared set-up for the client tests: the real simulator on its own
+// loopback server, with every request's headers recorded (the simulator's
+// log keeps method, path and timing, not headers).
+import http from 'node:http';
+import { createSimulator } from '../../sim/server.mjs';
+
+/** Fast transitions: every phase takes 40 ms of simulator time. */
+export const FAST = Object.fromEntries(
+  ['verifying', 'deploying', 'wait call-back', 'deleting', 'cleaning', 'inspecting', 'adopting', 'rescuing',
+    'unrescuing', 'servicing', 'allocating'].map((k) => [k, 40]),
+);
+
+/**
+ * Starts a simulator with `scenario` (fast timing unless it says otherwise).
+ * @returns {{ url, sim, seen: {method, url, headers}[], close() }}
+ */
+export async function startIronic(scenario = {}, options = {}) {
+  const sim = createSimulator({ seed: 7, ...options, scenario: { ...scenario, timing: { ...FAST, ...scenario.timing } } });
+  const seen = [];
+  const sockets = new Set();
+  const server = http.createServer((req, res) => {
+    seen.push({ method: req.method, url: req.url, headers: req.headers });
+    if (!sim.handle(req, res)) {
+      res.writeHead(404).end();
+    }
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  return {
+    url,
+    sim,
+    seen,
+    /** Requests seen whose method and path (without query) match. */
+    requests(method, pathPattern) {
+      const re = new RegExp(`^${pathPattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^?]*')}(\\?.*)?$`);
+      return seen.filter((r) => r.method === method && re.test(r.url));
+    },
+    async close() {
+      await sim.close();
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** Nodes named as given, in the given provision states. */
+export const nodes = (spec) => Object.entries(spec).map(([name, provision_state]) => ({ name, provision_state }));
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
