@@ -3,7 +3,7 @@
 // with 10,000 nodes in a child process and drives it over keep-alive HTTP
 // from this process, so server and load generator each get a core.
 //
-//   node sim/bench.mjs [--nodes 10000] [--seconds 5] [--concurrency 32] [--url URL]
+//   node sim/bench.mjs [--nodes 10000] [--seconds 5] [--concurrency 32] [--url URL] [--only LABEL]
 
 import http from 'node:http';
 import net from 'node:net';
@@ -18,6 +18,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
     concurrency: { type: 'string', default: '32' },
     url: { type: 'string' }, // a simulator already running (with --nodes matching)
+    only: { type: 'string' }, // run only the loads whose label contains this
   },
 });
 const NODES = Number(values.nodes);
@@ -82,6 +83,7 @@ const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted
 
 /** Run `pathOf(i)` requests from `concurrency` keep-alive connections for `seconds`. */
 function load(url, label, pathOf, { seconds = SECONDS, concurrency = CONCURRENCY } = {}) {
+  if (values.only && !label.includes(values.only)) return Promise.resolve(null);
   return new Promise((resolve, reject) => {
     const latencies = [];
     let bytes = 0;
