@@ -249,7 +249,6 @@ impl Client {
         let mut renegotiated = false;
         if self.token.borrow().is_none() && self.get_token.is_some() {
             self.refresh_token().await?;
-            refreshed = true;
         }
         loop {
             let version = self.version(scope).await?;
@@ -432,6 +431,7 @@ impl Client {
             let mut w = wait_options(&opts, WaitOptions::nodes(idents, &expected))?;
             w.timeout = opts.number("timeout")?.unwrap_or(0.0);
             w.poll_interval = opts.number("pollInterval")?.unwrap_or(2.0);
+            w.check()?;
             Ok((w, opts.function("onProgress")?))
         })();
         let (w, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
@@ -491,6 +491,7 @@ impl Client {
                 poll_interval: opts.number("pollInterval")?.unwrap_or(1.0),
                 ..WaitOptions::allocation(id)
             };
+            w.check()?;
             Ok((w, opts.function("onProgress")?))
         })();
         let (w, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
