@@ -14,7 +14,7 @@ const MAX_LIMIT = 1000;
 
 // ---------------------------------------------------------------- JSON as Python writes it
 
-const pyString = (s) => JSON.stringify(s).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const pyString = (s) => JSON.stringify(s).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** json.dumps() layout (", " and ": " separators, ASCII only): error bodies match Ironic's byte for byte. */
 export function pyJson(v) {
@@ -133,20 +133,11 @@ function fullFields(minor) {
 /** A node as GET /v1/nodes/{id} renders it; `fields` (validated) selects a subset, in Ironic's key order. */
 export function renderNode(world, rec, minor, base, fields) {
   const out = {};
-  const api = [];
-  if (!fields) {
-    for (const f of fullFields(minor)) out[f] = fieldValue(world, rec, f, minor);
-    api.push(...API_FIELDS);
-  } else {
-    if (fields.includes('uuid')) out.uuid = rec.uuid;
-    for (const f of fields) {
-      if (f === 'uuid' || !allowed(f, minor)) continue;
-      if (API_FIELDS.includes(f)) api.push(f);
-      else out[f] = fieldValue(world, rec, f, minor);
-    }
-  }
+  if (fields?.includes('uuid')) out.uuid = rec.uuid;
+  const own = fields ? fields.filter((f) => f !== 'uuid' && !API_FIELDS.includes(f) && allowed(f, minor)) : fullFields(minor);
+  for (const f of own) out[f] = fieldValue(world, rec, f, minor);
   out.links = links(base, `nodes/${rec.uuid}`);
-  for (const f of API_FIELDS) if (api.includes(f) && allowed(f, minor)) out[f] = apiField(rec, f);
+  for (const f of API_FIELDS) if ((!fields || fields.includes(f)) && allowed(f, minor)) out[f] = apiField(rec, f);
   if (!fields) {
     for (const [sub, min] of SUBRESOURCES) if (minor >= min) out[sub] = links(base, `nodes/${rec.uuid}/${sub}`);
   }

@@ -6,6 +6,7 @@ import http from 'node:http';
 import { handleApi, faultBody, versionHeaders, rangeHeaders, requestedVersion } from './api.mjs';
 import { faultAnswer, globToRegExp } from './faults.mjs';
 import { handleControl } from './control.mjs';
+import { lockedText } from './ironic.mjs';
 
 const LOCAL_ORIGIN = /^https?:\/\/(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 const EXPOSE = [
@@ -120,7 +121,7 @@ function faultError(req, nodeRef) {
   return (status, message, extra) => {
     const asked = requestedVersion(req.headers);
     const text = message ??
-      (status === 409 && nodeRef ? `Node ${nodeRef.uuid} is locked by host localhost, please retry after the current operation is completed.`
+      (status === 409 && nodeRef ? lockedText(nodeRef.uuid)
         : status === 409 ? 'Conflict.'
           : status === 503 ? 'Resource temporarily unavailable, please retry.'
             : http.STATUS_CODES[status] ?? 'Error');

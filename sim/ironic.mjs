@@ -211,6 +211,7 @@ function phasesFor(verb, node, d) {
 }
 
 const TRANSITION_OUTCOMES = ['fail', 'hold', 'delete', 'stall'];
+const TRANSITION_KEYS = new Set([...TRANSITION_OUTCOMES, 'node', 'action', 'at', 'after', 'times', 'maintenance']);
 
 /** Reshape `phases` by a scripted outcome; false when the rule does not fit this transition. */
 function applyOutcome(phases, rule, verb, toClock) {
@@ -244,6 +245,9 @@ function applyOutcome(phases, rule, verb, toClock) {
 }
 
 function checkTransitionRule(rule) {
+  if (rule === null || typeof rule !== 'object') throw new Error('a transition rule is an object');
+  for (const k of Object.keys(rule)) if (!TRANSITION_KEYS.has(k)) throw new Error(`unknown key "${k}" in transition rule`);
+  if (rule.times !== undefined && !(Number.isInteger(rule.times) && rule.times >= 1)) throw new Error('"times" must be an integer >= 1');
   const outcomes = TRANSITION_OUTCOMES.filter((k) => rule[k] !== undefined && rule[k] !== false);
   if (outcomes.length !== 1) throw new Error(`a transition rule needs exactly one of ${TRANSITION_OUTCOMES.join(', ')}: ${JSON.stringify(rule)}`);
   const event = rule.action === undefined || rule.action === '*' ? '*' : VERBS[rule.action];
@@ -292,17 +296,12 @@ export function fleet(count, seed) {
 
 export class World {
   /**
-   * @param {object} opts seed, timeScale, nodes (count), manualClock, epoch (ms), scenario
+   * A world built from `opts.scenario`; seed, timeScale, nodes (a count),
+   * manualClock and epoch fall back to the other options. Throws on a bad scenario.
    */
   constructor(opts = {}) {
-    this.opts = opts;
-    this.load(opts.scenario);
-  }
-
-  /** Replace everything by `scenario` (seed, timeScale and nodes fall back to the start options). */
-  load(scenario = {}) {
+    const { scenario = {}, ...o } = opts;
     if (scenario === null || typeof scenario !== 'object' || Array.isArray(scenario)) throw new Error('a scenario is a JSON object');
-    const o = this.opts;
     const seed = scenario.seed ?? o.seed ?? 1;
     const timeScale = scenario.timeScale ?? o.timeScale ?? 1;
     if (!(timeScale > 0)) throw new Error('timeScale must be a positive number');
@@ -311,7 +310,6 @@ export class World {
     const defs = typeof nodeDefs === 'number' ? fleet(nodeDefs, seed) : nodeDefs;
     if (!Array.isArray(defs)) throw new Error('"nodes" is a count or a list of node objects');
 
-    this.scenario = scenario;
     this.seed = seed;
     this.timeScale = timeScale;
     this.timing = timing;
@@ -612,11 +610,7 @@ export class World {
     alloc.updated_at = t;
   }
 
-  // ------------------------------------------------------------ views for the control API
-
-  history(node) {
-    return this.histories.get(node);
-  }
+  // ------------------------------------------------------------ for the control API
 
   summary() {
     const byState = {};
@@ -629,7 +623,9 @@ export class World {
   }
 }
 
-export function nodeLocked(rec) {
-  return new ApiError(409, `Node ${rec.uuid} is locked by host ${rec.reservation}, please retry after the current operation is completed.`);
-}
+/** Ironic's NodeLocked text. */
+export const lockedText = (uuid, host = HOST) =>
+  `Node ${uuid} is locked by host ${host}, please retry after the current operation is completed.`;
+
+const nodeLocked = (rec) => new ApiError(409, lockedText(rec.uuid, rec.reservation));
 

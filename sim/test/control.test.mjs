@@ -44,7 +44,7 @@ test('GET /__sim summarises; POST /__sim/scenario replaces the world', async () 
 });
 
 test('a bad scenario is refused with 400 and the world stays', async () => {
-  for (const bad of [{ nodes: [{ name: 'x', provision_state: 'floating' }] }, { timing: { warp: 1 } }, { transitions: [{ action: 'fly', fail: true }] }, { faults: [{ kind: 'meteor' }] }, '[1,2]']) {
+  for (const bad of [{ nodes: [{ name: 'x', provision_state: 'floating' }] }, { timing: { warp: 1 } }, { transitions: [{ action: 'fly', fail: true }] }, { transitions: [{ actoin: 'manage', fail: true }] }, { faults: [{ kind: 'meteor' }] }, '[1,2]']) {
     const res = await ctl('POST', '/scenario', bad);
     assert.equal(res.status, 400, JSON.stringify(bad));
     assert.equal(typeof res.json.error, 'string');
