@@ -6,32 +6,26 @@
 import { rng } from './rng.mjs';
 
 /**
- * kind -> whether the real handler runs by default (`process`): kinds that
- * reshape the real answer need it; kinds that replace the answer skip it, so
- * a refused PUT changes nothing (set `process: true` to model an answer lost
- * after the server acted).
+ * kind -> its parameters, and whether the real handler runs first by default
+ * (`process`): kinds that reshape the real answer need it; kinds that replace
+ * the answer skip it, so a refused PUT changes nothing (set `process: true`
+ * to model an answer lost after the server acted).
  */
 export const FAULT_KINDS = {
-  status: false, // an Ironic error: `status`, optional `retryAfter` (seconds) and `message`
-  latency: true, // `ms` of added delay before the request is served
-  hang: false, // never answer; the socket stays open until the client or close() ends it
-  reset: false, // destroy the connection (TCP RST) without an answer
-  malformed: true, // the real body cut in half: invalid JSON
-  html: false, // an HTML error page from a proxy (`status`, default 502)
-  empty: true, // the body `{}` (status 200 unless `status` says otherwise)
-  body: false, // exactly `body` (a string, or JSON of any value) with `status` and `contentType`
-  set: true, // merge `set` ({ field: value }) into the node/allocation document(s)
-  omit: true, // drop the `omit` fields from the node/allocation document(s)
-  large: true, // pad the JSON document to about `bytes` (default 4 MiB) with a `sim_padding` field
+  status: { process: false, params: ['status', 'retryAfter', 'message'] }, // an Ironic error
+  latency: { process: true, params: ['ms'] }, // added delay before the request is served
+  hang: { process: false, params: [] }, // never answer; the socket stays open until the client or close() ends it
+  reset: { process: false, params: [] }, // destroy the connection (TCP RST) without an answer
+  malformed: { process: true, params: [] }, // the real body cut in half: invalid JSON
+  html: { process: false, params: ['status'] }, // an HTML error page from a proxy (default 502)
+  empty: { process: true, params: ['status'] }, // the body `{}` (default 200)
+  body: { process: false, params: ['status', 'body', 'contentType'] }, // exactly `body` (a string, or JSON of any value)
+  set: { process: true, params: ['set'] }, // merge { field: value } into the node/allocation document(s)
+  omit: { process: true, params: ['omit'] }, // drop fields from the node/allocation document(s)
+  large: { process: true, params: ['bytes'] }, // pad the JSON document to about `bytes` (4 MiB) with `sim_padding`
 };
 
-const MATCH_KEYS = ['method', 'path', 'node'];
-const COUNT_KEYS = ['count', 'skip', 'fraction', 'process', 'id', 'kind'];
-const PARAMS = {
-  status: ['status', 'retryAfter', 'message'], latency: ['ms'], hang: [], reset: [],
-  malformed: [], html: ['status'], empty: ['status'], body: ['status', 'body', 'contentType'],
-  set: ['set'], omit: ['omit'], large: ['bytes'],
-};
+const RULE_KEYS = ['kind', 'method', 'path', 'node', 'count', 'skip', 'fraction', 'process', 'id'];
 
 /** A path pattern where `*` matches any run of characters (slashes included). */
 export const globToRegExp = (glob) =>
@@ -41,7 +35,7 @@ function check(rule) {
   const fail = (why) => { throw new Error(`fault ${JSON.stringify(rule)}: ${why}`); };
   if (rule === null || typeof rule !== 'object') fail('a fault is an object');
   if (!(rule.kind in FAULT_KINDS)) fail(`unknown kind (known: ${Object.keys(FAULT_KINDS).join(', ')})`);
-  const known = new Set([...MATCH_KEYS, ...COUNT_KEYS, ...PARAMS[rule.kind]]);
+  const known = new Set([...RULE_KEYS, ...FAULT_KINDS[rule.kind].params]);
   for (const k of Object.keys(rule)) if (!known.has(k)) fail(`unknown key "${k}" for kind ${rule.kind}`);
   const isInt = (v, min) => Number.isInteger(v) && v >= min;
   if (rule.count !== undefined && !isInt(rule.count, 1)) fail('"count" must be an integer >= 1');
@@ -68,7 +62,7 @@ export class Faults {
     for (const rule of rules) {
       this.rules.push({
         ...rule,
-        process: rule.process ?? FAULT_KINDS[rule.kind],
+        process: rule.process ?? FAULT_KINDS[rule.kind].process,
         pathRe: rule.path === undefined ? null : globToRegExp(rule.path),
         method: rule.method?.toUpperCase(),
         seen: 0,

@@ -170,7 +170,7 @@ test('handle() mounts the simulator on another server for /v1 and /__sim only', 
     assert.equal((await request(base, 'GET', '/__sim')).json.nodes, 3);
     mounted.faults.add({ kind: 'hang' });
     const hung = request(base, 'GET', '/v1/nodes/node-000');
-    await new Promise((r) => setTimeout(r, 30));
+    while (mounted.log({ path: '/v1/nodes/node-000' }).length === 0) await new Promise((r) => setTimeout(r, 5)); // it arrived
     await mounted.close();
     await assert.rejects(hung, { code: 'ECONNRESET' });
   } finally {

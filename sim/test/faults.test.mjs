@@ -67,7 +67,7 @@ test('hang: no answer until the client gives up; close() ends hung sockets', asy
   await assert.rejects(api.get('/v1/nodes/n1', { timeout: 150 }), { code: 'TIMEOUT' });
   assert.equal((await api.get('/v1')).status, 200, 'other paths still answer');
   const pending = api.get('/v1/nodes/n2');
-  await new Promise((r) => setTimeout(r, 50));
+  while (sim.log({ node: 'n2' }).length === 0) await new Promise((r) => setTimeout(r, 5)); // it arrived
   await sim.close();
   await assert.rejects(pending, { code: 'ECONNRESET' });
   const [entry] = sim.log({ node: 'n2' });
