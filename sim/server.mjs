@@ -26,13 +26,16 @@ export function createSimulator(options = {}) {
   const opts = { seed: 1, timeScale: 1, nodes: 0, logLimit: 100_000, ...options };
   let current = opts.scenario ?? {};
 
+  // Views apply what fell due first, so they show the present like a GET would.
   const findHistory = (ident) => {
+    sim.world.advance();
     const node = sim.world.findNode(ident);
     if (node) return sim.world.histories.get(node.rec.uuid);
     for (const h of sim.world.histories.values()) if (h.uuid === ident || h.name === ident) return h;
     return undefined;
   };
   const mustFind = (ident) => {
+    sim.world.advance();
     const node = sim.world.findNode(ident);
     if (!node) throw new Error(`no node ${ident}`);
     return node;
@@ -58,6 +61,7 @@ export function createSimulator(options = {}) {
       sim.load(current);
     },
     summary() {
+      sim.world.advance();
       return { ...sim.world.summary(), faults: sim.faults.rules.length, transitions: sim.world.transitions.length, requests: sim.requestLog.nextSeq - 1 };
     },
     /** The request log: { entries, next, dropped } after `since`, by method, path glob or node. */
@@ -70,10 +74,12 @@ export function createSimulator(options = {}) {
     /** One node's state history { uuid, name, entries }, or every node that changed since load. */
     history(ident) {
       if (ident !== undefined) return findHistory(ident);
+      sim.world.advance();
       return [...sim.world.histories.values()].filter((h) => h.entries.length > 1 || h.entries[0].action !== 'load');
     },
     /** The stored node with its transition plan (timestamps in sim-clock ms). */
     node(ident) {
+      sim.world.advance();
       const node = sim.world.findNode(ident);
       if (!node) return undefined;
       const plan = node.plan && {
