@@ -129,19 +129,21 @@ function editDocuments(result, fn) {
 
 /**
  * The answer a fault gives. `result` is the real answer when the rule
- * processes the request, else undefined. Returns { status, headers, body } or
- * { hang: true } / { reset: true }. `ironicError(status, message, extraHeaders)`
- * builds an Ironic error answer.
+ * processes the request, else undefined. `ironic` = { headers, error(status,
+ * message) } gives the headers Ironic sends (version range, negotiated
+ * version) and its error bodies. Returns { status, headers, body } or
+ * { hang: true } / { reset: true }.
  */
-export function faultAnswer(rule, result, ironicError) {
+export function faultAnswer(rule, result, ironic) {
   switch (rule.kind) {
     case 'hang':
       return { hang: true };
     case 'reset':
       return { reset: true };
     case 'status': {
-      const extra = rule.retryAfter === undefined ? {} : { 'Retry-After': String(rule.retryAfter) };
-      return ironicError(rule.status, rule.message, extra);
+      const answer = ironic.error(rule.status, rule.message);
+      if (rule.retryAfter !== undefined) answer.headers['Retry-After'] = String(rule.retryAfter);
+      return answer;
     }
     case 'html': {
       const status = rule.status ?? 502;
@@ -149,7 +151,7 @@ export function faultAnswer(rule, result, ironicError) {
     }
     case 'body': {
       const body = typeof rule.body === 'string' ? rule.body : JSON.stringify(rule.body ?? null);
-      return { status: rule.status ?? 200, headers: { 'Content-Type': rule.contentType ?? 'application/json' }, body };
+      return { status: rule.status ?? 200, headers: { ...ironic.headers, 'Content-Type': rule.contentType ?? 'application/json' }, body };
     }
     case 'empty':
       return { ...result, status: rule.status ?? 200, headers: { ...result.headers, 'Content-Type': 'application/json' }, body: '{}' };

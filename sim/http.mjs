@@ -116,20 +116,24 @@ const nodeMatches = (spec, n) => {
   return Array.isArray(spec) ? spec.some(one) : one(spec);
 };
 
-/** An Ironic error answer a fault gives, with the headers Ironic would send. */
-function faultError(req, nodeRef) {
-  return (status, message, extra) => {
-    const asked = requestedVersion(req.headers);
-    const text = message ??
-      (status === 409 && nodeRef ? lockedText(nodeRef.uuid)
-        : status === 409 ? 'Conflict.'
-          : status === 503 ? 'Resource temporarily unavailable, please retry.'
-            : http.STATUS_CODES[status] ?? 'Error');
-    return {
-      status,
-      headers: { ...(asked.minor ? versionHeaders(asked.minor) : rangeHeaders()), 'Content-Type': 'application/json', ...extra },
-      body: faultBody(text, status >= 500 ? 'Server' : 'Client'),
-    };
+/** What a fault needs to answer as Ironic would: its headers and error bodies. */
+function ironicFor(req, nodeRef) {
+  const asked = requestedVersion(req.headers);
+  const headers = asked.minor ? versionHeaders(asked.minor) : rangeHeaders();
+  return {
+    headers,
+    error(status, message) {
+      const text = message ??
+        (status === 409 && nodeRef ? lockedText(nodeRef.uuid)
+          : status === 409 ? 'Conflict.'
+            : status === 503 ? 'Resource temporarily unavailable, please retry.'
+              : http.STATUS_CODES[status] ?? 'Error');
+      return {
+        status,
+        headers: { ...headers, 'Content-Type': 'application/json' },
+        body: faultBody(text, status >= 500 ? 'Server' : 'Client'),
+      };
+    },
   };
 }
 
@@ -175,7 +179,7 @@ function serve(sim, req, res, path, query, body, common) {
       });
       if (answer.node) entry.node = answer.node;
     }
-    if (fault) answer = faultAnswer(fault, answer, faultError(req, nodeRef));
+    if (fault) answer = faultAnswer(fault, answer, ironicFor(req, nodeRef));
     send(sim, res, entry, answer, common);
   };
   if (latency > 0) sim.later(run, latency);

@@ -100,6 +100,7 @@ test('an HTML error page', async () => {
   assert.equal(res.status, 502);
   assert.equal(res.headers['content-type'], 'text/html');
   assert.match(res.text, /<h1>502 Bad Gateway<\/h1>/);
+  assert.equal(res.headers['x-openstack-ironic-api-maximum-version'], undefined, 'a proxy answered, not Ironic');
 });
 
 test('"node n5\'s GETs answer {}"; a body of null; an empty 200', async () => {
@@ -109,7 +110,9 @@ test('"node n5\'s GETs answer {}"; a body of null; an empty 200', async () => {
     { node: 'n2', kind: 'body', body: '', status: 200 },
   ]);
   for (let i = 0; i < 2; i++) assert.deepEqual((await api.get('/v1/nodes/n5')).json, {});
-  assert.equal((await api.get('/v1/nodes/n3')).text, 'null');
+  const nullBody = await api.get('/v1/nodes/n3');
+  assert.equal(nullBody.text, 'null');
+  assert.equal(nullBody.headers['x-openstack-ironic-api-version'], '1.115', 'still answered as Ironic');
   const empty = await api.get('/v1/nodes/n2');
   assert.equal(empty.text, '');
   assert.equal(empty.headers['content-length'], '0');
