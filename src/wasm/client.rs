@@ -297,6 +297,11 @@ impl Client {
         }
     }
 
+    /// One request whose answer must be JSON; errors rejected for JS.
+    async fn fetch_json(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request) -> Result<Value, JsValue> {
+        self.exchange(scope, request).await.and_then(|r| r.json()).map_err(|e| reject(scope, e, None))
+    }
+
     /// The microversion to speak: pinned, or negotiated once from `GET /v1`
     /// by a task of its own that concurrent first calls all wait for (each
     /// can still abort its own wait).
@@ -379,14 +384,7 @@ impl Client {
             let requests =
                 idents.iter().map(|i| protocol::provision(i, action, &args)).collect::<Result<Vec<_>, _>>()?;
             // Every wait option is checked before the first PUT.
-            let wait = match opts.get("wait") {
-                None => None,
-                Some(w) if w.as_bool() == Some(false) => None,
-                Some(w) if w.as_bool() == Some(true) => Some(0.0),
-                Some(w) => Some(w.as_f64().ok_or_else(|| {
-                    Error::InvalidArgument("Option wait must be true, false or a timeout in seconds".into())
-                })?),
-            };
+            let wait = wait_option(&opts)?;
             let wait = match wait {
                 Some(timeout) => {
                     let (expected, interval) = action.wait()?;
@@ -455,19 +453,11 @@ impl Client {
                 }
             }
             let request = protocol::create_allocation(body)?;
-            let wait = match opts.get("wait") {
-                None => None,
-                Some(w) if w.as_bool() == Some(false) => None,
-                Some(w) if w.as_bool() == Some(true) => Some(0.0),
-                Some(w) => Some(w.as_f64().ok_or_else(|| {
-                    Error::InvalidArgument("Option wait must be true, false or a timeout in seconds".into())
-                })?),
-            };
+            let wait = wait_option(&opts)?;
             Ok((request, wait, opts.function("onProgress")?))
         })();
         let (request, wait, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
-        let created =
-            self.exchange(&scope, &request).await.and_then(|r| r.json()).map_err(|e| reject(&scope, e, None))?;
+        let created = self.fetch_json(&scope, &request).await?;
         let Some(timeout) = wait else {
             return Ok(object(&[("allocation", js::to_js(&created)), ("report", JsValue::NULL)]));
         };
@@ -506,7 +496,7 @@ impl Client {
             protocol::get_node(&id, fields.as_deref())
         })();
         let request = prepared.map_err(|e| reject(&scope, e, None))?;
-        let node = self.exchange(&scope, &request).await.and_then(|r| r.json()).map_err(|e| reject(&scope, e, None))?;
+        let node = self.fetch_json(&scope, &request).await?;
         crate::verdict::as_object(&node).map_err(|e| reject(&scope, e, None))?;
         Ok(js::to_js(&node))
     }
@@ -534,8 +524,7 @@ impl Client {
         loop {
             let page_size = limit.unwrap_or(protocol::MAX_PAGE_SIZE);
             let request = protocol::list_nodes(fields.as_deref(), page_size, marker.as_deref(), state.as_deref());
-            let page =
-                self.exchange(&scope, &request).await.and_then(|r| r.json()).map_err(|e| reject(&scope, e, None))?;
+            let page = self.fetch_json(&scope, &request).await?;
             let (nodes, next) = protocol::parse_node_page(&page).map_err(|e| reject(&scope, e, None))?;
             for node in nodes {
                 all.push(&js::to_js(node));
@@ -604,6 +593,20 @@ impl Client {
                 }
             }
         }
+    }
+}
+
+/// `wait` as the CLI's `--wait`: absent/false = send only, true or 0 = no
+/// limit, N = seconds.
+fn wait_option(opts: &Options) -> Result<Option<f64>, Error> {
+    match opts.get("wait") {
+        None => Ok(None),
+        Some(w) => match (w.as_bool(), w.as_f64()) {
+            (Some(false), _) => Ok(None),
+            (Some(true), _) => Ok(Some(0.0)),
+            (_, Some(n)) => Ok(Some(n)),
+            _ => Err(Error::InvalidArgument("Option wait must be true, false or a timeout in seconds".into())),
+        },
     }
 }
 
