@@ -3,13 +3,10 @@
 // microversion, and Ironic's error bodies. Texts and orders follow
 // ironic master (api/controllers/v1) and a real Ironic 39.0 run.
 
-import { ApiError, notAcceptable, NODE_FIELDS, TIMESTAMP_FIELDS, HOST } from './ironic.mjs';
+import { ApiError, notAcceptable, NODE_FIELDS, TIMESTAMP_FIELDS, HOST, MIN_MINOR, MAX_MINOR } from './ironic.mjs';
 import { ALL_STATES } from './states.mjs';
 import { UUID_RE } from './rng.mjs';
 
-export const MIN_MINOR = 1;
-export const MAX_MINOR = 115;
-const RANGE = `[1.${MIN_MINOR}, 1.${MAX_MINOR}]`;
 const MAX_LIMIT = 1000;
 
 // ---------------------------------------------------------------- JSON as Python writes it
@@ -31,11 +28,18 @@ export const faultBody = (faultstring, faultcode = 'Client') =>
 const webobBody = (code, title, description = '') =>
   pyJson({ error_message: pyJson({ code, title, description }) });
 
-export const rangeHeaders = () => ({
+/** The range headers; `max` is lower than MAX_MINOR for a scenario that plays an older Ironic. */
+export const rangeHeaders = (max = MAX_MINOR) => ({
   'X-OpenStack-Ironic-API-Minimum-Version': `1.${MIN_MINOR}`,
-  'X-OpenStack-Ironic-API-Maximum-Version': `1.${MAX_MINOR}`,
+  'X-OpenStack-Ironic-API-Maximum-Version': `1.${max}`,
 });
-export const versionHeaders = (minor) => ({ ...rangeHeaders(), 'X-OpenStack-Ironic-API-Version': `1.${minor}` });
+export const versionHeaders = (minor, max = MAX_MINOR) => ({ ...rangeHeaders(max), 'X-OpenStack-Ironic-API-Version': `1.${minor}` });
+
+/** An answer's headers with the maximum version of an older Ironic (the shared header objects stay as they are). */
+function capRange(answer, max) {
+  if (max === MAX_MINOR || !answer.headers?.['X-OpenStack-Ironic-API-Maximum-Version']) return answer;
+  return { ...answer, headers: { ...answer.headers, 'X-OpenStack-Ironic-API-Maximum-Version': `1.${max}` } };
+}
 
 const JSON_TYPE = { 'Content-Type': 'application/json' };
 const jsonHeadersCache = [];
@@ -49,9 +53,10 @@ const VERSION_HEADER = 'X-OpenStack-Ironic-API-Version';
 /**
  * The requested microversion (api/controllers/base.py Version.parse_headers):
  * `OpenStack-API-Version: baremetal 1.x` or the legacy header; absent -> 1.1.
- * Returns { minor } or { invalid: true } or { outOfRange: text }.
+ * Returns { minor } or { invalid: true } or { outOfRange: text }; `max` is the server's newest version.
  */
-export function requestedVersion(headers) {
+export function requestedVersion(headers, max = MAX_MINOR) {
+  const range = `[1.${MIN_MINOR}, 1.${max}]`;
   let raw;
   const std = headers['openstack-api-version'];
   if (std) {
@@ -62,15 +67,15 @@ export function requestedVersion(headers) {
   }
   raw ??= headers['x-openstack-ironic-api-version'];
   if (raw === undefined || raw === '') return { minor: MIN_MINOR };
-  if (raw.trim().toLowerCase() === 'latest') return { minor: MAX_MINOR };
+  if (raw.trim().toLowerCase() === 'latest') return { minor: max };
   const m = /^\s*(\d+)\s*\.\s*(\d+)\s*$/.exec(raw);
   if (!m) return { invalid: true };
   const major = Number(m[1]), minor = Number(m[2]);
   if (major !== 1) {
-    return { outOfRange: `Mutually exclusive versions requested. Version ${major}.${minor} requested but not supported by this service. The supported version range is: ${RANGE}.` };
+    return { outOfRange: `Mutually exclusive versions requested. Version ${major}.${minor} requested but not supported by this service. The supported version range is: ${range}.` };
   }
-  if (minor < MIN_MINOR || minor > MAX_MINOR) {
-    return { outOfRange: `Version ${major}.${minor} was requested but the minor version is not supported by this service. The supported version range is: ${RANGE}.` };
+  if (minor < MIN_MINOR || minor > max) {
+    return { outOfRange: `Version ${major}.${minor} was requested but the minor version is not supported by this service. The supported version range is: ${range}.` };
   }
   return { minor };
 }
@@ -189,13 +194,13 @@ function renderAllocation(world, a, minor, base) {
 // ---------------------------------------------------------------- version documents
 
 const DESCRIPTION = 'Ironic is an OpenStack project which enables the provision and management of baremetal machines.';
-const versionDoc = (base) => ({
+const versionDoc = (base, max) => ({
   id: 'v1', links: [{ href: `${base}/v1/`, rel: 'self' }], status: 'CURRENT',
-  min_version: `1.${MIN_MINOR}`, version: `1.${MAX_MINOR}`,
+  min_version: `1.${MIN_MINOR}`, version: `1.${max}`,
 });
-const rootDoc = (base) => ({
+const rootDoc = (base, max) => ({
   name: 'OpenStack Ironic API', description: DESCRIPTION,
-  default_version: versionDoc(base), versions: [versionDoc(base)],
+  default_version: versionDoc(base, max), versions: [versionDoc(base, max)],
 });
 
 /** Controllers GET /v1 lists, with the microversion each appears in (v1/__init__.py). */
@@ -205,7 +210,7 @@ const V1_LINKS = [
   ['allocations', 52], ['events', 54], ['deploy_templates', 55], ['shards', 82], ['runbooks', 92],
   ['inspection_rules', 96], ['continue_inspection', 84],
 ];
-function v1Doc(base, minor) {
+function v1Doc(base, minor, max) {
   const doc = {
     id: 'v1',
     links: [
@@ -215,7 +220,7 @@ function v1Doc(base, minor) {
     media_types: { base: 'application/json', type: 'application/vnd.openstack.ironic.v1+json' },
   };
   for (const [name, min] of V1_LINKS) {
-    if (min === null) doc.version = versionDoc(base);
+    if (min === null) doc.version = versionDoc(base, max);
     else if (minor >= min) doc[name] = [{ href: `${base}/v1/${name}/`, rel: 'self' }, { href: `${base}/${name}/`, rel: 'bookmark' }];
   }
   return doc;
@@ -257,7 +262,8 @@ function findNodeOr404(world, ident) {
  */
 export function handleApi(ctx) {
   const { path, headers } = ctx;
-  const asked = requestedVersion(headers);
+  const max = ctx.world.maxMinor;
+  const asked = requestedVersion(headers, max);
   const isRoot = path === '/';
   if (asked.invalid) {
     const text = `Invalid value for ${VERSION_HEADER} header`;
@@ -267,16 +273,16 @@ export function handleApi(ctx) {
   }
   if (asked.outOfRange) {
     return isRoot
-      ? { status: 406, headers: { ...rangeHeaders(), ...JSON_TYPE }, body: faultBody(asked.outOfRange) }
-      : webob(406, 'Not Acceptable', asked.outOfRange, rangeHeaders());
+      ? { status: 406, headers: { ...rangeHeaders(max), ...JSON_TYPE }, body: faultBody(asked.outOfRange) }
+      : webob(406, 'Not Acceptable', asked.outOfRange, rangeHeaders(max));
   }
   const minor = asked.minor;
   try {
-    return route(ctx, minor);
+    return capRange(route(ctx, minor), max);
   } catch (e) {
     if (!(e instanceof ApiError)) throw e;
     const faultcode = e.status >= 500 ? 'Server' : 'Client';
-    return { status: e.status, headers: jsonHeaders(minor), body: faultBody(e.faultstring, faultcode), node: e.node };
+    return capRange({ status: e.status, headers: jsonHeaders(minor), body: faultBody(e.faultstring, faultcode), node: e.node }, max);
   }
 }
 
@@ -284,8 +290,8 @@ function route(ctx, minor) {
   const { method, base, world } = ctx;
   const path = ctx.path.length > 1 && ctx.path.endsWith('/') ? ctx.path.slice(0, -1) : ctx.path;
   const get = method === 'GET' || method === 'HEAD';
-  if (path === '/') return get ? json(200, minor, rootDoc(base)) : methodNotAllowed();
-  if (path === '/v1') return get ? json(200, minor, v1Doc(base, minor)) : methodNotAllowed();
+  if (path === '/') return get ? json(200, minor, rootDoc(base, world.maxMinor)) : methodNotAllowed();
+  if (path === '/v1') return get ? json(200, minor, v1Doc(base, minor, world.maxMinor)) : methodNotAllowed();
   const parts = path.split('/'); // ['', 'v1', collection, id, ...]
   let ident;
   try {

@@ -117,9 +117,9 @@ const nodeMatches = (spec, n) => {
 };
 
 /** What a fault needs to answer as Ironic would: its headers and error bodies. */
-function ironicFor(req, nodeRef) {
-  const asked = requestedVersion(req.headers);
-  const headers = asked.minor ? versionHeaders(asked.minor) : rangeHeaders();
+function ironicFor(req, nodeRef, max) {
+  const asked = requestedVersion(req.headers, max);
+  const headers = asked.minor ? versionHeaders(asked.minor, max) : rangeHeaders(max);
   return {
     headers,
     error(status, message) {
@@ -179,7 +179,7 @@ function serve(sim, req, res, path, query, body, common) {
       });
       if (answer.node) entry.node = answer.node;
     }
-    if (fault) answer = faultAnswer(fault, answer, ironicFor(req, nodeRef));
+    if (fault) answer = faultAnswer(fault, answer, ironicFor(req, nodeRef, world.maxMinor));
     send(sim, res, entry, answer, common);
   };
   if (latency > 0) sim.later(run, latency);

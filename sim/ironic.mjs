@@ -258,6 +258,19 @@ function checkTransitionRule(rule) {
   return { ...rule, event, used: 0 };
 }
 
+/** The microversions this Ironic speaks: 1.1 to 1.115 (ironic master). */
+export const MIN_MINOR = 1;
+export const MAX_MINOR = 115;
+
+/** `maxVersion: "1.N"` plays an older Ironic whose newest microversion is 1.N. */
+function maxMinorOf(maxVersion) {
+  if (maxVersion === undefined) return MAX_MINOR;
+  const m = typeof maxVersion === 'string' ? /^1\.(\d+)$/.exec(maxVersion) : null;
+  const minor = m ? Number(m[1]) : NaN;
+  if (!(minor >= 1 && minor <= MAX_MINOR)) throw new Error(`maxVersion must be "1.1" to "1.${MAX_MINOR}", not ${JSON.stringify(maxVersion)}`);
+  return minor;
+}
+
 function checkTiming(timing = {}) {
   for (const [k, v] of Object.entries(timing)) {
     if (!(k in DEFAULT_TIMING)) throw new Error(`unknown timing key "${k}" (known: ${Object.keys(DEFAULT_TIMING).join(', ')})`);
@@ -311,6 +324,7 @@ export class World {
     if (!Array.isArray(defs)) throw new Error('"nodes" is a count or a list of node objects');
 
     this.seed = seed;
+    this.maxMinor = maxMinorOf(scenario.maxVersion);
     this.timeScale = timeScale;
     this.timing = timing;
     this.transitions = [];

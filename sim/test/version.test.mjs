@@ -57,6 +57,26 @@ test('an out-of-range version gets 406 with the range headers and webob body', a
   assert.equal((await get('/v1', { version: '1.0' })).status, 406);
 });
 
+test('maxVersion plays an older Ironic: its range everywhere, 406 above it, latest is its newest', async () => {
+  const old = await startSimulator({ scenario: { maxVersion: '1.80', nodes: [{ name: 'n1', provision_state: 'available' }] } });
+  try {
+    const v1 = await request(old.url, 'GET', '/v1');
+    assert.equal(v1.headers[RANGE.max], '1.80');
+    assert.equal(v1.json.version.version, '1.80');
+    const latest = await request(old.url, 'GET', '/v1/nodes/n1', { version: 'latest' });
+    assert.equal(latest.headers[RANGE.cur], '1.80');
+    const above = await request(old.url, 'GET', '/v1/nodes/n1', { version: '1.81' });
+    assert.equal(above.status, 406);
+    assert.equal(above.headers[RANGE.max], '1.80');
+    assert.match(above.json.error_message, /The supported version range is: \[1\.1, 1\.80\]/);
+    const missing = await request(old.url, 'GET', '/v1/nodes/nope', { version: '1.80' });
+    assert.equal(missing.headers[RANGE.max], '1.80', 'error answers carry the range too');
+    assert.throws(() => old.load({ maxVersion: '1.116' }), /maxVersion must be "1.1" to "1.115"/);
+  } finally {
+    await old.close();
+  }
+});
+
 test('a malformed version gets 406 without the range headers, as Ironic answers', async () => {
   for (const bad of ['abc', '1.5.1', '1']) {
     const res = await get('/v1/nodes', { version: bad });
