@@ -27,6 +27,25 @@ test('latest is negotiated once per client, shared by concurrent first calls', a
   assert.equal(ironic.requests('GET', '/v1').length, 1, 'never again');
 });
 
+test('latest against an older Ironic is its newest version', async () => {
+  const client = await start({ maxVersion: '1.87' });
+  assert.equal(await client.microversion(), '1.87');
+  await client.getNode('n1');
+  assert.equal(ironic.requests('GET', '/v1/nodes/n1')[0].headers['x-openstack-ironic-api-version'], '1.87');
+});
+
+test('a 406 after negotiation is renegotiated from its own headers, without another GET /v1', async () => {
+  const client = await start();
+  await client.getNode('n1');
+  // The server is downgraded under the client (a rolled-back upgrade, say).
+  ironic.sim.load({ nodes: nodes({ n1: 'available' }), timing: {}, maxVersion: '1.80' });
+  const node = await client.getNode('n1');
+  assert.equal(node.name, 'n1');
+  assert.deepEqual(ironic.requests('GET', '/v1/nodes/n1').map((r) => r.headers['x-openstack-ironic-api-version']), ['1.115', '1.115', '1.80']);
+  assert.equal(ironic.requests('GET', '/v1').length, 1);
+  assert.equal(await client.microversion(), '1.80');
+});
+
 test('a pinned version is sent as given, with no negotiation', async () => {
   const client = await start({}, { microversion: '1.38' });
   const node = await client.getNode('n1');
