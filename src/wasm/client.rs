@@ -453,19 +453,27 @@ impl Client {
                 }
             }
             let request = protocol::create_allocation(body)?;
-            let wait = wait_option(&opts)?;
+            // The wait is checked before the POST; its identifier comes after.
+            let wait = match wait_option(&opts)? {
+                Some(timeout) => {
+                    let poll_interval = opts.number("pollInterval")?.unwrap_or(1.0);
+                    let w = WaitOptions { timeout, poll_interval, ..WaitOptions::allocation("new".into()) };
+                    w.check()?;
+                    Some(w)
+                }
+                None => None,
+            };
             Ok((request, wait, opts.function("onProgress")?))
         })();
         let (request, wait, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
         let created = self.fetch_json(&scope, &request).await?;
-        let Some(timeout) = wait else {
+        let Some(mut w) = wait else {
             return Ok(object(&[("allocation", js::to_js(&created)), ("report", JsValue::NULL)]));
         };
         let id = created.get("uuid").and_then(Value::as_str).map(str::to_string);
         let id = id
             .ok_or_else(|| reject(&scope, Error::InvalidResponse("The created allocation has no uuid".into()), None))?;
-        let mut w = WaitOptions { timeout, ..WaitOptions::allocation(id) };
-        w.poll_interval = opts.number("pollInterval").map_err(|e| reject(&scope, e, None))?.unwrap_or(1.0);
+        w.idents = vec![id];
         let report = self.run(&scope, w, on_progress).await?;
         let allocation = js_sys::Reflect::get(&report, &"allocation".into()).ok();
         let body = allocation.and_then(|a| js_sys::Reflect::get(&a, &"body".into()).ok());

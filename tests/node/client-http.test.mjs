@@ -201,6 +201,8 @@ test('invalid options are typed errors, raised before anything is sent', async (
     [() => client.waitForProvisionState('n1', 'active', 'not options'), 'options must be an object'],
     [() => client.getNode('n1', { fields: ['uuid&limit=1'] }), 'fields must be a non-empty list of field names'],
     [() => client.listNodes({ limit: 0 }), 'Option limit must be a whole number from 1'],
+    [() => client.createAllocation({ resourceClass: 'gold' }, { wait: true, pollInterval: -1 }), 'Poll interval must be a positive number'],
+    [() => client.createAllocation({ resourceClass: 'gold', colour: 'red' }), 'Unknown allocation field colour'],
   ];
   for (const [call, message] of cases) {
     await assert.rejects(call(), (e) => {
