@@ -14,15 +14,20 @@ extern "C" {
     /// this runtime, a bad URL) into an `Err` instead of a trap.
     #[wasm_bindgen(catch, js_name = fetch)]
     pub fn fetch(url: &str, init: &web_sys::RequestInit) -> Result<js_sys::Promise, JsValue>;
+    /// A monotonic clock: waits must not stretch or shrink when the wall
+    /// clock is set.
+    #[wasm_bindgen(catch, js_namespace = performance, js_name = now)]
+    fn performance_now() -> Result<f64, JsValue>;
     #[wasm_bindgen(js_name = setTimeout)]
     pub fn set_timeout(handler: &Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
     pub fn clear_timeout(id: &JsValue);
 }
 
-/// Milliseconds on the wall clock; the engine only needs differences.
+/// Milliseconds on a monotonic clock (the wall clock where a runtime has
+/// no `performance`); the engine only needs differences.
 pub fn now() -> u64 {
-    js_sys::Date::now().max(0.0) as u64
+    performance_now().unwrap_or_else(|_| js_sys::Date::now()).max(0.0) as u64
 }
 
 /// A plain JS object from key/value pairs.
@@ -48,8 +53,7 @@ pub fn to_js(v: &Value) -> JsValue {
 /// functions drop out as they would on the wire).
 pub fn from_js(v: &JsValue, what: &str) -> Result<Value, Error> {
     let text = JSON::stringify(v).ok().and_then(|s| s.as_string());
-    text.and_then(|t| Value::parse(&t).ok())
-        .ok_or_else(|| Error::InvalidArgument(format!("{what} must be JSON data")))
+    text.and_then(|t| Value::parse(&t).ok()).ok_or_else(|| Error::InvalidArgument(format!("{what} must be JSON data")))
 }
 
 /// Text for any thrown JS value: an Error's message (and its `cause`, where
