@@ -13,13 +13,13 @@ let client;
 before(async () => {
   ironic = await startIronic({ nodes: nodes({ n1: 'deploying', ok: 'active', n2: 'deploy failed' }) });
   // One client for the whole file: each case must leave it working.
-  client = new IronicClient({ endpoint: ironic.url, retryInterval: 0.01, maxRetries: 1, requestTimeout: 0.3 });
+  client = new IronicClient({ endpoint: ironic.url, retryInterval: 0.01, maxRetries: 1, requestTimeout: 1 });
 });
 after(() => ironic.close());
 
-const wait = (node = 'n1', timeout = 0.3) => client.waitForProvisionState(node, 'active', { timeout, pollInterval: 0.05 });
+const wait = (node = 'n1', timeout = 2) => client.waitForProvisionState(node, 'active', { timeout, pollInterval: 0.05 });
 
-// [name, fault on GET /v1/nodes/n1, what the wait (0.3 s, or 5 s where given) rejects with]
+// [name, fault on GET /v1/nodes/n1, what the wait (2 s, or 5 s where given) rejects with]
 const CASES = [
   ['malformed JSON', { kind: 'malformed' }, InvalidResponseError, /^API response \(HTTP 200\) is not valid JSON: /],
   ['an HTML error page', { kind: 'html' }, IronicHttpError, /^Bad Gateway \(HTTP 502\)/],
@@ -36,9 +36,9 @@ const CASES = [
   ['no target_provision_state', { kind: 'omit', omit: ['target_provision_state'] }, InvalidResponseError,
     /^Invalid response for node n1: target_provision_state is missing$/],
   ['a connection reset', { kind: 'reset' }, ConnectionError, /^Error contacting Ironic server: /],
-  // Two attempts of 0.3 s each, within a 5 s wait.
+  // Two attempts of 1 s each, within a 5 s wait.
   ['no answer at all', { kind: 'hang' }, ConnectionError, /^Error contacting Ironic server: the request timed out$/, 5],
-  ['{} until the deadline', { kind: 'empty' }, StateTransitionTimeout, /^Node\(s\) n1 failed to reach state active in 0\.3 seconds$/],
+  ['{} until the deadline', { kind: 'empty' }, StateTransitionTimeout, /^Node\(s\) n1 failed to reach state active in 2 seconds$/],
 ];
 
 for (const [name, fault, Kind, message, timeout] of CASES) {

@@ -1,6 +1,7 @@
 // Shared set-up for the client tests: the real simulator on its own
-// loopback server, with every request's headers recorded (the simulator's
-// log keeps method, path and timing, not headers).
+// loopback server, with every request's headers recorded, and whether the
+// client hung up before the answer (the simulator's log keeps method, path
+// and timing, not these).
 import http from 'node:http';
 import { createSimulator } from '../../sim/server.mjs';
 
@@ -12,14 +13,18 @@ export const FAST = Object.fromEntries(
 
 /**
  * Starts a simulator with `scenario` (fast timing unless it says otherwise).
- * @returns {{ url, sim, seen: {method, url, headers}[], close() }}
+ * @returns {{ url, sim, seen: {method, url, headers, cancelled}[], close() }}
  */
 export async function startIronic(scenario = {}, options = {}) {
   const sim = createSimulator({ seed: 7, ...options, scenario: { ...scenario, timing: { ...FAST, ...scenario.timing } } });
   const seen = [];
   const sockets = new Set();
   const server = http.createServer((req, res) => {
-    seen.push({ method: req.method, url: req.url, headers: req.headers });
+    const entry = { method: req.method, url: req.url, headers: req.headers, cancelled: false };
+    seen.push(entry);
+    res.on('close', () => {
+      entry.cancelled = !res.writableFinished;
+    });
     if (!sim.handle(req, res)) {
       res.writeHead(404).end();
     }
@@ -51,3 +56,12 @@ export async function startIronic(scenario = {}, options = {}) {
 export const nodes = (spec) => Object.entries(spec).map(([name, provision_state]) => ({ name, provision_state }));
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once `condition()` holds, checking every 10 ms; fails after `ms`. */
+export async function until(condition, ms = 10_000) {
+  const deadline = performance.now() + ms;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`condition not met in ${ms} ms: ${condition}`);
+    await sleep(10);
+  }
+}
