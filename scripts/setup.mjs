@@ -13,6 +13,7 @@ import { ROOT, run, capture, main } from './lib.mjs';
 const WASM_TARGET = 'wasm32-unknown-unknown';
 const TOOLS = join(ROOT, '.tools'); // git-ignored, reused across builds
 export const WASM_BINDGEN = join(TOOLS, 'bin', 'wasm-bindgen');
+export const CHROMIUM = '/usr/bin/chromium';
 
 const STEPS = [
   {
@@ -30,6 +31,13 @@ const STEPS = [
     name: 'wasm-bindgen-cli',
     present: wasmBindgenInstalled,
     install: installWasmBindgen,
+  },
+  {
+    // The console's browser tests drive Debian's Chromium with playwright-core
+    // (a browser download of Playwright's own cannot reach its host).
+    name: 'Chromium (Debian package)',
+    present: () => existsSync(CHROMIUM),
+    install: installChromium,
   },
 ];
 
@@ -80,6 +88,14 @@ async function installWasmBindgen() {
   if (waited && wasmBindgenInstalled()) return;
   // No --locked: the CLI's own lock names a crate version crates.io lacks.
   run('cargo', ['install', 'wasm-bindgen-cli', '--version', wasmBindgenVersion(), '--root', TOOLS]);
+}
+
+function installChromium() {
+  if (capture('apt-get', ['--version']) === null) {
+    throw new Error(`Chromium is missing at ${CHROMIUM} and there is no apt-get to install it: install Chromium so that ${CHROMIUM} runs it`);
+  }
+  run('apt-get', ['update']);
+  run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
 }
 
 // Linux only (reads /proc); elsewhere we simply do not wait.
