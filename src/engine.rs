@@ -50,6 +50,9 @@ use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
 /// Milliseconds on the caller's clock.
 pub type Millis = u64;
 
+/// Requests in flight at once, unless the caller says otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
 /// How a wait with many targets ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settle {
@@ -132,7 +135,7 @@ impl WaitOptions {
             fail_on_unexpected_state: true,
             hold_is_terminal: false,
             settle: Settle::FirstFailure,
-            concurrency: 8,
+            concurrency: DEFAULT_CONCURRENCY,
             list_threshold: 50,
             page_size: MAX_PAGE_SIZE,
             fields: true,

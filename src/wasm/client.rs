@@ -17,7 +17,7 @@ use web_sys::Headers;
 
 use super::io::{self, Scope};
 use super::js::{self, object, opt_str, Options};
-use crate::engine::{Engine, Event, Report, Settle, Step, WaitOptions};
+use crate::engine::{Engine, Event, Report, Settle, Step, WaitOptions, DEFAULT_CONCURRENCY};
 use crate::error::{Error, Subject};
 use crate::json::Value;
 use crate::protocol::{self, Microversion, ProvisionArgs, Reply, Request, Requested, Response, RetryPolicy};
@@ -293,8 +293,47 @@ impl Client {
             };
             retries += 1;
             scope.retries.set(scope.retries.get() + 1);
-            scope.sleep(Some(js::now() + delay)).await;
+            scope.pause(js::now() + delay).await;
         }
+    }
+
+    /// Sends every request (the provision PUTs), `concurrency` at a time.
+    /// python-ironicclient sends them one by one and stops at the first
+    /// error; here, after an error no new request starts, those in flight
+    /// finish, and the error of the first failed request in the caller's
+    /// order is returned.
+    async fn send_each(
+        self: &Rc<Self>,
+        scope: &Rc<Scope>,
+        requests: Vec<Request>,
+        concurrency: usize,
+    ) -> Result<(), Error> {
+        let results: Rc<RefCell<Vec<Option<Result<(), Error>>>>> = Rc::new(RefCell::new(vec![None; requests.len()]));
+        let in_flight = Rc::new(Cell::new(0usize));
+        let mut pending = requests.into_iter().enumerate();
+        loop {
+            let failed = results.borrow().iter().any(|r| matches!(r, Some(Err(_))));
+            while !failed && !scope.aborted() && in_flight.get() < concurrency {
+                let Some((i, request)) = pending.next() else { break };
+                in_flight.set(in_flight.get() + 1);
+                let (me, scope, results, in_flight) = (self.clone(), scope.clone(), results.clone(), in_flight.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    let result = me.exchange(&scope, &request).await.map(drop);
+                    results.borrow_mut()[i] = Some(result);
+                    in_flight.set(in_flight.get() - 1);
+                    scope.wake();
+                });
+            }
+            if in_flight.get() == 0 {
+                break;
+            }
+            scope.sleep(None).await;
+        }
+        if scope.aborted() {
+            return Err(Error::Aborted);
+        }
+        let first_error = results.borrow_mut().iter_mut().find_map(|r| r.take().and_then(Result::err));
+        first_error.map_or(Ok(()), Err)
     }
 
     /// One request whose answer must be JSON; errors rejected for JS.
@@ -360,7 +399,7 @@ impl Client {
                 return Err(protocol::reply_error(&reply));
             };
             retries += 1;
-            scope.sleep(Some(js::now() + delay)).await;
+            scope.pause(js::now() + delay).await;
         }
     }
 
@@ -396,13 +435,12 @@ impl Client {
                 }
                 None => None,
             };
-            Ok((idents, requests, wait, opts.function("onProgress")?))
+            let concurrency = whole_number(&opts, "concurrency", DEFAULT_CONCURRENCY)?;
+            Ok((idents, requests, wait, opts.function("onProgress")?, concurrency))
         })();
-        let (idents, requests, wait, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
+        let (idents, requests, wait, on_progress, concurrency) = prepared.map_err(|e| reject(&scope, e, None))?;
         let started = js::now();
-        for request in &requests {
-            self.exchange(&scope, request).await.map_err(|e| reject(&scope, e, None))?;
-        }
+        self.send_each(&scope, requests, concurrency).await.map_err(|e| reject(&scope, e, None))?;
         match wait {
             Some(w) => self.run(&scope, w, on_progress).await,
             None => {
@@ -629,21 +667,23 @@ fn wait_options(opts: &Options, base: WaitOptions) -> Result<WaitOptions, Error>
             )))
         }
     };
-    let count = |key: &str, default: usize| -> Result<usize, Error> {
-        match opts.number(key)? {
-            None => Ok(default),
-            Some(n) if n >= 1.0 && n.fract() == 0.0 => Ok(n.min(1e6) as usize),
-            Some(_) => Err(Error::InvalidArgument(format!("Option {key} must be a whole number from 1"))),
-        }
-    };
     Ok(WaitOptions {
         settle,
         fail_on_unexpected_state: opts.boolean("failOnUnexpectedState")?.unwrap_or(true),
         hold_is_terminal: opts.boolean("holdIsTerminal")?.unwrap_or(false),
-        concurrency: count("concurrency", base.concurrency)?,
-        list_threshold: count("listThreshold", base.list_threshold)?,
+        concurrency: whole_number(opts, "concurrency", base.concurrency)?,
+        list_threshold: whole_number(opts, "listThreshold", base.list_threshold)?,
         ..base
     })
+}
+
+/// A count option: a whole number from 1.
+fn whole_number(opts: &Options, key: &str, default: usize) -> Result<usize, Error> {
+    match opts.number(key)? {
+        None => Ok(default),
+        Some(n) if n >= 1.0 && n.fract() == 0.0 => Ok(n.min(1e6) as usize),
+        Some(_) => Err(Error::InvalidArgument(format!("Option {key} must be a whole number from 1"))),
+    }
 }
 
 fn seconds(ms: u64) -> JsValue {

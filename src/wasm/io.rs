@@ -19,8 +19,9 @@ use crate::protocol::{Reply, Request, Response};
 /// it removes its listener from the caller's signal.
 pub struct Scope {
     signal: Option<AbortSignal>,
-    /// The resolve function of the promise the drive loop sleeps on.
-    wake: RefCell<Option<Function>>,
+    /// The resolve functions of the promises sleepers wait on: the drive
+    /// loop, and tasks of the same call (a retry's pause, say).
+    sleepers: RefCell<Vec<Function>>,
     /// A wake-up that came while nobody slept.
     woken: Cell<bool>,
     /// Replies to engine fetches, waiting to be observed.
@@ -36,7 +37,7 @@ impl Scope {
     pub fn new(signal: Option<AbortSignal>) -> Rc<Scope> {
         let scope = Rc::new(Scope {
             signal,
-            wake: RefCell::new(None),
+            sleepers: RefCell::new(Vec::new()),
             woken: Cell::new(false),
             inbox: RefCell::new(Vec::new()),
             in_flight: RefCell::new(Vec::new()),
@@ -70,17 +71,20 @@ impl Scope {
         self.signal.as_ref().map_or(JsValue::UNDEFINED, AbortSignal::reason)
     }
 
+    /// Wakes every sleeper; each checks again what it waits for.
     pub fn wake(&self) {
-        match self.wake.borrow_mut().take() {
-            Some(resolve) => {
-                let _ = resolve.call0(&JsValue::UNDEFINED);
-            }
-            None => self.woken.set(true),
+        let sleepers = std::mem::take(&mut *self.sleepers.borrow_mut());
+        if sleepers.is_empty() {
+            self.woken.set(true);
+        }
+        for resolve in sleepers {
+            let _ = resolve.call0(&JsValue::UNDEFINED);
         }
     }
 
     /// Sleeps until `until` (ms on [`js::now`]'s clock), a wake-up or an
-    /// abort, whichever is first; `None` waits for a wake-up only.
+    /// abort, whichever is first; `None` waits for a wake-up only. Callers
+    /// check again what they wait for: a wake-up may be for another sleeper.
     pub async fn sleep(&self, until: Option<u64>) {
         if self.woken.replace(false) || self.aborted() {
             return;
@@ -89,13 +93,25 @@ impl Scope {
         let promise = Promise::new(&mut |resolve, _reject| resolve_fn = Some(resolve));
         let Some(resolve) = resolve_fn else { return };
         let timer = until.map(|at| js::set_timeout(&resolve, at.saturating_sub(js::now()) as f64));
-        *self.wake.borrow_mut() = Some(resolve);
+        self.sleepers.borrow_mut().push(resolve.clone());
         let _ = JsFuture::from(promise).await;
         if let Some(timer) = timer {
             js::clear_timeout(&timer);
         }
-        self.wake.borrow_mut().take();
-        self.woken.set(false);
+        // Woken by the timer: leave the list.
+        let me: &JsValue = &resolve;
+        self.sleepers.borrow_mut().retain(|f| {
+            let other: &JsValue = f;
+            other != me
+        });
+    }
+
+    /// Sleeps until `until`, however often other sleepers are woken, or
+    /// until an abort.
+    pub async fn pause(&self, until: u64) {
+        while js::now() < until && !self.aborted() {
+            self.sleep(Some(until)).await;
+        }
     }
 
     /// Aborts every fetch still in flight.

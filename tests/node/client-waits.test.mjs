@@ -50,6 +50,35 @@ for (const [action, from, extra, expected, via] of ACTIONS) {
   });
 }
 
+test('PUTs go out concurrently, within the cap', async () => {
+  const names = Array.from({ length: 20 }, (_, i) => `p${i}`);
+  const client = await start({
+    nodes: names.map((name) => ({ name, provision_state: 'enroll' })),
+    faults: [{ kind: 'latency', ms: 100, method: 'PUT' }],
+  });
+  const report = await client.provision(names, 'manage');
+  assert.deepEqual(report.nodes.map((n) => n.outcome), names.map(() => 'accepted'));
+  const puts = ironic.sim.log({ method: 'PUT' });
+  const overlap = Math.max(...puts.map((p) => puts.filter((q) => q.t <= p.t && p.t < q.tEnd).length));
+  assert.equal(overlap, 8, 'eight at a time');
+});
+
+test('after a PUT fails no new one starts, and the first failure in order is the error', async () => {
+  const names = Array.from({ length: 20 }, (_, i) => `p${i}`);
+  const client = await start({
+    nodes: names.map((name) => ({ name, provision_state: name === 'p2' ? 'active' : 'enroll' })),
+    // p2 is refused at once, while the others are still in flight.
+    faults: [{ kind: 'latency', ms: 100, method: 'PUT', node: names.filter((n) => n !== 'p2') }],
+  });
+  await assert.rejects(client.provision(names, 'manage', { wait: true }), (e) => {
+    assert.ok(e instanceof IronicHttpError);
+    assert.match(e.detail, /can not be performed on node .* while it is in state "active"/);
+    return true;
+  });
+  assert.equal(ironic.requests('PUT', '/v1/nodes/*').length, 8, 'only the first window was sent');
+  assert.equal(ironic.requests('GET', '/v1/nodes/*').length, 0, 'and there was no wait');
+});
+
 test('abort and unhold are sent, but waiting on them is refused before anything is sent', async () => {
   const client = await start({ nodes: nodes({ n1: 'available' }) });
   for (const action of ['abort', 'unhold']) {
