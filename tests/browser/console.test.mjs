@@ -1,0 +1,356 @@
+// The console in a real browser (Debian's Chromium, driven by playwright-core)
+// against the embedded simulator: runs with wait, failures, Cancel (checked in
+// the simulator's request log), allocations, readable errors, server text as
+// text, and the page under its CSP with no console errors.
+//
+// The mid-wait screenshot goes to target/console/console.png; with
+// UPDATE_SCREENSHOTS=1 also to docs/console.png (the README's picture).
+import { test, before, after, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { CHROMIUM } from '../../scripts/setup.mjs';
+import { startConsoleServer, CSP } from '../../www/server.mjs';
+import { demoFleet } from '../../www/demo-fleet.mjs';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SHOTS = join(ROOT, 'target', 'console');
+const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run',
+];
+const TEST_TIMEOUT = 30_000;
+// Quick phases for the scripted scenarios (the demo fleet keeps its own).
+const TIMING = Object.fromEntries(
+  ['verifying', 'deploying', 'wait call-back', 'deleting', 'cleaning', 'inspecting', 'adopting', 'rescuing', 'unrescuing', 'servicing']
+    .map((state) => [state, 400]),
+);
+
+let server;
+let context;
+let profile;
+let page;
+let problems; // console errors, page errors and dialogs of the current test
+
+before(async () => {
+  server = await startConsoleServer({ scenario: { nodes: [] } });
+  profile = mkdtempSync(join(tmpdir(), 'ironic-wait-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 800 },
+    timeout: 20_000,
+  });
+});
+
+after(async () => {
+  await context?.close();
+  await server?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  problems = [];
+  page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('dialog', (d) => {
+    problems.push(`dialog: ${d.message()}`);
+    d.dismiss().catch(() => {});
+  });
+});
+
+afterEach(async () => {
+  await page?.close();
+});
+
+/** Loads `scenario` into the simulator and opens the page; resolves when the table is filled. */
+async function open(scenario) {
+  server.sim.load(scenario);
+  const response = await page.goto(server.url);
+  await page.waitForSelector('body[data-ready="true"]');
+  return response;
+}
+
+const row = (name) => page.locator(`#node-rows tr[data-name="${name}"]`);
+const runRow = (uuid) => page.locator(`#run-rows > li[data-uuid="${uuid}"]`);
+const uuidOf = (name) => server.sim.node(name).uuid;
+
+/** Ticks the nodes, sets the form and presses Run. */
+async function runAction(names, action, { timeout = 30, poll = 0.1, steps, password } = {}) {
+  for (const name of names) await row(name).locator('input[type="checkbox"]').check();
+  await page.selectOption('#action', action);
+  await page.fill('#timeout', String(timeout));
+  if (await page.isEnabled('#poll')) await page.fill('#poll', String(poll));
+  if (steps) await page.fill('#steps', steps);
+  if (password) await page.fill('#rescue-password', password);
+  await page.click('#run');
+}
+
+/** Waits until every named node's run row has settled; returns { name: outcome }. */
+async function settled(names) {
+  const uuids = names.map(uuidOf);
+  await page.waitForFunction(
+    (ids) => ids.every((id) => (document.querySelector(`#run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !== 'waiting'),
+    uuids,
+  );
+  const out = {};
+  for (const [i, name] of names.entries()) out[name] = await runRow(uuids[i]).getAttribute('data-outcome');
+  return out;
+}
+
+const summary = () => page.$$eval('#run-summary li', (items) => Object.fromEntries(items.map((li) => [li.dataset.group, Number(li.querySelector('strong').textContent)])));
+
+test('manage with wait takes three nodes to manageable, through verifying', { timeout: TEST_TIMEOUT }, async () => {
+  await open({
+    timing: TIMING,
+    nodes: [
+      { name: 'e1', provision_state: 'enroll' }, { name: 'e2', provision_state: 'enroll' },
+      { name: 'e3', provision_state: 'enroll' }, { name: 'm1', provision_state: 'manageable' },
+    ],
+  });
+  assert.equal(await page.locator('#node-rows tr').count(), 4);
+  assert.equal(await page.textContent('#selection'), 'No nodes selected: tick them in the table.');
+
+  await runAction(['e1', 'e2', 'e3'], 'manage');
+  assert.deepEqual(await settled(['e1', 'e2', 'e3']), { e1: 'reached', e2: 'reached', e3: 'reached' });
+
+  for (const name of ['e1', 'e2', 'e3']) {
+    const r = runRow(uuidOf(name));
+    assert.equal(await r.getAttribute('data-state'), 'manageable');
+    assert.match(await r.getAttribute('data-seen'), /verifying > manageable$/, 'the row moved through verifying');
+    assert.deepEqual(await r.locator('.step').evaluateAll((s) => s.map((e) => [e.textContent, e.className])),
+      [['verifying', 'step step-done'], ['manageable', 'step step-done']]);
+  }
+  assert.deepEqual(await summary(), { waiting: 0, reached: 3, failed: 0, 'timed-out': 0 });
+  assert.match(await page.textContent('#run-status'), /^All 3 node\(s\) reached manageable in \d+\.\d s\.$/);
+  await page.waitForFunction(() => ['e1', 'e2', 'e3'].every((n) =>
+    document.querySelector(`#node-rows tr[data-name="${n}"]`).dataset.state === 'manageable'));
+  assert.equal(await row('m1').getAttribute('data-state'), 'manageable');
+  assert.equal(server.sim.log({ method: 'PUT' }).length, 3);
+  assert.equal(await page.isEnabled('#run'), true, 'Run is available again');
+  assert.deepEqual(problems, []);
+});
+
+test('the table refreshes itself with one list request of the shown fields, and pauses while hidden', { timeout: TEST_TIMEOUT }, async () => {
+  await open({ nodes: [{ name: 'n1', provision_state: 'enroll' }, { name: 'n2', provision_state: 'available' }] });
+  const lists = () => server.sim.log({ method: 'GET', path: '/v1/nodes' });
+  while (lists().length < 2) await page.waitForTimeout(100);
+  for (const e of lists()) {
+    assert.equal(new URLSearchParams(e.query).get('fields'),
+      'uuid,name,provision_state,target_provision_state,power_state,maintenance,last_error,resource_class');
+  }
+  assert.equal(server.sim.log({ method: 'GET', path: '/v1/nodes/*' }).length, 0, 'no request per node');
+
+  // A change in Ironic shows up without a reload.
+  server.sim.setNode('n1', { provision_state: 'manageable' });
+  await page.waitForFunction(() => document.querySelector('#node-rows tr[data-name="n1"]').dataset.state === 'manageable');
+
+  await page.evaluate(() => {
+    Object.defineProperty(document, 'hidden', { value: true, configurable: true });
+    document.dispatchEvent(new Event('visibilitychange'));
+  });
+  await page.waitForFunction(() => document.querySelector('#refresh-status').textContent === 'Paused while the page is hidden');
+  const before = lists().length;
+  const since = server.sim.now();
+  while (server.sim.now() < since + 3000) await page.waitForTimeout(100); // longer than the 2 s refresh period
+  assert.equal(lists().length, before, 'no refresh while hidden');
+  await page.evaluate(() => {
+    Object.defineProperty(document, 'hidden', { value: false, configurable: true });
+    document.dispatchEvent(new Event('visibilitychange'));
+  });
+  await page.waitForFunction(() => /^Updated /.test(document.querySelector('#refresh-status').textContent));
+  assert.ok(lists().length > before, 'refreshes again once visible');
+  assert.deepEqual(problems, []);
+});
+
+test('a failing node shows its last_error in full, next to one that succeeds', { timeout: TEST_TIMEOUT }, async () => {
+  const lastError = 'Failed to get power state for node bad: IPMI call failed: power status.\n'
+    + 'Error: Unable to establish IPMI v2 / RMCP+ session (BMC 10.20.3.17 did not answer after 3 attempts, '
+    + 'giving up; check the BMC address, its credentials and that IPMI over LAN is enabled)';
+  await open({
+    timing: TIMING,
+    nodes: [{ name: 'good', provision_state: 'enroll' }, { name: 'bad', provision_state: 'enroll' }],
+    transitions: [{ node: 'bad', action: 'manage', fail: lastError }],
+  });
+  await runAction(['good', 'bad'], 'manage');
+  assert.deepEqual(await settled(['good', 'bad']), { good: 'reached', bad: 'unexpected-stable' });
+
+  const bad = runRow(uuidOf('bad'));
+  assert.equal(await bad.locator('.run-error').textContent(), lastError);
+  assert.equal(await bad.getAttribute('data-state'), 'enroll');
+  assert.equal(await bad.locator('.outcome').textContent(), 'failed');
+  assert.equal(await bad.locator('.step-failed').textContent(), 'verifying');
+  assert.equal(await runRow(uuidOf('good')).locator('.run-error').count(), 0);
+  assert.deepEqual(await summary(), { waiting: 0, reached: 1, failed: 1, 'timed-out': 0 });
+  assert.match(await page.textContent('#run-status'), /1 of 2 node\(s\) reached manageable/);
+  await page.waitForFunction((text) => document.querySelector('#node-rows tr[data-name="bad"] .col-last-error').textContent === text, lastError);
+  assert.deepEqual(problems, []);
+});
+
+test('Cancel aborts the wait: no request for the node after it, and the action goes on in Ironic', { timeout: TEST_TIMEOUT }, async () => {
+  await open({
+    timing: TIMING,
+    nodes: [{ name: 'slow', provision_state: 'enroll' }],
+    transitions: [{ node: 'slow', action: 'manage', stall: true }],
+  });
+  await runAction(['slow'], 'manage', { timeout: 0 });
+  const slow = runRow(uuidOf('slow'));
+  await page.waitForFunction(() => document.querySelector('#run-rows > li')?.dataset.state === 'verifying');
+  await page.waitForFunction(() => !document.querySelector('#cancel').disabled);
+  // Let it poll a few times, so the check below means something.
+  const polls = () => server.sim.log({ method: 'GET', node: 'slow' });
+  while (polls().length < 3) await page.waitForTimeout(50);
+
+  await page.click('#cancel');
+  await page.waitForFunction(() => document.querySelector('#run-rows > li').dataset.outcome === 'aborted');
+  const cancelledAt = server.sim.now();
+  assert.match(await page.textContent('#run-status'), /this page stopped waiting, but the manage action goes on in Ironic/);
+  assert.equal(await slow.locator('.outcome').textContent(), 'cancelled');
+  assert.equal(await page.isDisabled('#cancel'), true);
+
+  // Fifteen poll intervals of silence; the table's own list refreshes go on.
+  while (server.sim.now() < cancelledAt + 1500) await page.waitForTimeout(100);
+  const late = polls().filter((e) => e.t > cancelledAt);
+  assert.deepEqual(late, [], 'no request for the node after Cancel');
+  assert.equal(server.sim.node('slow').provision_state, 'verifying', 'Ironic is still verifying');
+  assert.deepEqual(problems, []);
+});
+
+test('a wait that runs out of time says so per node', { timeout: TEST_TIMEOUT }, async () => {
+  await open({
+    timing: TIMING,
+    nodes: [{ name: 'slow', provision_state: 'enroll' }, { name: 'quick', provision_state: 'enroll' }],
+    transitions: [{ node: 'slow', action: 'manage', stall: true }],
+  });
+  await runAction(['slow', 'quick'], 'manage', { timeout: 1.5 });
+  assert.deepEqual(await settled(['slow', 'quick']), { slow: 'timed-out', quick: 'reached' });
+  assert.equal(await runRow(uuidOf('slow')).locator('.outcome').textContent(), 'timed out');
+  assert.deepEqual(await summary(), { waiting: 0, reached: 1, failed: 0, 'timed-out': 1 });
+  assert.deepEqual(problems, []);
+});
+
+test('server text is text: markup in a name and in last_error shows literally and runs nothing', { timeout: TEST_TIMEOUT }, async () => {
+  const name = '<img src=x onerror=alert(1)>';
+  const stored = '<script>alert(2)</script>';
+  const failure = '<img src=y onerror=alert(3)><b>not bold</b>';
+  await open({
+    timing: TIMING,
+    nodes: [{ name, provision_state: 'enroll', last_error: stored }],
+    transitions: [{ node: name, action: 'manage', fail: failure }],
+  });
+  const tr = page.locator('#node-rows tr').first();
+  assert.equal(await tr.locator('.col-name').textContent(), name);
+  assert.equal(await tr.locator('.col-last-error').textContent(), stored);
+
+  await tr.locator('input[type="checkbox"]').check();
+  assert.equal(await page.textContent('#selection'), `1 selected: ${name}`);
+  await page.selectOption('#action', 'manage');
+  await page.fill('#poll', '0.1');
+  await page.click('#run');
+  const r = page.locator('#run-rows > li').first();
+  await page.waitForFunction(() => document.querySelector('#run-rows > li')?.dataset.outcome === 'unexpected-stable');
+  assert.equal(await r.locator('.run-name').textContent(), name);
+  assert.equal(await r.locator('.run-error').textContent(), failure);
+  await page.waitForFunction((text) => document.querySelector('#node-rows .col-last-error').textContent === text, failure);
+  assert.equal(await page.locator('body img, body b, main script').count(), 0, 'no element was made from server text');
+  assert.deepEqual(problems, [], 'no dialog, no error');
+});
+
+test('client errors are readable messages: HTTP errors with their request id, unusable answers', { timeout: TEST_TIMEOUT }, async () => {
+  await open({
+    timing: TIMING,
+    nodes: [{ name: 'busy', provision_state: 'active' }],
+    // The page's first list answer is cut in half.
+    faults: [{ path: '/v1/nodes', method: 'GET', kind: 'malformed', count: 1 }],
+  });
+  await page.waitForFunction(() => /Refresh failed: Ironic's answer cannot be used/.test(document.querySelector('#refresh-status').textContent));
+  await page.waitForSelector('#node-rows tr[data-name="busy"]'); // the next refresh recovers
+  assert.match(await page.textContent('#refresh-status'), /^Updated /);
+
+  await runAction(['busy'], 'manage');
+  await page.waitForSelector('#run-status .error-block');
+  const block = await page.textContent('#run-status .error-block strong');
+  assert.equal(block, 'manage failed: Ironic answered HTTP 400');
+  assert.equal(await page.textContent('#run-status .error-detail'),
+    `The requested action "manage" can not be performed on node "${uuidOf('busy')}" while it is in state "active".`);
+  const put = server.sim.log({ method: 'PUT' })[0];
+  assert.equal(await page.textContent('#run-status .error-request code'), put.id);
+  assert.equal(await runRow(uuidOf('busy')).getAttribute('data-outcome'), 'stopped');
+  // The browser itself logs failed loads; nothing else may reach the console.
+  assert.deepEqual(problems.filter((p) => !/Failed to load resource: the server responded with a status of 400/.test(p)), []);
+});
+
+test('allocations: one becomes active on a gold node, one fails with a readable last_error', { timeout: TEST_TIMEOUT }, async () => {
+  await open({
+    timing: { ...TIMING, allocating: 300 },
+    nodes: [{ name: 'g1', provision_state: 'available', resource_class: 'gold' }],
+  });
+  await page.fill('#alloc-rc', 'gold');
+  await page.click('#alloc-create');
+  const first = page.locator('#alloc-rows li').first();
+  await page.waitForFunction(() => document.querySelector('#alloc-rows li')?.dataset.state !== 'allocating');
+  assert.equal(await first.getAttribute('data-state'), 'active');
+  assert.equal(await first.locator('.alloc-node strong').textContent(), 'g1');
+
+  await page.fill('#alloc-rc', 'platinum');
+  await page.fill('#alloc-name', 'big-one');
+  await page.click('#alloc-create');
+  await page.waitForFunction(() => document.querySelector('#alloc-rows li')?.dataset.state === 'error');
+  const second = page.locator('#alloc-rows li').first();
+  assert.equal(await second.locator('.run-name').textContent(), 'big-one');
+  assert.match(await second.locator('.run-error').textContent(),
+    /^Failed to process allocation [0-9a-f-]{36}: no available nodes match the resource class platinum\.$/);
+  assert.deepEqual(problems, []);
+});
+
+test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow screens; screenshot mid-wait', { timeout: TEST_TIMEOUT }, async () => {
+  const response = await open(demoFleet());
+  assert.equal(response.headers()['content-security-policy'], CSP);
+  assert.equal(await page.locator('#node-rows tr').count(), 24);
+  assert.equal(await page.textContent('#microversion'), '1.115');
+  assert.equal(await page.textContent('#endpoint'), `simulator at ${server.url}/v1`);
+  assert.equal(await page.textContent('#state-filter option:checked'), 'all states (24)');
+
+  // Every control has a name a screen reader can read.
+  const unnamed = await page.$$eval('input, select, textarea, button', (els) =>
+    els.filter((e) => !e.hidden && !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim())).map((e) => e.outerHTML));
+  assert.deepEqual(unnamed, []);
+
+  // Keyboard only: tick three available nodes, choose deploy, press Enter on Run.
+  for (const name of ['compute-05', 'compute-06', 'compute-08']) {
+    await row(name).locator('input[type="checkbox"]').focus();
+    await page.keyboard.press('Space');
+  }
+  assert.equal(await page.textContent('#selection'), '3 selected: compute-05, compute-06, compute-08');
+  await page.focus('#action');
+  await page.selectOption('#action', 'deploy');
+  await page.fill('#poll', '0.5');
+  await page.focus('#run');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => [...document.querySelectorAll('#run-rows > li')].some((li) => li.dataset.state === 'wait call-back'));
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, 'console.png') });
+  if (process.env.UPDATE_SCREENSHOTS) {
+    mkdirSync(join(ROOT, 'docs'), { recursive: true });
+    copyFileSync(join(SHOTS, 'console.png'), join(ROOT, 'docs', 'console.png'));
+  }
+  assert.equal((await summary()).waiting > 0, true, 'the screenshot is mid-wait');
+
+  // Sort and filter (while the wait goes on).
+  await page.click('th button[data-sort="name"]');
+  assert.equal(await page.getAttribute('#node-rows tr:first-child', 'data-name'), 'storage-04');
+  await page.selectOption('#state-filter', 'enroll');
+  assert.deepEqual(await page.$$eval('#node-rows tr', (rows) => rows.map((r) => r.dataset.name)), ['edge-04', 'edge-03', 'compute-12', 'compute-11']);
+  await page.selectOption('#state-filter', '');
+
+  await page.setViewportSize({ width: 400, height: 800 });
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 400, 'no sideways scrolling at 400 px');
+  await page.screenshot({ path: join(SHOTS, 'console-narrow.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+});

@@ -1,0 +1,158 @@
+// The console server without a browser: static files with their types and
+// the CSP, nothing outside www/ and pkg/, the embedded simulator and its demo
+// fleet, and the IRONIC_URL proxy (token added server-side, never shown).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { IronicClient, IronicHttpError } from 'ironic-wait';
+import { startConsoleServer, CSP } from '../../www/server.mjs';
+import { demoFleet } from '../../www/demo-fleet.mjs';
+import { startIronic } from '../node/harness.mjs';
+
+const open = [];
+after(() => Promise.all(open.map((s) => s.close())));
+
+async function start(options) {
+  const server = await startConsoleServer(options);
+  open.push(server);
+  return server;
+}
+
+/** A raw GET (fetch would normalise `..` away). */
+function rawGet(url, path) {
+  return new Promise((resolve, reject) => {
+    const { hostname, port } = new URL(url);
+    http.get({ hostname, port, path }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    }).on('error', reject);
+  });
+}
+
+const API = { 'X-OpenStack-Ironic-API-Version': 'latest' };
+
+test('serves the page, its modules and the package with their types and the CSP', async () => {
+  const { url } = await start();
+  for (const [path, type] of [
+    ['/', 'text/html; charset=utf-8'],
+    ['/console.css', 'text/css; charset=utf-8'],
+    ['/app.js', 'text/javascript; charset=utf-8'],
+    ['/favicon.svg', 'image/svg+xml'],
+    ['/pkg/web.js', 'text/javascript; charset=utf-8'],
+    ['/pkg/ironic_wait_bg.wasm', 'application/wasm'],
+  ]) {
+    const res = await fetch(url + path);
+    assert.equal(res.status, 200, path);
+    assert.equal(res.headers.get('content-type'), type, path);
+    assert.equal(res.headers.get('content-security-policy'), CSP, path);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff', path);
+    await res.arrayBuffer();
+  }
+  const html = await (await fetch(url)).text();
+  assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+  assert.doesNotMatch(html, /\sstyle=|<style/, 'no inline style');
+  assert.equal((await fetch(`${url}/`, { method: 'HEAD' })).status, 200);
+  assert.equal((await fetch(`${url}/`, { method: 'POST' })).status, 405);
+});
+
+test('nothing outside www/ and pkg/, and no server-side sources', async () => {
+  const { url } = await start();
+  for (const path of ['/server.mjs', '/demo-fleet.mjs', '/../package.json', '/%2e%2e/package.json', '/pkg/../Cargo.toml',
+    '/pkg/%2e%2e/Cargo.toml', '/..%2fCargo.toml', '/%00', '/%zz', '/nope.js', '/pkg/index.d.ts']) {
+    assert.equal(await rawGet(url, path), 404, path);
+  }
+  const res = await fetch(`${url}/pkg/missing.js`);
+  assert.equal(res.headers.get('content-security-policy'), CSP);
+  assert.match(await res.text(), /npm run build/);
+});
+
+test('embedded mode: the simulator answers /v1 and /__sim with the demo fleet', async () => {
+  const server = await start();
+  assert.deepEqual(await (await fetch(`${server.url}/console.json`)).json(), { mode: 'simulator' });
+  const { nodes } = await (await fetch(`${server.url}/v1/nodes?fields=name,provision_state,resource_class`, { headers: API })).json();
+  assert.equal(nodes.length, 24);
+  const states = new Set(nodes.map((n) => n.provision_state));
+  for (const s of ['enroll', 'manageable', 'available', 'active']) assert.ok(states.has(s), s);
+  assert.ok(nodes.some((n) => n.provision_state === 'available' && n.resource_class === 'gold'));
+  assert.equal((await (await fetch(`${server.url}/__sim`)).json()).nodes, 24);
+});
+
+test('the demo fleet: readable failures, seeded phases of a few seconds, gold allocations succeed', async () => {
+  const { sim, url } = await start({ scenario: { ...demoFleet(), manualClock: true } });
+  const client = new IronicClient({ endpoint: url });
+  await client.provision(['compute-08', 'compute-05'], 'deploy');
+  await client.provision('edge-03', 'manage');
+  sim.advance(60_000);
+  assert.equal(sim.node('compute-05').provision_state, 'active');
+  assert.equal(sim.node('compute-08').provision_state, 'deploy failed');
+  assert.match(sim.node('compute-08').last_error, /^Deploy step deploy\.write_image failed: Image checksum mismatch/);
+  assert.equal(sim.node('edge-03').provision_state, 'enroll');
+  assert.match(sim.node('edge-03').last_error, /IPMI call failed/);
+  // A deploy walks deploying -> wait call-back -> deploying -> active in a few seconds.
+  const walk = sim.history('compute-05').entries.map((e) => [e.provision_state, e.t]);
+  assert.deepEqual(walk.map(([s]) => s), ['available', 'deploying', 'wait call-back', 'deploying', 'active']);
+  const total = walk.at(-1)[1] - walk[1][1];
+  assert.ok(total >= 4000 && total <= 12000, `deploy took ${total} ms`);
+
+  const { report } = await client.createAllocation({ resourceClass: 'gold' }, { wait: false });
+  assert.equal(report, null);
+  sim.advance(2000);
+  const allocations = await (await fetch(`${url}/v1/allocations`, { headers: API })).json();
+  assert.equal(allocations.allocations[0].state, 'active');
+});
+
+test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never reaches the page', async () => {
+  const ironic = await startIronic({ nodes: [{ name: 'n1', provision_state: 'available' }] });
+  open.push(ironic);
+  const server = await start({ ironicUrl: `${ironic.url}/v1/`, ironicToken: 'sekret-token' });
+  assert.equal(server.sim, null);
+
+  const res = await fetch(`${server.url}/v1/nodes/n1?fields=name`, {
+    headers: { ...API, 'X-Auth-Token': 'from-the-page', Cookie: 'a=b', Origin: 'http://elsewhere' },
+  });
+  assert.equal(res.status, 200);
+  assert.equal((await res.json()).name, 'n1');
+  assert.match(res.headers.get('x-openstack-request-id'), /^req-/);
+  const seen = ironic.seen.at(-1);
+  assert.equal(seen.url, '/v1/nodes/n1?fields=name');
+  assert.equal(seen.headers['x-auth-token'], 'sekret-token');
+  assert.equal(seen.headers['x-openstack-ironic-api-version'], 'latest');
+  assert.equal(seen.headers.cookie, undefined);
+  assert.equal(seen.headers.origin, undefined);
+
+  // The package's own client through the proxy: a wait works end to end.
+  const client = new IronicClient({ endpoint: server.url });
+  const report = await client.provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 });
+  assert.equal(report.ok, true);
+  assert.ok(ironic.seen.every((r) => r.headers['x-auth-token'] === 'sekret-token'));
+
+  const config = await (await fetch(`${server.url}/console.json`)).text();
+  assert.deepEqual(JSON.parse(config), { mode: 'proxy', ironic: ironic.url });
+  assert.doesNotMatch(config, /sekret/);
+  assert.doesNotMatch(await (await fetch(server.url)).text(), /sekret/);
+  assert.equal((await fetch(`${server.url}/__sim`)).status, 404, 'no simulator control API in proxy mode');
+});
+
+test('proxy mode: credentials in IRONIC_URL become HTTP Basic; an unreachable Ironic is a readable 502', async () => {
+  const ironic = await startIronic({ nodes: [{ name: 'n1', provision_state: 'available' }] });
+  open.push(ironic);
+  const withBasic = await start({ ironicUrl: ironic.url.replace('http://', 'http://admin:p%40ss@') });
+  await (await fetch(`${withBasic.url}/v1`)).arrayBuffer();
+  assert.equal(ironic.seen.at(-1).headers.authorization, `Basic ${Buffer.from('admin:p@ss').toString('base64')}`);
+  assert.equal((await (await fetch(`${withBasic.url}/console.json`)).json()).ironic, ironic.url);
+
+  const closed = await start();
+  const deadUrl = closed.url;
+  await closed.close();
+  open.splice(open.indexOf(closed), 1);
+  const server = await start({ ironicUrl: deadUrl });
+  const client = new IronicClient({ endpoint: server.url, maxRetries: 0 });
+  await assert.rejects(client.getNode('n1'), (e) => {
+    assert.ok(e instanceof IronicHttpError);
+    assert.equal(e.status, 502);
+    assert.match(e.detail, new RegExp(`^The console server cannot reach Ironic at ${deadUrl}: .*ECONNREFUSED`));
+    return true;
+  });
+  await assert.rejects(startConsoleServer({ ironicUrl: 'ftp://x' }), /IRONIC_URL must be http\(s\)/);
+  await assert.rejects(startConsoleServer({ ironicUrl: 'not a url' }), /IRONIC_URL is not a URL/);
+});
