@@ -22,20 +22,6 @@ async function start() {
   const { IronicClient, version } = pkg;
   setText(byId('version'), version());
 
-  const config = await fetch('/console.json').then((r) => r.json()).catch(() => ({}));
-  setText(byId('endpoint'), config.mode === 'proxy'
-    ? `${config.ironic} (through this server)`
-    : `simulator at ${location.origin}/v1`);
-  if (config.mode === 'simulator') {
-    const reset = byId('reset-demo');
-    reset.hidden = false;
-    reset.addEventListener('click', async () => {
-      const r = await fetch('/__sim/reset', { method: 'POST' }).catch((e) => e);
-      if (!(r instanceof Response) || !r.ok) report(r instanceof Error ? r : new Error(`HTTP ${r.status}`), 'Reset');
-      table.refresh();
-    });
-  }
-
   const client = new IronicClient({ endpoint: location.origin });
   // The table refreshes every two seconds: a failure shows at once and the
   // next refresh is the retry.
@@ -45,6 +31,22 @@ async function start() {
   const table = createNodeTable({ client: tableClient, onSelection: (nodes) => runs?.setSelection(nodes) });
   runs = createRunPanel({ client, table });
   createAllocations({ client, table });
+
+  // What /v1 is: the embedded simulator, or a real Ironic behind the server's proxy.
+  const config = await fetch('/console.json').then((r) => r.json()).catch(() => ({}));
+  setText(byId('endpoint'), {
+    proxy: `${config.ironic} (through this server)`,
+    simulator: `simulator at ${location.origin}/v1`,
+  }[config.mode] ?? `${location.origin}/v1`);
+  if (config.mode === 'simulator') {
+    const reset = byId('reset-demo');
+    reset.hidden = false;
+    reset.addEventListener('click', async () => {
+      const r = await fetch('/__sim/reset', { method: 'POST' }).catch((e) => e);
+      if (!(r instanceof Response) || !r.ok) report(r instanceof Error ? r : new Error(`HTTP ${r.status}`), 'Reset');
+      table.refresh();
+    });
+  }
 
   client.microversion().then(
     (v) => setText(byId('microversion'), v),

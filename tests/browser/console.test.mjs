@@ -354,3 +354,22 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
   await page.screenshot({ path: join(SHOTS, 'console-narrow.png'), fullPage: true });
   assert.deepEqual(problems, []);
 });
+
+test('proxy mode: the page works against an Ironic behind IRONIC_URL', { timeout: TEST_TIMEOUT }, async () => {
+  server.sim.load({ timing: TIMING, nodes: [{ name: 'far', provision_state: 'enroll' }] });
+  // This suite's simulator plays the real Ironic; a second console server proxies to it.
+  const proxy = await startConsoleServer({ ironicUrl: server.url, ironicToken: 'token-of-the-server' });
+  try {
+    await page.goto(proxy.url);
+    await page.waitForSelector('body[data-ready="true"]');
+    assert.equal(await page.textContent('#endpoint'), `${server.url} (through this server)`);
+    assert.equal(await page.isHidden('#reset-demo'), true, 'no simulator controls');
+    await runAction(['far'], 'manage');
+    assert.deepEqual(await settled(['far']), { far: 'reached' });
+    assert.equal(server.sim.node('far').provision_state, 'manageable');
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+    await proxy.close();
+  }
+});
