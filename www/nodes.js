@@ -37,7 +37,6 @@ export function createNodeTable({ client, onSelection }) {
   let sort = { key: 'name', dir: 1 };
   let timer = null;
   let inflight = null;
-  let lastError = null;
 
   const label = (n) => n.name ?? n.uuid;
 
@@ -144,16 +143,13 @@ export function createNodeTable({ client, onSelection }) {
     inflight = (async () => {
       try {
         update(await client.listNodes({ fields: FIELDS }));
-        lastError = null;
         status.classList.remove('is-error');
         setText(status, `Updated ${new Date().toLocaleTimeString()}`);
       } catch (e) {
         // Shown in place (not as a new message every two seconds) until it recovers.
         const { title, detail, requestId } = describe(e);
-        const text = `Refresh failed: ${title}: ${detail}${requestId ? ` (request ${requestId})` : ''}`;
-        if (text !== lastError) status.classList.add('is-error');
-        lastError = text;
-        setText(status, text);
+        status.classList.add('is-error');
+        setText(status, `Refresh failed: ${title}: ${detail}${requestId ? ` (request ${requestId})` : ''}`);
       } finally {
         inflight = null;
         schedule();

@@ -1,7 +1,8 @@
 // The console in a real browser (Debian's Chromium, driven by playwright-core)
-// against the embedded simulator: runs with wait, failures, Cancel (checked in
-// the simulator's request log), allocations, readable errors, server text as
-// text, and the page under its CSP with no console errors.
+// against the embedded simulator (and once through the IRONIC_URL proxy):
+// runs with wait, failures, Cancel (checked in the simulator's request log),
+// allocations, readable errors, server text as text, and the page under its
+// CSP with no console errors.
 //
 // The mid-wait screenshot goes to target/console/console.png; with
 // UPDATE_SCREENSHOTS=1 also to docs/console.png (the README's picture).
@@ -219,6 +220,29 @@ test('Cancel aborts the wait: no request for the node after it, and the action g
   const late = polls().filter((e) => e.t > cancelledAt);
   assert.deepEqual(late, [], 'no request for the node after Cancel');
   assert.equal(server.sim.node('slow').provision_state, 'verifying', 'Ironic is still verifying');
+  assert.deepEqual(problems, []);
+});
+
+test('clean takes its steps and rescue its password from the form; bad steps are not sent', { timeout: TEST_TIMEOUT }, async () => {
+  await open({
+    timing: TIMING,
+    nodes: [{ name: 'm1', provision_state: 'manageable' }, { name: 'a1', provision_state: 'active' }],
+  });
+  await runAction(['m1'], 'clean', { steps: '[{"interface": "deploy", "step": "erase_devices_metadata"}' });
+  await page.waitForSelector('#run-status .error-block');
+  assert.equal(await page.textContent('#run-status .error-block strong'), 'clean not sent: Not sent: invalid input');
+  assert.equal(server.sim.log({ method: 'PUT' }).length, 0);
+
+  await page.fill('#steps', '[{"interface": "deploy", "step": "erase_devices_metadata"}]');
+  await page.click('#run');
+  assert.deepEqual(await settled(['m1']), { m1: 'reached' });
+  assert.ok(server.sim.history('m1').entries.some((e) => e.provision_state === 'cleaning'));
+
+  await row('m1').locator('input[type="checkbox"]').uncheck();
+  await runAction(['a1'], 'rescue', { password: 'rescue-me' });
+  assert.deepEqual(await settled(['a1']), { a1: 'reached' });
+  assert.equal(server.sim.node('a1').provision_state, 'rescue');
+  assert.equal(await page.inputValue('#rescue-password'), '', 'the password is not kept in the page');
   assert.deepEqual(problems, []);
 });
 
