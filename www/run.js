@@ -3,12 +3,8 @@
 // fed by progress events, and Cancel, which aborts the wait (not the action).
 import { el, setText, byId, shortId, seconds, badge } from './dom.js';
 import { errorBlock } from './errors.js';
-import { ACTIONS, EXAMPLE_STEPS, OUTCOME_GROUP, stepOf, stateKind } from './states.js';
+import { ACTIONS, EXAMPLE_STEPS, OUTCOMES, stepOf, stateKind } from './states.js';
 
-const OUTCOME_TEXT = {
-  reached: 'reached', failed: 'failed', 'unexpected-stable': 'failed', held: 'held', 'timed-out': 'timed out',
-  aborted: 'cancelled', 'not-found': 'not found', error: 'error', stopped: 'stopped', accepted: 'sent',
-};
 // Summary counters; those after the first four only show when not zero.
 const GROUPS = [
   ['waiting', 'waiting'], ['reached', 'reached'], ['failed', 'failed'], ['timed-out', 'timed out'],
@@ -145,7 +141,7 @@ export function createRunPanel({ client, table }) {
       status.replaceChildren(finished(name, a, rows, now()));
     } catch (e) {
       const cancelled = e?.name === 'AbortError';
-      for (const r of rows.values()) r.outcome ??= cancelled ? 'aborted' : 'stopped';
+      for (const r of rows.values()) r.outcome ??= cancelled ? 'aborted' : 'not-watched';
       if (cancelled) {
         status.replaceChildren(el('span', { class: 'notice', text: `Cancelled after ${seconds(now())}: this page stopped waiting, `
           + `but the ${name} action goes on in Ironic. The node table keeps showing where the nodes are.` }));
@@ -178,7 +174,7 @@ export function createRunPanel({ client, table }) {
 
   function drawSummary(rows) {
     const counts = Object.fromEntries(GROUPS.map(([g]) => [g, 0]));
-    for (const r of rows.values()) counts[r.outcome ? OUTCOME_GROUP[r.outcome] : 'waiting'] += 1;
+    for (const r of rows.values()) counts[outcomeOf(r)[1]] += 1;
     summary.replaceChildren(...GROUPS.filter(([g], i) => i < 4 || counts[g] > 0).map(([g, text]) =>
       el('li', { class: `count count-${g}`, 'data-group': g }, [el('strong', { text: String(counts[g]) }), ` ${text}`])));
   }
@@ -186,10 +182,12 @@ export function createRunPanel({ client, table }) {
   return { setSelection };
 }
 
+/** [what a row says, its summary counter]. */
+const outcomeOf = (r) => (r.outcome ? OUTCOMES[r.outcome] ?? [r.outcome, 'other'] : ['waiting', 'waiting']);
+
 /** One node's row: name (UUID as its title), state, elapsed, outcome, the expected states as steps, and last_error in full. */
 function drawRow(r, path, now) {
-  const outcome = r.outcome ? OUTCOME_TEXT[r.outcome] ?? r.outcome : 'waiting';
-  const group = r.outcome ? OUTCOME_GROUP[r.outcome] : 'waiting';
+  const [outcome, group] = outcomeOf(r);
   r.li.className = `run-row run-${group}`;
   r.li.dataset.outcome = r.outcome ?? 'waiting';
   r.li.dataset.state = r.state ?? '';

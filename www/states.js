@@ -52,16 +52,18 @@ export function stateKind(state) {
   return 'working';
 }
 
-/** Outcome of a settled node -> how the console counts it. */
-export const OUTCOME_GROUP = {
-  reached: 'reached',
-  failed: 'failed',
-  'unexpected-stable': 'failed',
-  'not-found': 'failed',
-  error: 'failed',
-  'timed-out': 'timed-out',
-  held: 'other',
-  aborted: 'cancelled',
-  stopped: 'other',
-  accepted: 'sent',
+/** A settled node's outcome -> [what the row says, the summary counter it adds to]. */
+export const OUTCOMES = {
+  reached: ['reached', 'reached'],
+  failed: ['failed', 'failed'],
+  'unexpected-stable': ['failed', 'failed'], // e.g. manage: verifying fell back to enroll
+  'not-found': ['not found', 'failed'],
+  error: ['error', 'failed'],
+  'timed-out': ['timed out', 'timed-out'],
+  aborted: ['cancelled', 'cancelled'],
+  held: ['held', 'other'],
+  stopped: ['stopped', 'other'],
+  accepted: ['sent', 'sent'],
+  // The page's own: the call failed before this node's wait began.
+  'not-watched': ['not watched', 'other'],
 };

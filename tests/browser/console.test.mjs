@@ -305,7 +305,7 @@ test('client errors are readable messages: HTTP errors with their request id, un
     `The requested action "manage" can not be performed on node "${uuidOf('busy')}" while it is in state "active".`);
   const put = server.sim.log({ method: 'PUT' })[0];
   assert.equal(await page.textContent('#run-status .error-request code'), put.id);
-  assert.equal(await runRow(uuidOf('busy')).getAttribute('data-outcome'), 'stopped');
+  assert.equal(await runRow(uuidOf('busy')).getAttribute('data-outcome'), 'not-watched');
   // The browser itself logs failed loads; nothing else may reach the console.
   assert.deepEqual(problems.filter((p) => !/Failed to load resource: the server responded with a status of 400/.test(p)), []);
 });
