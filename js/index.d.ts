@@ -32,8 +32,14 @@ export type ProvisionAction =
   | 'manage' | 'provide' | 'active' | 'deploy' | 'deleted' | 'undeploy' | 'rebuild' | 'inspect'
   | 'clean' | 'adopt' | 'rescue' | 'unrescue' | 'service' | 'abort' | 'unhold';
 
+/**
+ * How a node settled. `error`: its PUT was refused (settle `all`) or its check failed (an HTTP error after
+ * retries, an unusable body); `stopped`: unsettled when another node's failure ended a first-failure wait;
+ * `accepted`: the action was sent and not waited for.
+ */
 export type Outcome =
-  | 'reached' | 'failed' | 'unexpected-stable' | 'held' | 'timed-out' | 'aborted' | 'not-found' | 'error' | 'stopped';
+  | 'reached' | 'failed' | 'unexpected-stable' | 'held' | 'timed-out' | 'aborted' | 'not-found' | 'error' | 'stopped'
+  | 'accepted';
 
 export interface ProgressEvent {
   /** The node as the caller named it (allocation waits carry `allocation` instead). */
@@ -52,7 +58,10 @@ export interface ProgressEvent {
 export interface WaitTuning {
   /** Seconds between rounds of checks (default: the action's interval, 2 or 10; 2 for direct waits). */
   pollInterval?: number;
-  /** `'first-failure'` (default, python-ironicclient) rejects on the first failure; `'all'` resolves with every node's outcome. */
+  /**
+   * `'first-failure'` (default, python-ironicclient) rejects on the first failure; `'all'` resolves with every
+   * node's outcome (for `provision`, a refused PUT too: the others are still sent and waited for).
+   */
   settle?: 'first-failure' | 'all';
   /** End a node in `deploy hold`/`clean hold`/`service hold` with outcome `held` instead of waiting through it. */
   holdIsTerminal?: boolean;
@@ -62,7 +71,10 @@ export interface WaitTuning {
   concurrency?: number;
   /** From this many unfinished nodes on, one paginated list per round replaces per-node GETs (default 50). */
   listThreshold?: number;
-  /** Aborts the wait: the in-flight fetch is cancelled and nothing more is sent; rejects with the signal's reason. */
+  /**
+   * Aborts the wait: the in-flight fetch is cancelled and nothing more is sent; each unsettled node gets a last
+   * progress event with outcome `aborted`, then the promise rejects with the signal's reason.
+   */
   signal?: AbortSignal;
   /** Called on each observed state change and each settled node; exceptions it throws are ignored. */
   onProgress?: (event: ProgressEvent) => void;
@@ -94,7 +106,9 @@ export interface WaitOptions extends WaitTuning {
 
 export interface NodeReport {
   node: string;
-  outcome: Outcome | 'accepted';
+  outcome: Outcome;
+  /** For outcomes `error` and `not-found`: what went wrong (an IronicHttpError, say, with its request id). */
+  error?: IronicWaitError;
   state?: string | null;
   targetState?: string | null;
   lastError?: string | null;

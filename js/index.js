@@ -51,8 +51,16 @@ const KINDS = {
 function toError(raw) {
   const Kind = raw && typeof raw === 'object' && !(raw instanceof Error) ? KINDS[raw.kind] : undefined;
   if (!Kind) return raw;
-  const { kind: _kind, message, ...fields } = raw;
-  return new Kind(message, fields);
+  const { kind: _kind, message, report, ...fields } = raw;
+  return new Kind(message, report ? { ...fields, report: withErrors(report) } : fields);
+}
+
+/** A report whose nodes' `error`s (outcomes `error` and `not-found`) are Error objects too. */
+function withErrors(report) {
+  for (const node of report?.nodes ?? []) {
+    if (node.error) node.error = toError(node.error);
+  }
+  return report;
 }
 
 const sendsUserAgent =
@@ -77,7 +85,7 @@ export class IronicClient {
 
   async #call(method, ...args) {
     try {
-      return await this.#raw[method](...args);
+      return withErrors(await this.#raw[method](...args));
     } catch (e) {
       throw toError(e);
     }

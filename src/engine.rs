@@ -167,6 +167,8 @@ pub enum Outcome {
     Error(Error),
     /// Not settled when another target's failure ended the wait.
     Stopped,
+    /// Sent an action and not waited for (a provision without wait).
+    Accepted,
 }
 
 impl Outcome {
@@ -182,6 +184,7 @@ impl Outcome {
             Outcome::NotFound(_) => "not-found",
             Outcome::Error(_) => "error",
             Outcome::Stopped => "stopped",
+            Outcome::Accepted => "accepted",
         }
     }
 

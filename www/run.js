@@ -136,6 +136,8 @@ export function createRunPanel({ client, table }) {
         r.outcome = n.outcome;
         if (n.state !== undefined) r.state = n.state;
         if (n.lastError !== undefined) r.lastError = n.lastError;
+        // A refused PUT or a failed check: Ironic's error, with its request id.
+        r.error = n.error ?? null;
         r.elapsed ??= now();
       }
       status.replaceChildren(finished(name, a, rows, now()));
@@ -147,11 +149,6 @@ export function createRunPanel({ client, table }) {
           + `but the ${name} action goes on in Ironic. The node table keeps showing where the nodes are.` }));
       } else {
         status.replaceChildren(errorBlock(e, `${name} failed`));
-        // provision() stops sending PUTs at the first refusal; those already sent stand.
-        if (!current.watching && nodes.length > 1) {
-          status.append(el('p', { class: 'hint', text: `Other selected nodes may have been sent ${name} before the refusal; `
-            + 'the node table shows their state.' }));
-        }
       }
     } finally {
       clearInterval(ticker);
@@ -210,5 +207,6 @@ function drawRow(r, path, now) {
     })));
   }
   if (r.lastError) children.push(el('p', { class: 'run-error', text: r.lastError }));
+  if (r.error) children.push(errorBlock(r.error));
   r.li.replaceChildren(...children);
 }

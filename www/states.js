@@ -64,6 +64,6 @@ export const OUTCOMES = {
   held: ['held', 'other'],
   stopped: ['stopped', 'other'],
   accepted: ['sent', 'sent'],
-  // The page's own: the call failed before this node's wait began.
+  // The page's own: the call failed before any node was sent the action.
   'not-watched': ['not watched', 'other'],
 };

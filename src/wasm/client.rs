@@ -17,11 +17,12 @@ use web_sys::Headers;
 
 use super::io::{self, Scope};
 use super::js::{self, object, opt_str, Options};
-use crate::engine::{Engine, Event, Report, Settle, Step, WaitOptions, DEFAULT_CONCURRENCY};
+use crate::engine::{Engine, Event, Outcome, Report, Settle, Step, TargetReport, WaitOptions, DEFAULT_CONCURRENCY};
 use crate::error::{Error, Subject};
 use crate::json::Value;
 use crate::protocol::{self, Microversion, ProvisionArgs, Reply, Request, Requested, Response, RetryPolicy};
 use crate::states::Action;
+use crate::verdict::Seen;
 
 /// What every call needs, shared by the promises it hands out.
 struct Client {
@@ -297,23 +298,24 @@ impl Client {
         }
     }
 
-    /// Sends every request (the provision PUTs), `concurrency` at a time.
-    /// python-ironicclient sends them one by one and stops at the first
-    /// error; here, after an error no new request starts, those in flight
-    /// finish, and the error of the first failed request in the caller's
-    /// order is returned.
+    /// Sends every request (the provision PUTs), `concurrency` at a time,
+    /// and gives each one's error. python-ironicclient sends them one by one
+    /// and stops at the first error; with `stop_at_error`, after an error no
+    /// new request starts, those in flight finish, and the error of the
+    /// first failed request in the caller's order is returned.
     async fn send_each(
         self: &Rc<Self>,
         scope: &Rc<Scope>,
         requests: Vec<Request>,
         concurrency: usize,
-    ) -> Result<(), Error> {
+        stop_at_error: bool,
+    ) -> Result<Vec<Option<Error>>, Error> {
         let results: Rc<RefCell<Vec<Option<Result<(), Error>>>>> = Rc::new(RefCell::new(vec![None; requests.len()]));
         let in_flight = Rc::new(Cell::new(0usize));
         let mut pending = requests.into_iter().enumerate();
         loop {
-            let failed = results.borrow().iter().any(|r| matches!(r, Some(Err(_))));
-            while !failed && !scope.aborted() && in_flight.get() < concurrency {
+            let stop = stop_at_error && results.borrow().iter().any(|r| matches!(r, Some(Err(_))));
+            while !stop && !scope.aborted() && in_flight.get() < concurrency {
                 let Some((i, request)) = pending.next() else { break };
                 in_flight.set(in_flight.get() + 1);
                 let (me, scope, results, in_flight) = (self.clone(), scope.clone(), results.clone(), in_flight.clone());
@@ -332,8 +334,11 @@ impl Client {
         if scope.aborted() {
             return Err(Error::Aborted);
         }
-        let first_error = results.borrow_mut().iter_mut().find_map(|r| r.take().and_then(Result::err));
-        first_error.map_or(Ok(()), Err)
+        let errors: Vec<Option<Error>> = results.take().into_iter().map(|r| r.and_then(Result::err)).collect();
+        match errors.iter().flatten().next() {
+            Some(first) if stop_at_error => Err(first.clone()),
+            _ => Ok(errors),
+        }
     }
 
     /// One request whose answer must be JSON; errors rejected for JS.
@@ -436,23 +441,60 @@ impl Client {
                 None => None,
             };
             let concurrency = whole_number(&opts, "concurrency", DEFAULT_CONCURRENCY)?;
-            Ok((idents, requests, wait, opts.function("onProgress")?, concurrency))
+            Ok((idents, requests, wait, opts.function("onProgress")?, concurrency, settle_option(&opts)?))
         })();
-        let (idents, requests, wait, on_progress, concurrency) = prepared.map_err(|e| reject(&scope, e, None))?;
+        let (idents, requests, wait, on_progress, concurrency, settle) =
+            prepared.map_err(|e| reject(&scope, e, None))?;
         let started = js::now();
-        self.send_each(&scope, requests, concurrency).await.map_err(|e| reject(&scope, e, None))?;
+        let refusals = self
+            .send_each(&scope, requests, concurrency, settle == Settle::FirstFailure)
+            .await
+            .map_err(|e| reject(&scope, e, None))?;
+        // With settle `all`, a refused PUT is that node's outcome, and the
+        // others are still waited for.
+        let settled: Vec<Option<TargetReport>> = idents
+            .iter()
+            .zip(refusals)
+            .enumerate()
+            .map(|(i, (ident, refusal))| {
+                let outcome = refusal.map(Outcome::Error)?;
+                let event = Event { target: i, seen: Seen::default(), elapsed_ms: 0, outcome: Some(outcome.clone()) };
+                notify(&on_progress, &event, &idents, Subject::Node);
+                Some(TargetReport {
+                    ident: ident.clone(),
+                    outcome,
+                    seen: Seen::default(),
+                    polls: 0,
+                    body: None,
+                    elapsed_ms: 0,
+                })
+            })
+            .collect();
+        let pending: Vec<String> =
+            idents.iter().zip(&settled).filter(|(_, s)| s.is_none()).map(|(i, _)| i.clone()).collect();
         match wait {
-            Some(w) => self.run(&scope, w, on_progress).await,
-            None => {
-                let accepted: Array =
-                    idents.iter().map(|i| object(&[("node", i.into()), ("outcome", "accepted".into())])).collect();
-                Ok(object(&[
-                    ("ok", true.into()),
-                    ("nodes", accepted.into()),
-                    ("requests", scope.requests.get().into()),
-                    ("retries", scope.retries.get().into()),
-                    ("elapsed", seconds(js::now().saturating_sub(started))),
-                ]))
+            Some(w) if !pending.is_empty() => {
+                self.run(&scope, WaitOptions { idents: pending, ..w }, on_progress, settled).await
+            }
+            // Nothing to wait for: sent only, or every PUT refused.
+            _ => {
+                let targets = idents
+                    .iter()
+                    .zip(settled)
+                    .map(|(ident, s)| {
+                        s.unwrap_or_else(|| TargetReport {
+                            ident: ident.clone(),
+                            outcome: Outcome::Accepted,
+                            seen: Seen::default(),
+                            polls: 0,
+                            body: None,
+                            elapsed_ms: 0,
+                        })
+                    })
+                    .collect();
+                let elapsed_ms = js::now().saturating_sub(started);
+                let report = Report { targets, requests: 0, retries: 0, elapsed_ms, error: None };
+                Ok(report_to_js(&report, Subject::Node, &scope))
             }
         }
     }
@@ -471,7 +513,7 @@ impl Client {
             Ok((w, opts.function("onProgress")?))
         })();
         let (w, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
-        self.run(&scope, w, on_progress).await
+        self.run(&scope, w, on_progress, Vec::new()).await
     }
 
     async fn create_allocation(self: Rc<Self>, fields: JsValue, options: JsValue) -> JsResult {
@@ -512,7 +554,7 @@ impl Client {
         let id = id
             .ok_or_else(|| reject(&scope, Error::InvalidResponse("The created allocation has no uuid".into()), None))?;
         w.idents = vec![id];
-        let report = self.run(&scope, w, on_progress).await?;
+        let report = self.run(&scope, w, on_progress, Vec::new()).await?;
         let allocation = js_sys::Reflect::get(&report, &"allocation".into()).ok();
         let body = allocation.and_then(|a| js_sys::Reflect::get(&a, &"body".into()).ok());
         Ok(object(&[("allocation", body.unwrap_or(JsValue::NULL)), ("report", report)]))
@@ -531,7 +573,7 @@ impl Client {
             Ok((w, opts.function("onProgress")?))
         })();
         let (w, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
-        self.run(&scope, w, on_progress).await
+        self.run(&scope, w, on_progress, Vec::new()).await
     }
 
     async fn get_node(self: Rc<Self>, id: JsValue, options: JsValue) -> JsResult {
@@ -583,7 +625,16 @@ impl Client {
     }
 
     /// The drive loop: runs the engine on fetch and timers until it is done.
-    async fn run(self: &Rc<Self>, scope: &Rc<Scope>, mut w: WaitOptions, on_progress: Option<Function>) -> JsResult {
+    /// `settled` are targets that ended before the wait (refused PUTs), in
+    /// the caller's order with `None` for each target of `w`; the report
+    /// lists them all.
+    async fn run(
+        self: &Rc<Self>,
+        scope: &Rc<Scope>,
+        mut w: WaitOptions,
+        on_progress: Option<Function>,
+        settled: Vec<Option<TargetReport>>,
+    ) -> JsResult {
         let version = self.version(scope).await.map_err(|e| reject(scope, e, None))?;
         w.fields = version >= Microversion::FIELDS;
         w.retry = self.retry;
@@ -599,10 +650,7 @@ impl Client {
                 engine.observe(id, reply, js::now());
             }
             while let Some(event) = engine.poll_event() {
-                if let Some(f) = &on_progress {
-                    // A throwing callback must not break the wait.
-                    let _ = f.call1(&JsValue::UNDEFINED, &event_to_js(&event, engine.idents(), subject));
-                }
+                notify(&on_progress, &event, engine.idents(), subject);
             }
             match engine.step(js::now()) {
                 Step::Fetch(fetches) => {
@@ -625,11 +673,13 @@ impl Client {
                 }
                 Step::Done(report) => {
                     scope.cancel_all();
-                    let report = report.clone();
+                    let mut report = report.clone();
                     while let Some(event) = engine.poll_event() {
-                        if let Some(f) = &on_progress {
-                            let _ = f.call1(&JsValue::UNDEFINED, &event_to_js(&event, engine.idents(), subject));
-                        }
+                        notify(&on_progress, &event, engine.idents(), subject);
+                    }
+                    if !settled.is_empty() {
+                        let mut waited = report.targets.into_iter();
+                        report.targets = settled.into_iter().filter_map(|s| s.or_else(|| waited.next())).collect();
                     }
                     let js_report = report_to_js(&report, subject, scope);
                     return match report.error {
@@ -658,23 +708,24 @@ fn wait_option(opts: &Options) -> Result<Option<f64>, Error> {
 
 /// The wait-tuning options shared by `provision` and the waits.
 fn wait_options(opts: &Options, base: WaitOptions) -> Result<WaitOptions, Error> {
-    let settle = match opts.string("settle")?.as_deref() {
-        None | Some("first-failure") => Settle::FirstFailure,
-        Some("all") => Settle::All,
-        Some(other) => {
-            return Err(Error::InvalidArgument(format!(
-                "Option settle must be 'first-failure' or 'all', got \"{other}\""
-            )))
-        }
-    };
     Ok(WaitOptions {
-        settle,
+        settle: settle_option(opts)?,
         fail_on_unexpected_state: opts.boolean("failOnUnexpectedState")?.unwrap_or(true),
         hold_is_terminal: opts.boolean("holdIsTerminal")?.unwrap_or(false),
         concurrency: whole_number(opts, "concurrency", base.concurrency)?,
         list_threshold: whole_number(opts, "listThreshold", base.list_threshold)?,
         ..base
     })
+}
+
+fn settle_option(opts: &Options) -> Result<Settle, Error> {
+    match opts.string("settle")?.as_deref() {
+        None | Some("first-failure") => Ok(Settle::FirstFailure),
+        Some("all") => Ok(Settle::All),
+        Some(other) => {
+            Err(Error::InvalidArgument(format!("Option settle must be 'first-failure' or 'all', got \"{other}\"")))
+        }
+    }
 }
 
 /// A count option: a whole number from 1.
@@ -688,6 +739,13 @@ fn whole_number(opts: &Options, key: &str, default: usize) -> Result<usize, Erro
 
 fn seconds(ms: u64) -> JsValue {
     JsValue::from_f64(ms as f64 / 1000.0)
+}
+
+/// Calls `onProgress`; a throwing callback must not break the wait.
+fn notify(on_progress: &Option<Function>, event: &Event, idents: &[String], subject: Subject) {
+    if let Some(f) = on_progress {
+        let _ = f.call1(&JsValue::UNDEFINED, &event_to_js(event, idents, subject));
+    }
 }
 
 fn event_to_js(event: &Event, idents: &[String], subject: Subject) -> JsValue {
@@ -722,10 +780,16 @@ fn report_to_js(report: &Report, subject: Subject, scope: &Scope) -> JsValue {
             if subject == Subject::Allocation {
                 entries.push(("body", t.body.as_ref().map_or(JsValue::NULL, js::to_js)));
             }
+            match &t.outcome {
+                Outcome::Error(e) => entries.push(("error", error_to_js(e, None))),
+                Outcome::NotFound(e) => entries.push(("error", error_to_js(&Error::Http(e.clone()), None))),
+                _ => {}
+            }
             object(&entries)
         })
         .collect();
-    let ok = report.error.is_none() && report.targets.iter().all(|t| t.outcome.name() == "reached");
+    let ok = report.error.is_none()
+        && report.targets.iter().all(|t| matches!(t.outcome, Outcome::Reached | Outcome::Accepted));
     let listed: JsValue = match subject {
         Subject::Node => targets.into(),
         Subject::Allocation => targets.get(0),

@@ -297,15 +297,16 @@ test('client errors are readable messages: HTTP errors with their request id, un
   await page.waitForSelector('#node-rows tr[data-name="busy"]'); // the next refresh recovers
   assert.match(await page.textContent('#refresh-status'), /^Updated /);
 
+  // A refused PUT is that node's outcome, with Ironic's words and request id.
   await runAction(['busy'], 'manage');
-  await page.waitForSelector('#run-status .error-block');
-  const block = await page.textContent('#run-status .error-block strong');
-  assert.equal(block, 'manage failed: Ironic answered HTTP 400');
-  assert.equal(await page.textContent('#run-status .error-detail'),
+  const row = runRow(uuidOf('busy'));
+  await page.waitForSelector(`#run-rows li[data-uuid="${uuidOf('busy')}"][data-outcome="error"] .error-block`);
+  assert.equal(await row.locator('.error-block strong').textContent(), 'Ironic answered HTTP 400');
+  assert.equal(await row.locator('.error-detail').textContent(),
     `The requested action "manage" can not be performed on node "${uuidOf('busy')}" while it is in state "active".`);
   const put = server.sim.log({ method: 'PUT' })[0];
-  assert.equal(await page.textContent('#run-status .error-request code'), put.id);
-  assert.equal(await runRow(uuidOf('busy')).getAttribute('data-outcome'), 'not-watched');
+  assert.equal(await row.locator('.error-request code').textContent(), put.id);
+  assert.match(await page.textContent('#run-status'), /^0 of 1 node\(s\) reached manageable/);
   // The browser itself logs failed loads; nothing else may reach the console.
   assert.deepEqual(problems.filter((p) => !/Failed to load resource: the server responded with a status of 400/.test(p)), []);
 });

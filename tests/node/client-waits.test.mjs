@@ -189,6 +189,29 @@ test('settle all resolves with every node\'s outcome', async () => {
     ['ok', 'reached'], ['bad', 'failed'], ['slow', 'timed-out'], ['stable', 'unexpected-stable'], ['ghost', 'not-found'],
   ]);
   assert.equal(report.nodes[1].lastError, 'boom');
+  assert.ok(report.nodes[4].error instanceof IronicHttpError);
+  assert.equal(report.nodes[4].error.status, 404);
+});
+
+test('settle all: a refused PUT is that node\'s outcome and the others are still waited for', async () => {
+  const client = await start({ nodes: nodes({ a: 'available', busy: 'active', b: 'available' }) });
+  const events = [];
+  const report = await client.provision(['a', 'busy', 'b'], 'deploy', {
+    wait: 10, pollInterval: 0.02, settle: 'all', onProgress: (e) => events.push(e),
+  });
+  assert.equal(report.ok, false);
+  assert.deepEqual(report.nodes.map((n) => [n.node, n.outcome]), [['a', 'reached'], ['busy', 'error'], ['b', 'reached']]);
+  assert.ok(report.nodes[1].error instanceof IronicHttpError);
+  assert.match(report.nodes[1].error.message, /while it is in state "active"/);
+  assert.deepEqual(events.filter((e) => e.node === 'busy').map((e) => [e.done, e.outcome]), [[true, 'error']]);
+  assert.equal(ironic.requests('GET', '/v1/nodes/busy').length, 0, 'a refused node is not polled');
+  // Without wait: accepted or refused, node by node (all three are active now).
+  const refused = await client.provision(['a', 'b'], 'manage', { settle: 'all' });
+  assert.deepEqual(refused.nodes.map((n) => n.outcome), ['error', 'error']);
+  assert.equal(refused.ok, false);
+  const sent = await client.provision(['a', 'busy'], 'undeploy', { settle: 'all' });
+  assert.deepEqual(sent.nodes.map((n) => n.outcome), ['accepted', 'accepted']);
+  assert.equal(sent.ok, true);
 });
 
 test('first-failure (the default) stops at the first failure in the caller\'s order', async () => {
