@@ -3,7 +3,9 @@
 // every `npm run build` / `npm test` runs it first.
 //
 // Adding a requirement = adding one entry to STEPS: `present()` is a cheap
-// check, `install()` runs only when it returns false.
+// check, `install()` runs only when it returns false. Steps marked `tests`
+// are only for `npm test` (`node scripts/setup.mjs --tests`), so that
+// `npm start` on a fresh machine installs no browser.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,14 +38,15 @@ const STEPS = [
     // The console's browser tests drive Debian's Chromium with playwright-core
     // (a browser download of Playwright's own cannot reach its host).
     name: 'Chromium (Debian package)',
+    tests: true,
     present: () => existsSync(CHROMIUM),
     install: installChromium,
   },
 ];
 
-export async function setup() {
+export async function setup({ tests = false } = {}) {
   for (const step of STEPS) {
-    if (step.present()) continue;
+    if ((step.tests && !tests) || step.present()) continue;
     console.error(`setup: installing ${step.name}`);
     await step.install();
     if (!step.present()) throw new Error(`${step.name}: still missing after installing it`);
@@ -113,4 +116,6 @@ function otherCargoInstall() {
 }
 
 // Run when invoked as a script (`node scripts/setup.mjs`), not when imported.
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main('setup', setup);
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main('setup', () => setup({ tests: process.argv.includes('--tests') }));
+}
