@@ -310,7 +310,9 @@ impl Client {
         concurrency: usize,
         stop_at_error: bool,
     ) -> Result<Vec<Option<Error>>, Error> {
-        let results: Rc<RefCell<Vec<Option<Result<(), Error>>>>> = Rc::new(RefCell::new(vec![None; requests.len()]));
+        // Per request: `None` until it is answered, then its result.
+        type Results = Rc<RefCell<Vec<Option<Result<(), Error>>>>>;
+        let results: Results = Rc::new(RefCell::new(vec![None; requests.len()]));
         let in_flight = Rc::new(Cell::new(0usize));
         let mut pending = requests.into_iter().enumerate();
         loop {
