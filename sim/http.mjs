@@ -40,6 +40,31 @@ function preflight(req, res, cors, id) {
 }
 
 /** Every client request the Ironic API saw, oldest first, capped at `limit` entries. */
+/**
+ * Listens on host:port and keeps track of connections, so that close() also
+ * ends hung and keep-alive ones: nothing waits on a socket after it.
+ * @returns {Promise<{ port: number, close(): Promise<void> }>}
+ */
+export async function listen(server, port, host) {
+  const sockets = new Set();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  return {
+    port: server.address().port,
+    close() {
+      const closed = new Promise((resolve) => server.close(resolve));
+      for (const socket of sockets) socket.destroy();
+      return closed;
+    },
+  };
+}
+
 export class RequestLog {
   constructor(limit = 100_000) {
     this.limit = limit;

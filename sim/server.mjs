@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { World } from './ironic.mjs';
 import { Faults } from './faults.mjs';
-import { RequestLog, createHandler } from './http.mjs';
+import { RequestLog, createHandler, listen } from './http.mjs';
 import { notFoundRoute } from './api.mjs';
 
 /**
@@ -143,16 +143,8 @@ export async function startSimulator(options = {}) {
     res.writeHead(answer.status, { ...answer.headers, 'X-OpenStack-Request-Id': sim.world.requestId() });
     res.end(answer.body);
   });
-  const sockets = new Set();
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, resolve);
-  });
-  const bound = server.address().port;
+  const listening = await listen(server, port, host);
+  const bound = listening.port;
   const closeHandlers = sim.close;
   return Object.assign(sim, {
     server,
@@ -161,9 +153,7 @@ export async function startSimulator(options = {}) {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
     async close() {
       await closeHandlers();
-      const closed = new Promise((resolve) => server.close(resolve));
-      for (const socket of sockets) socket.destroy();
-      await closed;
+      await listening.close();
     },
   });
 }

@@ -8,6 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSimulator } from '../sim/server.mjs';
+import { listen } from '../sim/http.mjs';
 import { demoFleet } from './demo-fleet.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -62,23 +63,14 @@ export async function startConsoleServer(options = {}) {
     if (path === '/console.json') return send(res, 200, 'application/json', config);
     serveStatic(req, res, path).catch((e) => send(res, 500, 'text/plain; charset=utf-8', `Internal error: ${e.message}\n`));
   });
-  const sockets = new Set();
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, resolve);
-  });
+  const listening = await listen(server, port, host);
   const address = server.address();
   return {
     url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
     sim,
     async close() {
       await sim?.close();
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      await listening.close();
     },
   };
 }

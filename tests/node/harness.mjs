@@ -4,6 +4,7 @@
 // and timing, not these).
 import http from 'node:http';
 import { createSimulator } from '../../sim/server.mjs';
+import { listen } from '../../sim/http.mjs';
 
 /** Fast transitions: every phase takes 40 ms of simulator time. */
 export const FAST = Object.fromEntries(
@@ -18,7 +19,6 @@ export const FAST = Object.fromEntries(
 export async function startIronic(scenario = {}, options = {}) {
   const sim = createSimulator({ seed: 7, ...options, scenario: { ...scenario, timing: { ...FAST, ...scenario.timing } } });
   const seen = [];
-  const sockets = new Set();
   const server = http.createServer((req, res) => {
     const entry = { method: req.method, url: req.url, headers: req.headers, cancelled: false };
     seen.push(entry);
@@ -29,12 +29,8 @@ export async function startIronic(scenario = {}, options = {}) {
       res.writeHead(404).end();
     }
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${server.address().port}`;
+  const listening = await listen(server, 0, '127.0.0.1');
+  const url = `http://127.0.0.1:${listening.port}`;
   return {
     url,
     sim,
@@ -46,8 +42,7 @@ export async function startIronic(scenario = {}, options = {}) {
     },
     async close() {
       await sim.close();
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      await listening.close();
     },
   };
 }
