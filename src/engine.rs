@@ -215,6 +215,14 @@ pub struct TargetReport {
     pub elapsed_ms: Millis,
 }
 
+impl TargetReport {
+    /// A target that settled without being checked (its action was refused,
+    /// or sent and not waited for).
+    pub fn unchecked(ident: String, outcome: Outcome) -> TargetReport {
+        TargetReport { ident, outcome, seen: Seen::default(), polls: 0, body: None, elapsed_ms: 0 }
+    }
+}
+
 /// The end of a wait.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {

@@ -462,14 +462,7 @@ impl Client {
                 let outcome = refusal.map(Outcome::Error)?;
                 let event = Event { target: i, seen: Seen::default(), elapsed_ms: 0, outcome: Some(outcome.clone()) };
                 notify(&on_progress, &event, &idents, Subject::Node);
-                Some(TargetReport {
-                    ident: ident.clone(),
-                    outcome,
-                    seen: Seen::default(),
-                    polls: 0,
-                    body: None,
-                    elapsed_ms: 0,
-                })
+                Some(TargetReport::unchecked(ident.clone(), outcome))
             })
             .collect();
         let pending: Vec<String> =
@@ -483,16 +476,7 @@ impl Client {
                 let targets = idents
                     .iter()
                     .zip(settled)
-                    .map(|(ident, s)| {
-                        s.unwrap_or_else(|| TargetReport {
-                            ident: ident.clone(),
-                            outcome: Outcome::Accepted,
-                            seen: Seen::default(),
-                            polls: 0,
-                            body: None,
-                            elapsed_ms: 0,
-                        })
-                    })
+                    .map(|(ident, s)| s.unwrap_or_else(|| TargetReport::unchecked(ident.clone(), Outcome::Accepted)))
                     .collect();
                 let elapsed_ms = js::now().saturating_sub(started);
                 let report = Report { targets, requests: 0, retries: 0, elapsed_ms, error: None };
