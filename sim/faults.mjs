@@ -3,7 +3,8 @@
 // `latency` rule adds its delay, and the first other matching rule that
 // fires decides the answer.
 
-import { rng } from './rng.mjs';
+import { gzipSync } from 'node:zlib';
+import { rng, uuidFrom } from './rng.mjs';
 
 /**
  * kind -> its parameters, and whether the real handler runs first by default
@@ -12,18 +13,29 @@ import { rng } from './rng.mjs';
  * to model an answer lost after the server acted).
  */
 export const FAULT_KINDS = {
-  status: { process: false, params: ['status', 'retryAfter', 'message'] }, // an Ironic error
+  status: { process: false, params: ['status', 'retryAfter', 'message', 'versionHeaders'] }, // an Ironic error
   latency: { process: true, params: ['ms'] }, // added delay before the request is served
   hang: { process: false, params: [] }, // never answer; the socket stays open until the client or close() ends it
   reset: { process: false, params: [] }, // destroy the connection (TCP RST) without an answer
   malformed: { process: true, params: [] }, // the real body cut in half: invalid JSON
   html: { process: false, params: ['status'] }, // an HTML error page from a proxy (default 502)
   empty: { process: true, params: ['status'] }, // the body `{}` (default 200)
-  body: { process: false, params: ['status', 'body', 'contentType'] }, // exactly `body` (a string, or JSON of any value)
+  body: { process: false, params: ['status', 'body', 'contentType', 'versionHeaders'] }, // exactly `body` (a string, or JSON of any value)
   set: { process: true, params: ['set'] }, // merge { field: value } into the node/allocation document(s)
   omit: { process: true, params: ['omit'] }, // drop fields from the node/allocation document(s)
   large: { process: true, params: ['bytes'] }, // pad the JSON document to about `bytes` (4 MiB) with `sim_padding`
+  // What a hostile or broken server (or a proxy in front of one) does to the transport:
+  redirect: { process: false, params: ['status', 'location'] }, // a 3xx to `location` ("{path}" = the request's path and query)
+  drip: { process: true, params: ['chunk', 'ms'] }, // the real answer `chunk` bytes at a time, `ms` apart
+  gzip: { process: true, params: ['bytes'] }, // the real body gzipped, padded with spaces to inflate to `bytes`: a gzip bomb
+  length: { process: true, params: ['by'] }, // a Content-Length that lies by `by` bytes; the connection closes after the body
+  cut: { process: true, params: ['bytes'] }, // the headers and the first `bytes` of the body, then a reset
+  page: { process: true, params: ['limit', 'ignoreMarker', 'next', 'fake'] }, // node list pages that do not advance, or never end
 };
+
+const DEFAULT_GZIP_BYTES = 64 * 1024 * 1024;
+const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout's range: a longer delay would fire at once
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 const RULE_KEYS = ['kind', 'method', 'path', 'node', 'count', 'skip', 'fraction', 'process', 'id'];
 
@@ -42,7 +54,31 @@ function check(rule) {
   if (rule.skip !== undefined && !isInt(rule.skip, 0)) fail('"skip" must be an integer >= 0');
   if (rule.fraction !== undefined && !(rule.fraction > 0 && rule.fraction <= 1)) fail('"fraction" must be in (0, 1]');
   if (rule.kind === 'status' && !(isInt(rule.status, 400) && rule.status <= 599)) fail('"status" must be an HTTP error status');
-  if (rule.kind === 'latency' && !(rule.ms >= 0)) fail('"ms" must be a non-negative number');
+  if (rule.kind === 'latency' && !(rule.ms >= 0 && rule.ms <= MAX_TIMER_MS)) fail(`"ms" must be a number from 0 to ${MAX_TIMER_MS}`);
+  if (rule.retryAfter !== undefined) {
+    const seconds = typeof rule.retryAfter === 'number' && rule.retryAfter >= 0;
+    const text = typeof rule.retryAfter === 'string' && rule.retryAfter !== '' && HEADER_VALUE.test(rule.retryAfter);
+    if (!seconds && !text) fail('"retryAfter" must be seconds (a number >= 0) or a header text such as an HTTP date');
+  }
+  if (rule.versionHeaders !== undefined && typeof rule.versionHeaders !== 'boolean') fail('"versionHeaders" must be true or false');
+  if (rule.kind === 'redirect') {
+    if (rule.status !== undefined && !(isInt(rule.status, 300) && rule.status <= 399)) fail('"status" must be a 3xx status');
+    if (typeof rule.location !== 'string' || rule.location === '' || !HEADER_VALUE.test(rule.location)) fail('"location" must be a URL or a path');
+  }
+  if (rule.kind === 'drip') {
+    if (rule.chunk !== undefined && !isInt(rule.chunk, 1)) fail('"chunk" must be an integer >= 1 (bytes)');
+    if (rule.ms !== undefined && !(rule.ms >= 0 && rule.ms <= MAX_TIMER_MS)) fail(`"ms" must be a number from 0 to ${MAX_TIMER_MS}`);
+  }
+  if ((rule.kind === 'gzip' || rule.kind === 'cut' || rule.kind === 'large') && rule.bytes !== undefined && !isInt(rule.bytes, 0)) {
+    fail('"bytes" must be an integer >= 0');
+  }
+  if (rule.kind === 'length' && !(Number.isInteger(rule.by) && rule.by !== 0)) fail('"by" must be a non-zero integer (bytes more or fewer than the body)');
+  if (rule.kind === 'page') {
+    if (rule.limit !== undefined && !isInt(rule.limit, 1)) fail('"limit" must be an integer >= 1');
+    if (rule.ignoreMarker !== undefined && typeof rule.ignoreMarker !== 'boolean') fail('"ignoreMarker" must be true or false');
+    if (rule.next !== undefined && (typeof rule.next !== 'string' || rule.next === '')) fail('"next" must be "same", "none", "fake" or a node');
+    if (rule.fake !== undefined && !(isInt(rule.fake, 0) && rule.fake <= 1000)) fail('"fake" must be an integer from 0 to 1000');
+  }
   if (rule.kind === 'set' && (rule.set === null || typeof rule.set !== 'object')) fail('"set" must be an object');
   if (rule.kind === 'omit' && !Array.isArray(rule.omit)) fail('"omit" must be a list of field names');
   if (rule.path !== undefined && typeof rule.path !== 'string') fail('"path" must be a string (a "*" matches anything)');
@@ -67,7 +103,8 @@ export class Faults {
         method: rule.method?.toUpperCase(),
         seen: 0,
         hits: 0,
-        rand: rng(this.seed, 'fault', this.added++),
+        rand: rng(this.seed, 'fault', this.added),
+        fakes: rng(this.seed, 'fake nodes', this.added++), // UUIDs of the `page` kind's fake nodes
       });
     }
   }
@@ -78,7 +115,7 @@ export class Faults {
 
   /** The rules with their counters, for the control API. */
   list() {
-    return this.rules.map(({ pathRe, rand, ...r }) => ({ ...r, remaining: r.count === undefined ? null : r.count - r.hits }));
+    return this.rules.map(({ pathRe, rand, fakes, ...r }) => ({ ...r, remaining: r.count === undefined ? null : r.count - r.hits }));
   }
 
   /**
@@ -127,12 +164,81 @@ function editDocuments(result, fn) {
   return { ...result, body: JSON.stringify(doc) };
 }
 
+const withoutVersionHeaders = (headers) =>
+  Object.fromEntries(Object.entries(headers).filter(([k]) => !k.startsWith('X-OpenStack-Ironic-API-')));
+
+/** A 1 MiB run of spaces, gzipped once: a bomb is this member repeated (gzip allows concatenated members). */
+let spacesMember;
+const MIB = 1024 * 1024;
+
+/** `body` gzipped, followed by spaces (still valid JSON) so that it inflates to `bytes` in all. */
+function gzipPadded(body, bytes) {
+  spacesMember ??= gzipSync(Buffer.alloc(MIB, 0x20));
+  const pad = Math.max(0, bytes - body.length);
+  const members = [gzipSync(body)];
+  for (let i = 0; i < Math.floor(pad / MIB); i++) members.push(spacesMember);
+  if (pad % MIB) members.push(gzipSync(Buffer.alloc(pad % MIB, 0x20)));
+  return Buffer.concat(members);
+}
+
+/** A query string with `limit` and `marker` set (undefined: removed), other arguments kept as sent. */
+function withPaging(query, { limit, marker }) {
+  const args = query.split('&').filter((a) => a !== '' && !a.startsWith('limit=') && !a.startsWith('marker='));
+  if (limit !== undefined) args.push(`limit=${limit}`);
+  if (marker !== undefined) args.push(`marker=${encodeURIComponent(marker)}`);
+  return args.join('&');
+}
+
+/**
+ * Changes a `page` rule makes to the request before the real handler sees
+ * it: a lower page size (Ironic's `max_limit`) and a server that ignores
+ * `marker`. `params` is the request's URLSearchParams.
+ */
+export function faultRequest(rule, params) {
+  if (rule.kind !== 'page') return;
+  const asked = params.get('limit');
+  if (rule.limit !== undefined && (asked === null || Number(asked) > rule.limit)) params.set('limit', String(rule.limit));
+  if (rule.ignoreMarker) params.delete('marker');
+}
+
+/** A `page` rule's answer: the real page (or `fake` made-up nodes) with `next` as the rule says. */
+function pageAnswer(rule, result, ironic) {
+  const { base, path, query, params } = ironic.request;
+  let doc;
+  if (rule.fake !== undefined) {
+    doc = { nodes: [] };
+    for (let i = 0; i < rule.fake; i++) {
+      const uuid = uuidFrom(rule.fakes);
+      doc.nodes.push({
+        uuid, name: `fake-${uuid.slice(0, 8)}`, provision_state: 'deploying', target_provision_state: 'active',
+        last_error: null, links: [{ href: `${base}/v1/nodes/${uuid}`, rel: 'self' }],
+      });
+    }
+    result = { status: 200, headers: { ...ironic.headers, 'Content-Type': 'application/json' } };
+  } else {
+    doc = result.status === 200 ? parseObject(result.body) : null;
+    if (!doc || !Array.isArray(doc.nodes)) return result; // an error, or not a list: as the server said
+  }
+  const limit = params.get('limit') ?? undefined;
+  const link = (marker) => `${base}${path}?${withPaging(query, { limit, marker })}`;
+  const next = rule.next;
+  if (next === 'none') delete doc.next;
+  else if (next === 'same') doc.next = link(new URLSearchParams(query).get('marker') ?? undefined); // as asked, even if ignored
+  else if (next === 'fake') doc.next = link(uuidFrom(rule.fakes));
+  else if (next !== undefined) doc.next = link(ironic.uuidOf(next));
+  else if (rule.fake !== undefined) doc.next = link(doc.nodes.at(-1)?.uuid ?? uuidFrom(rule.fakes));
+  return { ...result, body: JSON.stringify(doc) };
+}
+
 /**
  * The answer a fault gives. `result` is the real answer when the rule
  * processes the request, else undefined. `ironic` = { headers, error(status,
- * message) } gives the headers Ironic sends (version range, negotiated
- * version) and its error bodies. Returns { status, headers, body } or
- * { hang: true } / { reset: true }.
+ * message), request: { base, path, query, params }, uuidOf(ident) } gives
+ * the headers Ironic sends (version range, negotiated version), its error
+ * bodies and the request as served. Returns { status, headers, body } (a
+ * string or a Buffer), possibly with how to send it: `drip: { chunk, ms }`,
+ * `contentLength` (a lie) with `close`, or `cut` (bytes before a reset);
+ * or { hang: true } / { reset: true }.
  */
 export function faultAnswer(rule, result, ironic) {
   switch (rule.kind) {
@@ -143,6 +249,7 @@ export function faultAnswer(rule, result, ironic) {
     case 'status': {
       const answer = ironic.error(rule.status, rule.message);
       if (rule.retryAfter !== undefined) answer.headers['Retry-After'] = String(rule.retryAfter);
+      if (rule.versionHeaders === false) answer.headers = withoutVersionHeaders(answer.headers);
       return answer;
     }
     case 'html': {
@@ -151,7 +258,8 @@ export function faultAnswer(rule, result, ironic) {
     }
     case 'body': {
       const body = typeof rule.body === 'string' ? rule.body : JSON.stringify(rule.body ?? null);
-      return { status: rule.status ?? 200, headers: { ...ironic.headers, 'Content-Type': rule.contentType ?? 'application/json' }, body };
+      const headers = { ...ironic.headers, 'Content-Type': rule.contentType ?? 'application/json' };
+      return { status: rule.status ?? 200, headers: rule.versionHeaders === false ? withoutVersionHeaders(headers) : headers, body };
     }
     case 'empty':
       return { ...result, status: rule.status ?? 200, headers: { ...result.headers, 'Content-Type': 'application/json' }, body: '{}' };
@@ -170,6 +278,29 @@ export function faultAnswer(rule, result, ironic) {
       doc.sim_padding = 'x'.repeat(Math.max(0, pad));
       return { ...result, body: JSON.stringify(doc) };
     }
+    case 'redirect': {
+      const { path, query } = ironic.request;
+      const location = rule.location.replaceAll('{path}', query ? `${path}?${query}` : path);
+      const status = rule.status ?? 307;
+      // As a proxy or load balancer sends it: no Ironic headers, a short HTML page.
+      return { status, headers: { Location: location, 'Content-Type': 'text/html' }, body: `<html><body>${status} moved</body></html>` };
+    }
+    case 'drip':
+      return { ...result, drip: { chunk: rule.chunk ?? 16, ms: rule.ms ?? 50 } };
+    case 'gzip':
+      return {
+        ...result,
+        headers: { ...result.headers, 'Content-Encoding': 'gzip' },
+        body: gzipPadded(Buffer.from(result.body ?? ''), rule.bytes ?? DEFAULT_GZIP_BYTES),
+      };
+    case 'length':
+      return { ...result, contentLength: Math.max(0, Buffer.byteLength(result.body ?? '') + rule.by), close: true };
+    case 'cut': {
+      const length = Buffer.byteLength(result.body ?? '');
+      return { ...result, cut: Math.min(rule.bytes ?? Math.floor(length / 2), length) };
+    }
+    case 'page':
+      return pageAnswer(rule, result, ironic);
     default:
       throw new Error(`unhandled fault kind ${rule.kind}`);
   }

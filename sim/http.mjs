@@ -4,7 +4,7 @@
 
 import http from 'node:http';
 import { handleApi, faultBody, versionHeaders, rangeHeaders, requestedVersion } from './api.mjs';
-import { faultAnswer, globToRegExp } from './faults.mjs';
+import { faultAnswer, faultRequest, globToRegExp } from './faults.mjs';
 import { handleControl } from './control.mjs';
 import { lockedText } from './ironic.mjs';
 
@@ -141,12 +141,15 @@ const nodeMatches = (spec, n) => {
   return Array.isArray(spec) ? spec.some(one) : one(spec);
 };
 
-/** What a fault needs to answer as Ironic would: its headers and error bodies. */
-function ironicFor(req, nodeRef, max) {
+/** What a fault needs to answer as Ironic would: its headers and error bodies, and the request as served. */
+function ironicFor(req, nodeRef, world, request) {
+  const max = world.maxMinor;
   const asked = requestedVersion(req.headers, max);
   const headers = asked.minor ? versionHeaders(asked.minor, max) : rangeHeaders(max);
   return {
     headers,
+    request,
+    uuidOf: (ident) => world.findNode(ident)?.rec.uuid ?? ident,
     error(status, message) {
       const text = message ??
         (status === 409 && nodeRef ? lockedText(nodeRef.uuid)
@@ -172,17 +175,50 @@ function send(sim, res, entry, answer, common) {
   if (res.destroyed || res.socket?.destroyed) return; // the client went away during added latency
   entry.tEnd = world.now();
   if (answer.reset) {
-    const socket = res.socket;
-    if (socket.resetAndDestroy) socket.resetAndDestroy();
-    else socket.destroy();
+    resetSocket(res.socket);
     return;
   }
   const body = answer.body ?? '';
   const bytes = Buffer.byteLength(body);
-  res.writeHead(answer.status, { ...answer.headers, ...common, 'Content-Length': bytes });
-  res.end(body);
+  const headers = { ...answer.headers, ...common, 'Content-Length': answer.contentLength ?? bytes };
+  if (answer.close) headers.Connection = 'close';
   entry.status = answer.status;
   entry.bytes = bytes;
+  if (answer.drip) {
+    res.writeHead(answer.status, headers);
+    drip(sim, res, Buffer.from(body), answer.drip);
+  } else if (answer.cut !== undefined) {
+    entry.bytes = answer.cut;
+    res.writeHead(answer.status, headers);
+    // The client gets the headers and the start of the body before the reset.
+    res.write(Buffer.from(body).subarray(0, answer.cut), () => sim.later(() => resetSocket(res.socket), 20));
+  } else {
+    res.writeHead(answer.status, headers);
+    res.end(body);
+  }
+}
+
+function resetSocket(socket) {
+  if (!socket || socket.destroyed) return;
+  if (socket.resetAndDestroy) socket.resetAndDestroy();
+  else socket.destroy();
+}
+
+/** Writes `body` `chunk` bytes at a time, `ms` apart; stops if the client hangs up (or close() ends it). */
+function drip(sim, res, body, { chunk, ms }) {
+  let sent = 0;
+  const next = () => {
+    if (res.destroyed) return;
+    const part = body.subarray(sent, sent + chunk);
+    sent += part.length;
+    if (sent >= body.length) {
+      res.end(part);
+      return;
+    }
+    res.write(part);
+    sim.later(next, ms);
+  };
+  next();
 }
 
 function serve(sim, req, res, path, query, body, common) {
@@ -196,15 +232,15 @@ function serve(sim, req, res, path, query, body, common) {
   entry.fault = fault?.kind ?? (latency > 0 ? 'latency' : null);
   const run = () => {
     let answer;
+    const base = `http://${req.headers.host ?? 'localhost'}`;
+    const params = new URLSearchParams(query);
+    if (fault) faultRequest(fault, params);
     if (!fault || fault.process) {
       world.advance(world.now());
-      answer = handleApi({
-        world, method: req.method, path, query: new URLSearchParams(query), headers: req.headers, body,
-        base: `http://${req.headers.host ?? 'localhost'}`,
-      });
+      answer = handleApi({ world, method: req.method, path, query: params, headers: req.headers, body, base });
       if (answer.node) entry.node = answer.node;
     }
-    if (fault) answer = faultAnswer(fault, answer, ironicFor(req, nodeRef, world.maxMinor));
+    if (fault) answer = faultAnswer(fault, answer, ironicFor(req, nodeRef, world, { base, path, query, params }));
     send(sim, res, entry, answer, common);
   };
   if (latency > 0) sim.later(run, latency);

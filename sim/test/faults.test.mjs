@@ -1,6 +1,8 @@
 // Fault injection: each kind, how rules address requests, and their counters.
 import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { startSimulator } from '../server.mjs';
 import { client, provision, faultstring, request } from '../testkit.mjs';
 
@@ -171,4 +173,204 @@ test('bad fault rules are refused as a whole', async () => {
   const res = await request(sim.url, 'POST', '/__sim/faults', { body: { kind: 'nope' } });
   assert.equal(res.status, 400);
   assert.match(res.json.error, /unknown kind/);
+});
+
+// ---------------------------------------------------------------- a hostile server's transport
+
+/**
+ * GET with the raw bytes as they came (no decompression) and what went wrong
+ * after the headers, if anything: `{ status, headers, body, error, chunks }`.
+ */
+function rawGet(path, { signal } = {}) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let done = reject; // until the headers came
+    const req = http.get(new URL(path, sim.url), { headers: { 'X-OpenStack-Ironic-API-Version': '1.115' }, agent: false, signal }, (res) => {
+      done = (error) => resolve({
+        status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks.map((c) => c.data)), error, chunks,
+      });
+      res.on('data', (data) => chunks.push({ data, at: performance.now() }));
+      res.on('end', () => setImmediate(() => done(null))); // an error right after the body still counts
+      res.on('error', (e) => done(e));
+      res.on('aborted', () => done(new Error('aborted')));
+    });
+    req.on('error', (e) => done(e));
+  });
+}
+
+test('redirect: a 3xx to another origin or path, as a proxy sends it; nothing is processed', async () => {
+  sim.faults.add([
+    { node: 'n1', method: 'GET', kind: 'redirect', location: 'http://127.0.0.1:9{path}', count: 1 },
+    { node: 'n2', method: 'PUT', kind: 'redirect', status: 301, location: '/elsewhere' },
+  ]);
+  const moved = await api.get('/v1/nodes/n1?fields=uuid,name');
+  assert.equal(moved.status, 307);
+  assert.equal(moved.headers.location, 'http://127.0.0.1:9/v1/nodes/n1?fields=uuid,name');
+  assert.equal(moved.headers['x-openstack-ironic-api-maximum-version'], undefined, 'a proxy answered, not Ironic');
+  assert.equal((await api.get('/v1/nodes/n1')).status, 200, 'count: 1');
+  const put = await provision(api, 'n2', 'manage');
+  assert.equal(put.status, 301);
+  assert.equal(put.headers.location, '/elsewhere');
+  assert.equal((await api.get('/v1/nodes/n2?fields=provision_state')).json.provision_state, 'available', 'the PUT was not carried out');
+  assert.throws(() => sim.faults.add({ kind: 'redirect', location: '/x', status: 200 }), /3xx status/);
+  assert.throws(() => sim.faults.add({ kind: 'redirect' }), /"location" must be/);
+  assert.throws(() => sim.faults.add({ kind: 'redirect', location: '/x\r\nSet-Cookie: a=b' }), /"location" must be/);
+});
+
+test('drip: the real answer a few bytes at a time; the dripping stops when the client hangs up', async () => {
+  const whole = (await api.get('/v1/nodes/n1')).text;
+  sim.faults.add({ node: 'n1', kind: 'drip', chunk: 200, ms: 30 });
+  const started = performance.now();
+  const slow = await rawGet('/v1/nodes/n1');
+  assert.equal(slow.error, null);
+  assert.equal(slow.body.toString(), whole);
+  assert.equal(Number(slow.headers['content-length']), Buffer.byteLength(whole), 'the true length, announced at once');
+  const writes = Math.ceil(Buffer.byteLength(whole) / 200);
+  assert.ok(writes >= 5, `${writes} writes`);
+  assert.ok(slow.chunks.length >= 3, `${slow.chunks.length} chunks arrived apart`);
+  assert.ok(performance.now() - started >= (writes - 1) * 30 - 10, 'spaced by ms');
+  // A client that gives up mid-body: the simulator stops writing to it.
+  sim.faults.clear();
+  sim.faults.add({ node: 'n1', kind: 'drip', chunk: 10, ms: 20 });
+  const controller = new AbortController();
+  const aborted = rawGet('/v1/nodes/n1', { signal: controller.signal }).catch((e) => e);
+  while (sim.timers.size === 0) await new Promise((r) => setTimeout(r, 5));
+  controller.abort();
+  await aborted;
+  await new Promise((r) => setTimeout(r, 80));
+  assert.equal(sim.timers.size, 0, 'no write scheduled after the client left');
+  assert.throws(() => sim.faults.add({ kind: 'drip', chunk: 0 }), /"chunk"/);
+  assert.throws(() => sim.faults.add({ kind: 'drip', ms: 2 ** 31 }), /"ms"/);
+});
+
+test('gzip: the real body gzipped and padded with spaces to inflate to `bytes` (a bomb), still valid JSON', async () => {
+  sim.faults.add({ node: 'n1', kind: 'gzip', bytes: 20 * 1024 * 1024 });
+  const bomb = await rawGet('/v1/nodes/n1');
+  assert.equal(bomb.headers['content-encoding'], 'gzip');
+  assert.ok(bomb.body.length < 64 * 1024, `${bomb.body.length} bytes on the wire`);
+  const inflated = gunzipSync(bomb.body);
+  assert.equal(inflated.length, 20 * 1024 * 1024);
+  assert.equal(JSON.parse(inflated.toString()).name, 'n1');
+  // fetch inflates it like any gzip answer: the concatenated members are standard gzip.
+  const text = await (await fetch(`${sim.url}/v1/nodes/n1`, { headers: { 'X-OpenStack-Ironic-API-Version': '1.115' } })).text();
+  assert.equal(text.length, 20 * 1024 * 1024);
+  assert.throws(() => sim.faults.add({ kind: 'gzip', bytes: -1 }), /"bytes"/);
+});
+
+test('length: a Content-Length shorter or longer than the body, then the connection closes', async () => {
+  const whole = (await api.get('/v1/nodes/n1')).text;
+  const size = Buffer.byteLength(whole);
+  sim.faults.add([{ node: 'n1', kind: 'length', by: -7, count: 1 }, { node: 'n1', kind: 'length', by: 100, count: 1 }]);
+  // fetch reads what was announced (Node's http parser refuses the excess outright).
+  const short = await fetch(`${sim.url}/v1/nodes/n1`, { headers: { 'X-OpenStack-Ironic-API-Version': '1.115' } });
+  assert.equal(Number(short.headers.get('content-length')), size - 7);
+  assert.equal(short.headers.get('connection'), 'close');
+  assert.equal(await short.text(), whole.slice(0, -7), 'JSON cut short');
+  const long = await rawGet('/v1/nodes/n1');
+  assert.equal(Number(long.headers['content-length']), size + 100);
+  assert.equal(long.body.toString(), whole);
+  assert.ok(long.error, 'the body ends before the announced length');
+  assert.throws(() => sim.faults.add({ kind: 'length', by: 0 }), /"by"/);
+});
+
+test('cut: the headers and the start of the body, then a reset', async () => {
+  const whole = (await api.get('/v1/nodes/n1')).text;
+  sim.faults.add([{ node: 'n1', kind: 'cut', count: 1 }, { node: 'n1', kind: 'cut', bytes: 0, count: 1 }]);
+  const half = await rawGet('/v1/nodes/n1');
+  assert.equal(half.status, 200);
+  assert.equal(Number(half.headers['content-length']), Buffer.byteLength(whole), 'the full length is announced');
+  assert.ok(half.error, 'the body ends in an error');
+  assert.ok(whole.startsWith(half.body.toString()) && half.body.length < Buffer.byteLength(whole));
+  const none = await rawGet('/v1/nodes/n1');
+  assert.equal(none.status, 200);
+  assert.equal(none.body.length, 0);
+  assert.ok(none.error);
+  assert.deepEqual(sim.log({ node: 'n1' }).slice(1).map((e) => [e.fault, e.status]), [['cut', 200], ['cut', 200]]);
+});
+
+test('status: Retry-After as an HTTP date or a huge number; an answer without version headers', async () => {
+  const date = new Date(Date.now() + 5000).toUTCString();
+  sim.faults.add([
+    { node: 'n1', kind: 'status', status: 503, retryAfter: date, count: 1 },
+    { node: 'n1', kind: 'status', status: 409, retryAfter: 1e12, count: 1 },
+    { node: 'n2', kind: 'status', status: 406, versionHeaders: false },
+  ]);
+  assert.equal((await api.get('/v1/nodes/n1')).headers['retry-after'], date);
+  assert.equal((await api.get('/v1/nodes/n1')).headers['retry-after'], '1000000000000');
+  const bare = await api.get('/v1/nodes/n2');
+  assert.equal(bare.status, 406);
+  assert.equal(bare.headers['x-openstack-ironic-api-version'], undefined);
+  assert.equal(bare.headers['x-openstack-ironic-api-minimum-version'], undefined);
+  assert.equal(bare.headers['x-openstack-ironic-api-maximum-version'], undefined);
+  assert.equal(faultstring(bare), 'Not Acceptable');
+  assert.throws(() => sim.faults.add({ kind: 'status', status: 503, retryAfter: -1 }), /"retryAfter"/);
+  assert.throws(() => sim.faults.add({ kind: 'status', status: 503, retryAfter: '1\r\nX: y' }), /"retryAfter"/);
+  assert.throws(() => sim.faults.add({ kind: 'status', status: 503, versionHeaders: 'no' }), /"versionHeaders"/);
+});
+
+test('page: a server page size, a marker ignored, next links that repeat or lead nowhere, endless fake nodes', async () => {
+  sim.load({ nodes: Array.from({ length: 25 }, (_, i) => ({ name: `m${i}`, provision_state: 'available' })) });
+  const uuid = (name) => sim.node(name).uuid;
+  const marker = (page) => new URL(page.json.next).searchParams.get('marker');
+  const names = (page) => page.json.nodes.map((n) => n.name);
+  const list = '/v1/nodes?fields=uuid,name&limit=1000';
+
+  sim.faults.add({ path: '/v1/nodes', kind: 'page', limit: 10 });
+  const first = await api.get(list);
+  assert.deepEqual(names(first), ['m0', 'm1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8', 'm9']);
+  assert.match(first.json.next, /^http:\/\/127\.0\.0\.1:\d+\/v1\/nodes\?.*limit=10&marker=/);
+  assert.equal(marker(first), uuid('m9'));
+  const second = await api.get(`${list.replace('1000', '10')}&marker=${marker(first)}`);
+  assert.deepEqual(names(second).slice(0, 2), ['m10', 'm11']);
+
+  sim.faults.clear();
+  sim.faults.add({ path: '/v1/nodes', kind: 'page', limit: 10, ignoreMarker: true });
+  const again = await api.get(`${list}&marker=${uuid('m9')}`);
+  assert.deepEqual(names(again), names(first), 'the marker is ignored: the first page again');
+  assert.equal(marker(again), uuid('m9'));
+
+  sim.faults.clear();
+  sim.faults.add({ path: '/v1/nodes', kind: 'page', limit: 10, next: 'same' });
+  const self = await api.get(`${list}&marker=${uuid('m9')}`);
+  assert.deepEqual(names(self).slice(0, 1), ['m10']);
+  assert.equal(marker(self), uuid('m9'), 'next points to this very page');
+
+  sim.faults.clear();
+  sim.faults.add({ path: '/v1/nodes', kind: 'page', limit: 10, next: 'm4' });
+  const back = await api.get(`${list}&marker=${uuid('m9')}`);
+  assert.equal(marker(back), uuid('m4'), 'a marker from an earlier page');
+
+  sim.faults.clear();
+  sim.faults.add({ path: '/v1/nodes', kind: 'page', limit: 10, next: 'none' });
+  const cut = await api.get(list);
+  assert.equal(cut.json.nodes.length, 10);
+  assert.equal(cut.json.next, undefined, 'a full page, but the list ends early');
+
+  sim.faults.clear();
+  sim.faults.add({ path: '/v1/nodes', kind: 'page', fake: 5, next: 'fake' });
+  const seen = new Set();
+  let at = list;
+  for (let i = 0; i < 4; i++) {
+    const fake = await api.get(at);
+    assert.equal(fake.status, 200, 'a made-up marker is answered too');
+    assert.equal(fake.json.nodes.length, 5);
+    for (const n of fake.json.nodes) {
+      assert.ok(!seen.has(n.uuid));
+      seen.add(n.uuid);
+      assert.deepEqual([n.provision_state, n.target_provision_state, n.last_error], ['deploying', 'active', null]);
+    }
+    assert.ok(!seen.has(marker(fake)));
+    seen.add(marker(fake));
+    at = `${list}&marker=${marker(fake)}`;
+  }
+
+  sim.faults.clear();
+  sim.faults.add({ path: '/v1/nodes', kind: 'page', fake: 0, next: 'fake' });
+  const empty = await api.get(list);
+  assert.deepEqual(empty.json.nodes, []);
+  assert.ok(marker(empty), 'an empty page that still says there is more');
+
+  assert.throws(() => sim.faults.add({ kind: 'page', limit: 0 }), /"limit"/);
+  assert.throws(() => sim.faults.add({ kind: 'page', fake: 1001 }), /"fake"/);
+  assert.throws(() => sim.faults.add({ kind: 'page', next: 3 }), /"next"/);
 });
