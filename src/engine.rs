@@ -44,7 +44,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::json::Value;
 
 use crate::error::{Error, Failure, HttpError, Seconds, Subject};
-use crate::protocol::{self, Reply, Request, RetryPolicy, MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
+use crate::protocol::{self, Pager, Reply, Request, RetryPolicy, MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
 use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
 
 /// Milliseconds on the caller's clock.
@@ -99,12 +99,12 @@ impl WaitOptions {
     /// anything (a provision action, say). Returns the timeout, interval and
     /// request time limit in milliseconds.
     pub fn check(&self) -> Result<(Millis, Millis, Millis), Error> {
-        let timeout_ms = millis(self.timeout, "Timeout must be a non-negative number")?;
-        let interval_ms = millis(self.poll_interval, "Poll interval must be a positive number")?;
+        let timeout_ms = millis(self.timeout, "Timeout", "Timeout must be a non-negative number")?;
+        let interval_ms = millis(self.poll_interval, "Poll interval", "Poll interval must be a positive number")?;
         if interval_ms == 0 {
             return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
         }
-        let request_timeout_ms = millis(self.request_timeout, "Request timeout must be a non-negative number")?;
+        let request_timeout_ms = millis(self.request_timeout, "Request timeout", "Request timeout must be a non-negative number")?;
         if self.idents.is_empty() {
             return Err(Error::InvalidArgument("Nothing to wait for: no identifiers given".into()));
         }
@@ -315,6 +315,9 @@ struct Round {
     listing: Option<Listing>,
     /// The last round, at the deadline.
     is_final: bool,
+    /// Nothing sent yet: its first batch goes out even when the shell's
+    /// timer fired a little after the deadline the round was due at.
+    fresh: bool,
 }
 
 /// A round that reads the node list instead of one GET per node.
@@ -325,6 +328,8 @@ struct Listing {
     /// The page to ask for: `Some(None)` is the first, `Some(Some(marker))`
     /// a later one; `None` while one is in flight or when paging is over.
     next_page: Option<Option<String>>,
+    /// Refuses a list that does not advance.
+    pager: Pager,
 }
 
 #[derive(Debug, Clone)]
@@ -365,10 +370,22 @@ pub struct Engine {
     report: Option<Report>,
 }
 
-/// Seconds from the caller, checked: finite and not negative.
-fn millis(seconds: f64, error: &str) -> Result<Millis, Error> {
+/// The longest duration a caller may give, in seconds: JS timers hold at
+/// most 2^31-1 ms (about 24.8 days). A longer wait is a timeout of 0.
+pub const MAX_SECONDS: f64 = 2_147_483.0;
+
+/// Seconds from the caller named `what`, checked: finite and not negative
+/// (else `error`, python-ironicclient's words), and at most [`MAX_SECONDS`].
+pub fn millis(seconds: f64, what: &str, error: &str) -> Result<Millis, Error> {
     if !seconds.is_finite() || seconds < 0.0 {
         return Err(Error::InvalidArgument(error.to_string()));
+    }
+    if seconds > MAX_SECONDS {
+        // An integer in the text: formatting an f64 would add ~15 KB of wasm.
+        let max = MAX_SECONDS as u64;
+        return Err(Error::InvalidArgument(format!(
+            "{what} must be at most {max} seconds (about 24.8 days; a timeout of 0 has no limit)"
+        )));
     }
     // Round up, so a tiny positive timeout is not "no timeout".
     Ok((seconds * 1000.0).ceil() as Millis)
@@ -457,6 +474,15 @@ impl Engine {
         }
     }
 
+    /// Ends the wait as timed out before any check: the caller could not
+    /// send one by the deadline (the version negotiation took all the time).
+    pub fn time_out(&mut self, now: Millis) {
+        if self.report.is_none() {
+            self.round = None;
+            self.end_round(now, true);
+        }
+    }
+
     /// The next progress event, oldest first.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -489,17 +515,24 @@ impl Engine {
             for (position, &target) in due.iter().enumerate() {
                 positions.entry(self.targets[target].ident.clone()).or_default().push(position);
             }
-            Listing { positions, next_page: Some(None) }
+            Listing { positions, next_page: Some(None), pager: Pager::default() }
         });
         let queue = if listing.is_some() { VecDeque::new() } else { (0..due.len()).collect() };
         let is_final = self.timers.deadline.is_some_and(|d| now >= d);
         self.round =
-            Some(Round { checks: due.iter().map(|_| None).collect(), due, judged: 0, queue, listing, is_final });
+            Some(Round { checks: due.iter().map(|_| None).collect(), due, judged: 0, queue, listing, is_final, fresh: true });
     }
 
     /// Moves what is due into flight, within the concurrency cap: retries
     /// whose time has come first, then the round's next page or checks.
+    /// Nothing starts after the deadline: what has not started by then
+    /// stays unanswered.
     fn send_due(&mut self, now: Millis) -> Vec<Fetch> {
+        let fresh = self.round.as_mut().is_some_and(|r| std::mem::replace(&mut r.fresh, false));
+        if !fresh && self.timers.deadline.is_some_and(|d| now > d) {
+            self.leave_unsent(now);
+            return Vec::new();
+        }
         let mut ready = Vec::new();
         let mut i = 0;
         while i < self.retrying.len() {
@@ -545,6 +578,25 @@ impl Engine {
                 fetch
             })
             .collect()
+    }
+
+    /// Past the deadline: retries, pages and checks not yet sent are never
+    /// sent; their targets stay unsettled (the round ends once what is in
+    /// flight is in, and the wait with it).
+    fn leave_unsent(&mut self, now: Millis) {
+        let unsent: Vec<Purpose> = self.retrying.drain(..).map(|(_, outgoing)| outgoing.purpose).collect();
+        for purpose in unsent {
+            self.deliver(purpose, Check::Unanswered, now);
+        }
+        let Some(round) = &mut self.round else { return };
+        let page_unsent = round.listing.as_mut().is_some_and(|l| l.next_page.take().is_some());
+        let queued: Vec<usize> = round.queue.drain(..).collect();
+        if page_unsent {
+            self.deliver(Purpose::Page, Check::Unanswered, now);
+        }
+        for position in queued {
+            self.deliver(Purpose::Check(position), Check::Unanswered, now);
+        }
     }
 
     fn expire_requests(&mut self, now: Millis) {
@@ -596,12 +648,12 @@ impl Engine {
         match purpose {
             Purpose::Check(position) => round.checks[position] = Some(check),
             Purpose::Page => {
+                let Some(listing) = &mut round.listing else { return };
                 let page = match &check {
-                    Check::Body(body) => protocol::parse_node_page(body).map(Some),
+                    Check::Body(body) => listing.pager.page(body).map(Some),
                     Check::Failed(e) => Err(e.clone()),
                     Check::NotFound(_) | Check::Unanswered => Ok(None),
                 };
-                let Some(listing) = &mut round.listing else { return };
                 match page {
                     Ok(Some((nodes, marker))) => {
                         for node in nodes {

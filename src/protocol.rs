@@ -2,6 +2,7 @@
 //! error-body parsing, microversions and the retry policy. Nothing here
 //! sends anything; the shell does, and hands back a [`Reply`].
 
+use std::collections::HashSet;
 use std::fmt;
 
 use crate::error::{Error, HttpError};
@@ -19,6 +20,13 @@ pub const NODE_WAIT_FIELDS: &str = "uuid,name,provision_state,target_provision_s
 
 /// Ironic's default `[api]max_limit`: the largest page it serves.
 pub const MAX_PAGE_SIZE: u32 = 1000;
+
+/// The most pages one listing follows: a million nodes at full pages, far
+/// beyond any real fleet, so a list that never ends is an error, not a loop.
+pub const MAX_PAGES: u32 = 1000;
+
+/// The longest pause a `Retry-After` can ask for; a larger one counts as this.
+pub const MAX_RETRY_AFTER_MS: u64 = 60_000;
 
 /// An Ironic API microversion, `1.x`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -327,7 +335,7 @@ pub struct Response {
 }
 
 /// What became of one request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// The server answered (any status).
     Response(Response),
@@ -335,6 +343,10 @@ pub enum Reply {
     ConnectionFailed(String),
     /// No answer within the request's time limit.
     TimedOut,
+    /// An answer or a failure that must not be retried: a body over the
+    /// size limit, a redirect (never followed), a refused permission, an
+    /// authentication that failed. Final as it is.
+    Unusable(Error),
 }
 
 impl Response {
@@ -432,6 +444,54 @@ pub fn parse_node_page(body: &Value) -> Result<(&[Value], Option<String>), Error
     Ok((nodes, marker))
 }
 
+/// Follows one node list page by page and refuses a list that does not
+/// advance: a `next` marker seen before (the same page again, or a loop), a
+/// page with `next` but no node not seen before, or more than [`MAX_PAGES`]
+/// pages. Nodes are remembered by a hash of their UUID, so a long list costs
+/// eight bytes a node.
+#[derive(Debug, Default)]
+pub struct Pager {
+    /// At most [`MAX_PAGES`], so a scan is cheap.
+    markers: Vec<String>,
+    nodes: HashSet<u64>,
+    pages: u32,
+}
+
+impl Pager {
+    /// One page's nodes and the marker of the next page, if there is one to
+    /// follow.
+    pub fn page<'a>(&mut self, body: &'a Value) -> Result<(&'a [Value], Option<String>), Error> {
+        let (nodes, marker) = parse_node_page(body)?;
+        self.pages += 1;
+        let mut fresh = false;
+        for node in nodes {
+            fresh |= match node.get("uuid").and_then(Value::as_str) {
+                Some(uuid) => self.nodes.insert(hash(uuid)),
+                // Without UUIDs (a `fields` list that leaves them out) only
+                // the markers can show progress.
+                None => true,
+            };
+        }
+        let Some(marker) = marker else { return Ok((nodes, None)) };
+        if self.pages >= MAX_PAGES {
+            return Err(Error::InvalidResponse(format!("Node list: still not at its end after {MAX_PAGES} pages")));
+        }
+        if !fresh || self.markers.contains(&marker) {
+            return Err(Error::InvalidResponse(format!(
+                "Node list: the next link does not advance (marker {} was seen before, or the page has no new node)",
+                excerpt(&marker)
+            )));
+        }
+        self.markers.push(marker.clone());
+        Ok((nodes, Some(marker)))
+    }
+}
+
+/// FNV-1a: small in wasm, and enough to tell nodes apart.
+fn hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// A query parameter's value, percent-decoded.
 fn query_param(url: &str, name: &str) -> Option<String> {
     let query = url.split_once('?')?.1.split('#').next()?;
@@ -487,19 +547,24 @@ impl RetryPolicy {
         }
         match reply {
             Reply::Response(r) if matches!(r.status, 409 | 503) => {
-                Some(r.retry_after.as_deref().and_then(retry_after_ms).unwrap_or(self.interval_ms))
+                let asked = r.retry_after.as_deref().and_then(retry_after_ms);
+                Some(asked.map_or(self.interval_ms, |ms| ms.min(MAX_RETRY_AFTER_MS)))
             }
-            Reply::Response(_) => None,
+            Reply::Response(_) | Reply::Unusable(_) => None,
             Reply::ConnectionFailed(_) | Reply::TimedOut => Some(self.interval_ms),
         }
     }
 }
 
-/// `Retry-After` as delta-seconds. An HTTP-date needs a wall clock the core
+/// `Retry-After` as delta-seconds (any number of digits: a huge one is
+/// capped by the caller). An HTTP-date needs a wall clock the core
 /// does not have, so it falls back to the fixed interval.
 fn retry_after_ms(value: &str) -> Option<u64> {
-    let secs: u64 = value.trim().parse().ok()?;
-    Some(secs.saturating_mul(1000))
+    let digits = value.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(digits.parse::<u64>().unwrap_or(u64::MAX).saturating_mul(1000))
 }
 
 /// The error a final non-success reply stands for.
@@ -508,6 +573,7 @@ pub fn reply_error(reply: &Reply) -> Error {
         Reply::Response(r) => Error::Http(r.http_error()),
         Reply::ConnectionFailed(why) => Error::Connection(why.clone()),
         Reply::TimedOut => Error::Connection("the request timed out".into()),
+        Reply::Unusable(e) => e.clone(),
     }
 }
 
