@@ -22,10 +22,12 @@ async function start() {
   const { IronicClient, version } = pkg;
   setText(byId('version'), version());
 
-  const client = new IronicClient({ endpoint: location.origin });
+  // The console server accepts writes only with the token it put in this page.
+  const headers = { 'X-Console-Token': document.querySelector('meta[name="console-token"]')?.content ?? '' };
+  const client = new IronicClient({ endpoint: location.origin, headers });
   // The table refreshes every two seconds: a failure shows at once and the
   // next refresh is the retry.
-  const tableClient = new IronicClient({ endpoint: location.origin, maxRetries: 0, requestTimeout: 15 });
+  const tableClient = new IronicClient({ endpoint: location.origin, headers, maxRetries: 0, requestTimeout: 15 });
 
   let runs = null;
   const table = createNodeTable({ client: tableClient, onSelection: (nodes) => runs?.setSelection(nodes) });
@@ -42,7 +44,7 @@ async function start() {
     const reset = byId('reset-demo');
     reset.hidden = false;
     reset.addEventListener('click', async () => {
-      const r = await fetch('/__sim/reset', { method: 'POST' }).catch((e) => e);
+      const r = await fetch('/__sim/reset', { method: 'POST', headers }).catch((e) => e);
       if (!(r instanceof Response) || !r.ok) report(r instanceof Error ? r : new Error(`HTTP ${r.status}`), 'Reset');
       table.refresh();
     });

@@ -16,6 +16,7 @@ import { chromium } from 'playwright-core';
 import { CHROMIUM } from '../../scripts/setup.mjs';
 import { startConsoleServer, CSP } from '../../www/server.mjs';
 import { demoFleet } from '../../www/demo-fleet.mjs';
+import { startIronic } from '../node/harness.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SHOTS = join(ROOT, 'target', 'console');
@@ -381,20 +382,29 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
 });
 
 test('proxy mode: the page works against an Ironic behind IRONIC_URL', { timeout: TEST_TIMEOUT }, async () => {
-  server.sim.load({ timing: TIMING, nodes: [{ name: 'far', provision_state: 'enroll' }] });
-  // This suite's simulator plays the real Ironic; a second console server proxies to it.
-  const proxy = await startConsoleServer({ ironicUrl: server.url, ironicToken: 'token-of-the-server' });
+  // A standalone simulator plays the real Ironic; a second console server proxies to it.
+  const ironic = await startIronic({ timing: TIMING, nodes: [{ name: 'far', provision_state: 'enroll' }] });
+  const proxy = await startConsoleServer({ ironicUrl: ironic.url, ironicToken: 'token-of-the-server' });
   try {
     await page.goto(proxy.url);
     await page.waitForSelector('body[data-ready="true"]');
-    assert.equal(await page.textContent('#endpoint'), `${server.url} (through this server)`);
+    assert.equal(await page.textContent('#endpoint'), `${ironic.url} (through this server)`);
     assert.equal(await page.isHidden('#reset-demo'), true, 'no simulator controls');
-    await runAction(['far'], 'manage');
-    assert.deepEqual(await settled(['far']), { far: 'reached' });
-    assert.equal(server.sim.node('far').provision_state, 'manageable');
+    for (const name of ['far']) await page.locator(`#node-rows tr[data-name="${name}"] input[type="checkbox"]`).check();
+    await page.selectOption('#action', 'manage');
+    await page.fill('#poll', '0.1');
+    await page.click('#run');
+    await page.waitForFunction(() => document.querySelector('#run-rows > li')?.dataset.outcome === 'reached');
+    assert.equal(ironic.sim.node('far').provision_state, 'manageable');
+    // The page's writes went through with its token; Ironic saw the server's token, not the page's.
+    const put = ironic.requests('PUT', '/v1/nodes/*/states/provision');
+    assert.equal(put.length, 1);
+    assert.equal(put[0].headers['x-auth-token'], 'token-of-the-server');
+    assert.equal(put[0].headers['x-console-token'], undefined);
     assert.deepEqual(problems, []);
   } finally {
     await page.close();
     await proxy.close();
+    await ironic.close();
   }
 });

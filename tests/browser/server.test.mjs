@@ -1,6 +1,7 @@
 // The console server without a browser: static files with their types and
 // the CSP, nothing outside www/ and pkg/, the embedded simulator and its demo
 // fleet, and the IRONIC_URL proxy (token added server-side, never shown).
+// Its defences against other origins are in security.test.mjs.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -16,6 +17,12 @@ async function start(options) {
   const server = await startConsoleServer(options);
   open.push(server);
   return server;
+}
+
+/** The write token the server put in its page (as the page reads it). */
+async function pageToken(url) {
+  const html = await (await fetch(url)).text();
+  return html.match(/<meta name="console-token" content="([A-Za-z0-9_-]{43})">/)[1];
 }
 
 /** A raw GET (fetch would normalise `..` away). */
@@ -45,6 +52,7 @@ test('serves the page, its modules and the package with their types and the CSP'
     assert.equal(res.status, 200, path);
     assert.equal(res.headers.get('content-type'), type, path);
     assert.equal(res.headers.get('content-security-policy'), CSP, path);
+    assert.equal(res.headers.get('x-frame-options'), 'DENY', path);
     assert.equal(res.headers.get('x-content-type-options'), 'nosniff', path);
     await res.arrayBuffer();
   }
@@ -52,17 +60,24 @@ test('serves the page, its modules and the package with their types and the CSP'
   assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
   assert.doesNotMatch(html, /\sstyle=|<style/, 'no inline style');
   assert.equal((await fetch(`${url}/`, { method: 'HEAD' })).status, 200);
-  assert.equal((await fetch(`${url}/`, { method: 'POST' })).status, 405);
+  assert.equal((await fetch(`${url}/`, { method: 'POST' })).status, 403, 'a write without the token');
+  assert.equal((await fetch(`${url}/`, { method: 'POST', headers: { 'X-Console-Token': await pageToken(url) } })).status, 405);
 });
 
 test('nothing outside www/ and pkg/, and no server-side sources', async () => {
   const { url } = await start();
-  for (const path of ['/server.mjs', '/demo-fleet.mjs', '/../package.json', '/%2e%2e/package.json', '/pkg/../Cargo.toml',
-    '/pkg/%2e%2e/Cargo.toml', '/..%2fCargo.toml', '/%00', '/%zz', '/nope.js', '/pkg/index.d.ts']) {
+  for (const path of ['/server.mjs', '/demo-fleet.mjs', '/nope.js', '/pkg/index.d.ts', '/pkg', '/console.css.map']) {
     assert.equal(await rawGet(url, path), 404, path);
   }
+  // Dot segments, encoded or not, separators and invalid escapes never name a file.
+  for (const path of ['/../package.json', '/%2e%2e/package.json', '/pkg/../Cargo.toml', '/pkg/%2e%2e/Cargo.toml',
+    '/..%2fCargo.toml', '/%2e%2e%2fCargo.toml', '/pkg/%252e%252e/Cargo.toml', '/pkg/..%5cCargo.toml', '/%00', '/%zz',
+    '/pkg//web.js', '/./index.html', '/pkg/%2E%2E/%2E%2E/etc/passwd', '/%c0%ae%c0%ae/Cargo.toml', '/pkg/web.js%00.html']) {
+    assert.equal(await rawGet(url, path), 400, path);
+  }
   const res = await fetch(`${url}/pkg/missing.js`);
-  assert.equal(res.headers.get('content-security-policy'), CSP);
+  assert.equal(res.status, 404);
+  assert.match(res.headers.get('content-security-policy'), /frame-ancestors 'none'/);
   assert.match(await res.text(), /npm run build/);
 });
 
@@ -79,7 +94,7 @@ test('embedded mode: the simulator answers /v1 and /__sim with the demo fleet', 
 
 test('the demo fleet: readable failures, seeded phases of a few seconds, gold allocations succeed', async () => {
   const { sim, url } = await start({ scenario: { ...demoFleet(), manualClock: true } });
-  const client = new IronicClient({ endpoint: url });
+  const client = new IronicClient({ endpoint: url, headers: { 'X-Console-Token': await pageToken(url) } });
   await client.provision(['compute-08', 'compute-05'], 'deploy');
   await client.provision('edge-03', 'manage');
   sim.advance(60_000);
@@ -108,7 +123,7 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
   assert.equal(server.sim, null);
 
   const res = await fetch(`${server.url}/v1/nodes/n1?fields=name`, {
-    headers: { ...API, 'X-Auth-Token': 'from-the-page', Cookie: 'a=b', Origin: 'http://elsewhere' },
+    headers: { ...API, 'X-Auth-Token': 'from-the-page', Cookie: 'a=b', Origin: server.url, 'X-Other': 'x' },
   });
   assert.equal(res.status, 200);
   assert.equal((await res.json()).name, 'n1');
@@ -117,11 +132,10 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
   assert.equal(seen.url, '/v1/nodes/n1?fields=name');
   assert.equal(seen.headers['x-auth-token'], 'sekret-token');
   assert.equal(seen.headers['x-openstack-ironic-api-version'], 'latest');
-  assert.equal(seen.headers.cookie, undefined);
-  assert.equal(seen.headers.origin, undefined);
+  for (const name of ['cookie', 'origin', 'x-other']) assert.equal(seen.headers[name], undefined, name);
 
-  // The package's own client through the proxy: a wait works end to end.
-  const client = new IronicClient({ endpoint: server.url });
+  // The package's own client through the proxy, with the page's token: a wait works end to end.
+  const client = new IronicClient({ endpoint: server.url, headers: { 'X-Console-Token': await pageToken(server.url) } });
   const report = await client.provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 });
   assert.equal(report.ok, true);
   assert.ok(ironic.seen.every((r) => r.headers['x-auth-token'] === 'sekret-token'));
@@ -133,7 +147,7 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
   assert.equal((await fetch(`${server.url}/__sim`)).status, 404, 'no simulator control API in proxy mode');
 });
 
-test('proxy mode: credentials in IRONIC_URL become HTTP Basic; an unreachable Ironic is a readable 502', async () => {
+test('proxy mode: credentials in IRONIC_URL become HTTP Basic; an unreachable Ironic is a generic 502', async () => {
   const ironic = await startIronic({ nodes: [{ name: 'n1', provision_state: 'available' }] });
   open.push(ironic);
   const withBasic = await start({ ironicUrl: ironic.url.replace('http://', 'http://admin:p%40ss@') });
@@ -150,9 +164,17 @@ test('proxy mode: credentials in IRONIC_URL become HTTP Basic; an unreachable Ir
   await assert.rejects(client.getNode('n1'), (e) => {
     assert.ok(e instanceof IronicHttpError);
     assert.equal(e.status, 502);
-    assert.match(e.detail, new RegExp(`^The console server cannot reach Ironic at ${deadUrl}: .*ECONNREFUSED`));
+    assert.equal(e.detail, 'The console server cannot reach Ironic.');
     return true;
   });
-  await assert.rejects(startConsoleServer({ ironicUrl: 'ftp://x' }), /IRONIC_URL must be http\(s\)/);
-  await assert.rejects(startConsoleServer({ ironicUrl: 'not a url' }), /IRONIC_URL is not a URL/);
+  // Configuration errors do not repeat the URL (it may hold a password).
+  await assert.rejects(startConsoleServer({ ironicUrl: 'ftp://admin:hunter2@x' }), (e) => {
+    assert.equal(e.message, 'IRONIC_URL must be http(s), not ftp:');
+    return true;
+  });
+  await assert.rejects(startConsoleServer({ ironicUrl: 'http://admin:hunter2@[x' }), (e) => {
+    assert.equal(e.message, 'IRONIC_URL is not a URL');
+    return true;
+  });
+  await assert.rejects(startConsoleServer({ host: '0.0.0.0' }), /loopback address only/);
 });
