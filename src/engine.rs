@@ -104,7 +104,8 @@ impl WaitOptions {
         if interval_ms == 0 {
             return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
         }
-        let request_timeout_ms = millis(self.request_timeout, "Request timeout", "Request timeout must be a non-negative number")?;
+        let request_timeout_ms =
+            millis(self.request_timeout, "Request timeout", "Request timeout must be a non-negative number")?;
         if self.idents.is_empty() {
             return Err(Error::InvalidArgument("Nothing to wait for: no identifiers given".into()));
         }
@@ -519,8 +520,15 @@ impl Engine {
         });
         let queue = if listing.is_some() { VecDeque::new() } else { (0..due.len()).collect() };
         let is_final = self.timers.deadline.is_some_and(|d| now >= d);
-        self.round =
-            Some(Round { checks: due.iter().map(|_| None).collect(), due, judged: 0, queue, listing, is_final, fresh: true });
+        self.round = Some(Round {
+            checks: due.iter().map(|_| None).collect(),
+            due,
+            judged: 0,
+            queue,
+            listing,
+            is_final,
+            fresh: true,
+        });
     }
 
     /// Moves what is due into flight, within the concurrency cap: retries

@@ -11,16 +11,16 @@ use std::rc::{Rc, Weak};
 
 use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::{future_to_promise, JsFuture};
-use web_sys::Headers;
+use wasm_bindgen_futures::future_to_promise;
 
-use super::io::{self, Scope};
+use super::io::{self, Exchange, Scope};
 use super::js::{self, object, opt_str, Options};
-use crate::engine::{Engine, Event, Outcome, Report, Settle, Step, TargetReport, WaitOptions, DEFAULT_CONCURRENCY};
-use crate::error::{Error, Subject};
+use crate::engine::{
+    self, Engine, Event, Outcome, Report, Settle, Step, TargetReport, WaitOptions, DEFAULT_CONCURRENCY,
+};
+use crate::error::{Error, Seconds, Subject};
 use crate::json::Value;
-use crate::protocol::{self, Microversion, ProvisionArgs, Reply, Request, Requested, Response, RetryPolicy};
+use crate::protocol::{self, Microversion, Pager, ProvisionArgs, Reply, Request, Requested, Response, RetryPolicy};
 use crate::states::Action;
 use crate::verdict::Seen;
 
@@ -40,14 +40,21 @@ struct Client {
     /// Seconds; 0 = no limit.
     request_timeout: f64,
     user_agent: Option<String>,
+    /// The largest answer read, in bytes.
+    max_body: usize,
 }
 
-/// One `GET /v1` negotiation and the calls waiting for it.
-#[derive(Default)]
+/// One `GET /v1` negotiation and the calls waiting for it. It has a scope
+/// of its own, cancelled when the last call waiting for it has gone.
 struct Negotiation {
+    scope: Rc<Scope>,
     waiters: Vec<Weak<Scope>>,
     result: Option<Result<Microversion, Error>>,
 }
+
+/// Answers up to this size are read (`maxResponseBytes`): a full page of a
+/// thousand detailed nodes is a few MB.
+const DEFAULT_MAX_BODY: f64 = 16.0 * 1024.0 * 1024.0;
 
 /// The low-level client behind `IronicClient` (js/index.js).
 #[wasm_bindgen]
@@ -106,6 +113,8 @@ impl RawClient {
         future_to_promise(async move {
             let (_, scope) = call(&options)?;
             let version = c.version(&scope).await.map_err(|e| reject(&scope, e, None))?;
+            // Only a call with a deadline can miss the version; this has none.
+            let version = version.ok_or_else(|| reject(&scope, Error::Aborted, None))?;
             Ok(JsValue::from_str(&version.to_string()))
         })
     }
@@ -125,14 +134,7 @@ fn call(options: &JsValue) -> Result<(Options, Rc<Scope>), JsValue> {
 impl Client {
     fn new(options: &JsValue) -> Result<Client, Error> {
         let opts = Options::new(options, "IronicClient options")?;
-        let endpoint = opts.string("endpoint")?.unwrap_or_default();
-        let endpoint = endpoint.trim_end_matches('/');
-        let endpoint = endpoint.strip_suffix("/v1").unwrap_or(endpoint).to_string();
-        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) || endpoint.contains(['?', '#']) {
-            return Err(Error::InvalidArgument(format!(
-                "endpoint must be an http(s) URL such as http://127.0.0.1:6385, got \"{endpoint}\""
-            )));
-        }
+        let endpoint = endpoint(&opts.string("endpoint")?.unwrap_or_default())?;
         let requested = match opts.string("microversion")? {
             Some(v) => Requested::parse(&v)?,
             None => Requested::Latest,
@@ -141,34 +143,56 @@ impl Client {
             Some(auth) => {
                 let auth = Options::new(&auth, "basicAuth")?;
                 let user = auth.string("username")?.unwrap_or_default();
+                if user.contains(':')
+                    || user.chars().chain(auth.string("password")?.unwrap_or_default().chars()).any(char::is_control)
+                {
+                    return Err(Error::InvalidArgument(
+                        "basicAuth: the username must not contain ':' and neither part a control character".into(),
+                    ));
+                }
                 Some(protocol::basic_auth(&user, &auth.string("password")?.unwrap_or_default()))
             }
             None => None,
         };
-        let headers = match opts.get("headers") {
-            Some(h) => {
-                let h = Options::new(&h, "headers")?;
-                let mut headers = Vec::new();
-                for key in h.keys() {
-                    let value = h.string(&key)?.unwrap_or_default();
-                    headers.push((key, value));
+        let mut headers = Vec::new();
+        if let Some(h) = opts.get("headers") {
+            let h = Options::new(&h, "headers")?;
+            for name in h.keys() {
+                let value = h.string(&name)?.unwrap_or_default();
+                if !is_header_name(&name) {
+                    return Err(Error::InvalidArgument(
+                        "Option headers: a header name is not a valid HTTP token".into(),
+                    ));
                 }
-                headers
+                check_header_value(&value, &format!("Option headers: the value of {name}"))?;
+                headers.push((name, value));
             }
-            None => Vec::new(),
-        };
+        }
+        let token = opts.string("token")?;
+        if let Some(token) = &token {
+            check_header_value(token, "Option token")?;
+        }
         let seconds = |key: &str, default: f64| -> Result<f64, Error> {
             let v = opts.number(key)?.unwrap_or(default);
-            if !v.is_finite() || v < 0.0 {
-                return Err(Error::InvalidArgument(format!("Option {key} must be a non-negative number of seconds")));
-            }
+            let message = format!("Option {key} must be a non-negative number of seconds");
+            engine::millis(v, &format!("Option {key}"), &message)?;
             Ok(v)
         };
-        let max_retries = seconds("maxRetries", 5.0)?;
-        if max_retries.fract() != 0.0 {
-            return Err(Error::InvalidArgument("Option maxRetries must be a whole number".into()));
+        let max_retries = opts.number("maxRetries")?.unwrap_or(5.0);
+        if !(0.0..=1000.0).contains(&max_retries) || max_retries.fract() != 0.0 {
+            return Err(Error::InvalidArgument("Option maxRetries must be a whole number from 0 to 1000".into()));
         }
-        let client = Client {
+        let max_body = opts.number("maxResponseBytes")?.unwrap_or(DEFAULT_MAX_BODY);
+        if !(1024.0..=2_147_483_647.0).contains(&max_body) || max_body.fract() != 0.0 {
+            return Err(Error::InvalidArgument(
+                "Option maxResponseBytes must be a whole number from 1024 to 2147483647".into(),
+            ));
+        }
+        let user_agent = opts.string("userAgent")?;
+        if let Some(ua) = &user_agent {
+            check_header_value(ua, "Option userAgent")?;
+        }
+        Ok(Client {
             endpoint,
             requested,
             version: Cell::new(match requested {
@@ -176,112 +200,127 @@ impl Client {
                 Requested::Latest => None,
             }),
             negotiation: RefCell::new(None),
-            token: RefCell::new(opts.string("token")?),
+            token: RefCell::new(token),
             get_token: opts.function("getToken")?,
             basic_auth,
             headers,
             retry: RetryPolicy {
-                max_retries: max_retries.min(1000.0) as u32,
+                max_retries: max_retries as u32,
                 interval_ms: (seconds("retryInterval", 2.0)? * 1000.0) as u64,
             },
             request_timeout: seconds("requestTimeout", 60.0)?,
-            user_agent: opts.string("userAgent")?,
-        };
-        // Header names and values are checked now, not on the first call.
-        client.headers(None, None)?;
-        Ok(client)
+            user_agent,
+            max_body: max_body as usize,
+        })
     }
 
     fn url(&self, request: &Request) -> String {
         format!("{}{}", self.endpoint, request.path)
     }
 
-    fn headers(&self, version: Option<Microversion>, request: Option<&Request>) -> Result<Headers, Error> {
-        let invalid = |e: JsValue| Error::InvalidArgument(format!("Invalid header: {}", js::describe(&e)));
-        let headers = Headers::new().map_err(invalid)?;
-        for (k, v) in &self.headers {
-            headers.set(k, v).map_err(invalid)?;
-        }
-        headers.set("Accept", "application/json").map_err(invalid)?;
+    /// The headers of one request: checked when the client was made, so
+    /// building them cannot fail.
+    fn headers(&self, version: Option<Microversion>, request: &Request) -> Vec<(String, String)> {
+        let mut headers = self.headers.clone();
+        let mut set = |name: &str, value: &str| headers.push((name.to_string(), value.to_string()));
+        set("Accept", "application/json");
         if let Some(v) = version {
-            headers.set(protocol::VERSION_HEADER, &v.to_string()).map_err(invalid)?;
+            set(protocol::VERSION_HEADER, &v.to_string());
         }
-        if request.is_some_and(|r| r.body.is_some()) {
-            headers.set("Content-Type", "application/json").map_err(invalid)?;
+        if request.body.is_some() {
+            set("Content-Type", "application/json");
         }
         if let Some(ua) = &self.user_agent {
-            headers.set("User-Agent", ua).map_err(invalid)?;
+            set("User-Agent", ua);
         }
         if let Some(token) = self.token.borrow().as_deref() {
-            headers.set("X-Auth-Token", token).map_err(invalid)?;
+            set("X-Auth-Token", token);
         } else if let Some(basic) = &self.basic_auth {
-            headers.set("Authorization", basic).map_err(invalid)?;
+            set("Authorization", basic);
         }
-        Ok(headers)
+        headers
     }
 
     fn request_timeout_at(&self) -> Option<u64> {
         (self.request_timeout > 0.0).then(|| js::now() + (self.request_timeout * 1000.0).ceil() as u64)
     }
 
-    /// Asks `getToken()` (which may return a promise) for a token.
-    async fn refresh_token(&self) -> Result<(), Error> {
-        let Some(get_token) = &self.get_token else { return Ok(()) };
+    /// Asks `getToken()` (which may return a promise) for a token. Gives up
+    /// at the call's abort or deadline (`Error::Aborted` / `Ok(false)`).
+    async fn refresh_token(&self, scope: &Rc<Scope>) -> Result<bool, Error> {
+        let Some(get_token) = &self.get_token else { return Ok(true) };
         let failed = |e: &JsValue| Error::Auth(format!("getToken() failed: {}", js::describe(e)));
-        let mut token = get_token.call0(&JsValue::UNDEFINED).map_err(|e| failed(&e))?;
-        if let Some(promise) = token.dyn_ref::<Promise>() {
-            token = JsFuture::from(promise.clone()).await.map_err(|e| failed(&e))?;
-        }
-        let token = token.as_string().ok_or_else(|| Error::Auth("getToken() must return a string".into()))?;
+        let token = get_token.call0(&JsValue::UNDEFINED).map_err(|e| failed(&e))?;
+        let token = match scope.settle(Promise::resolve(&token)).await {
+            Some(settled) => settled.map_err(|e| failed(&e))?,
+            None if scope.aborted() => return Err(Error::Aborted),
+            None => return Ok(false),
+        };
+        let token = js::text(&token).ok_or_else(|| Error::Auth("getToken() must return a string".into()))?;
+        check_header_value(&token, "The token from getToken()").map_err(|e| Error::Auth(e.to_string()))?;
         *self.token.borrow_mut() = Some(token);
-        Ok(())
+        Ok(true)
     }
 
     /// One request with auth and version handling, no retries: a 401 gets
     /// a fresh token from `getToken()` once, a 406 is renegotiated from the
     /// 406's own version headers once (a pinned version is an error then).
-    async fn send(
-        self: &Rc<Self>,
-        scope: &Rc<Scope>,
-        request: &Request,
-        timeout_at: Option<u64>,
-    ) -> Result<Reply, Error> {
+    /// What stops it from being sent (an abort, a failed negotiation or
+    /// token) is a final [`Reply::Unusable`]; past the call's deadline it
+    /// is `TimedOut`.
+    async fn send(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request, timeout_at: Option<u64>) -> Reply {
         let mut refreshed = false;
         let mut renegotiated = false;
         if self.token.borrow().is_none() && self.get_token.is_some() {
-            self.refresh_token().await?;
+            match self.refresh_token(scope).await {
+                Ok(true) => {}
+                Ok(false) => return Reply::TimedOut,
+                Err(e) => return Reply::Unusable(e),
+            }
         }
         loop {
-            let version = self.version(scope).await?;
-            let headers = self.headers(Some(version), Some(request))?;
-            let reply = io::send(scope, &self.url(request), request, &headers, timeout_at).await;
+            let version = match self.version(scope).await {
+                Ok(Some(v)) => v,
+                Ok(None) => return Reply::TimedOut,
+                Err(e) => return Reply::Unusable(e),
+            };
+            let headers = self.headers(Some(version), request);
+            let url = self.url(request);
+            let exchange = Exchange { url: &url, request, headers: &headers, timeout_at, max_body: self.max_body };
+            let reply = io::send(scope, exchange).await;
             match &reply {
                 Reply::Response(r) if r.status == 401 && !refreshed && self.get_token.is_some() => {
                     refreshed = true;
-                    self.refresh_token().await?;
+                    match self.refresh_token(scope).await {
+                        Ok(true) => {}
+                        Ok(false) => return Reply::TimedOut,
+                        Err(e) => return Reply::Unusable(e),
+                    }
                 }
                 Reply::Response(r) if r.status == 406 && !renegotiated => {
                     renegotiated = true;
-                    let best = protocol::negotiate(self.requested, r.min_version.as_deref(), r.max_version.as_deref())?;
+                    let best =
+                        match protocol::negotiate(self.requested, r.min_version.as_deref(), r.max_version.as_deref()) {
+                            Ok(best) => best,
+                            Err(e) => return Reply::Unusable(e),
+                        };
                     if best == version {
-                        return Ok(reply);
+                        return reply;
                     }
                     self.version.set(Some(best));
                 }
-                _ => return Ok(reply),
+                _ => return reply,
             }
         }
     }
 
     /// One request with python-ironicclient's retries; the answer must be
-    /// a success.
+    /// a success. A retry that cannot start before the call's deadline is
+    /// not made: the last answer's error stands.
     async fn exchange(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request) -> Result<Response, Error> {
         let mut retries = 0;
         loop {
-            if scope.aborted() {
-                return Err(Error::Aborted);
-            }
-            let reply = self.send(scope, request, self.request_timeout_at()).await?;
+            let reply = self.send(scope, request, self.request_timeout_at()).await;
             if scope.aborted() {
                 return Err(Error::Aborted);
             }
@@ -289,35 +328,44 @@ impl Client {
                 Reply::Response(r) if r.is_success() => return Ok(r),
                 other => other,
             };
-            let Some(delay) = self.retry.delay_ms(retries, &reply) else {
+            let retry_at = self.retry.delay_ms(retries, &reply).map(|delay| js::now().saturating_add(delay));
+            let Some(at) = retry_at.filter(|&at| scope.deadline.get().is_none_or(|d| at <= d)) else {
                 return Err(protocol::reply_error(&reply));
             };
             retries += 1;
             scope.retries.set(scope.retries.get() + 1);
-            scope.pause(js::now() + delay).await;
+            scope.pause(at).await;
+            if scope.aborted() {
+                return Err(Error::Aborted);
+            }
         }
     }
 
     /// Sends every request (the provision PUTs), `concurrency` at a time,
-    /// and gives each one's error. python-ironicclient sends them one by one
-    /// and stops at the first error; with `stop_at_error`, after an error no
-    /// new request starts, those in flight finish, and the error of the
-    /// first failed request in the caller's order is returned.
+    /// and gives each one's result: `None` for a request never sent because
+    /// the call's deadline came first. python-ironicclient sends them one by
+    /// one and stops at the first error; with `stop_at_error`, after an
+    /// error no new request starts, those in flight finish, and the error of
+    /// the first failed request in the caller's order is returned. An abort
+    /// ends it at once (what is in flight is cancelled by the scope).
     async fn send_each(
         self: &Rc<Self>,
         scope: &Rc<Scope>,
         requests: Vec<Request>,
         concurrency: usize,
         stop_at_error: bool,
-    ) -> Result<Vec<Option<Error>>, Error> {
+    ) -> Result<Vec<Option<Result<(), Error>>>, Error> {
         // Per request: `None` until it is answered, then its result.
         type Results = Rc<RefCell<Vec<Option<Result<(), Error>>>>>;
         let results: Results = Rc::new(RefCell::new(vec![None; requests.len()]));
         let in_flight = Rc::new(Cell::new(0usize));
         let mut pending = requests.into_iter().enumerate();
         loop {
-            let stop = stop_at_error && results.borrow().iter().any(|r| matches!(r, Some(Err(_))));
-            while !stop && !scope.aborted() && in_flight.get() < concurrency {
+            if scope.aborted() {
+                return Err(Error::Aborted);
+            }
+            let stop = scope.expired() || stop_at_error && results.borrow().iter().any(|r| matches!(r, Some(Err(_))));
+            while !stop && in_flight.get() < concurrency {
                 let Some((i, request)) = pending.next() else { break };
                 in_flight.set(in_flight.get() + 1);
                 let (me, scope, results, in_flight) = (self.clone(), scope.clone(), results.clone(), in_flight.clone());
@@ -331,15 +379,12 @@ impl Client {
             if in_flight.get() == 0 {
                 break;
             }
-            scope.sleep(None).await;
+            scope.sleep(scope.deadline.get()).await;
         }
-        if scope.aborted() {
-            return Err(Error::Aborted);
-        }
-        let errors: Vec<Option<Error>> = results.take().into_iter().map(|r| r.and_then(Result::err)).collect();
-        match errors.iter().flatten().next() {
+        let results = results.take();
+        match results.iter().flatten().find_map(|r| r.as_ref().err()) {
             Some(first) if stop_at_error => Err(first.clone()),
-            _ => Ok(errors),
+            _ => Ok(results),
         }
     }
 
@@ -349,54 +394,85 @@ impl Client {
     }
 
     /// The microversion to speak: pinned, or negotiated once from `GET /v1`
-    /// by a task of its own that concurrent first calls all wait for (each
-    /// can still abort its own wait).
-    async fn version(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Microversion, Error> {
+    /// by a task of its own that concurrent first calls all wait for. Each
+    /// call stops waiting at its abort or deadline (`Ok(None)` then); when
+    /// the last one has gone, the negotiation is cancelled.
+    async fn version(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Option<Microversion>, Error> {
         loop {
             if let Some(v) = self.version.get() {
-                return Ok(v);
+                return Ok(Some(v));
             }
             let running = self.negotiation.borrow().clone();
-            let negotiation = running.unwrap_or_else(|| {
-                let negotiation = Rc::new(RefCell::new(Negotiation::default()));
-                *self.negotiation.borrow_mut() = Some(negotiation.clone());
-                let (me, shared) = (self.clone(), negotiation.clone());
-                wasm_bindgen_futures::spawn_local(async move {
-                    let result = me.negotiate().await;
-                    me.negotiation.borrow_mut().take();
-                    let waiters = std::mem::take(&mut shared.borrow_mut().waiters);
-                    shared.borrow_mut().result = Some(result);
-                    for waiter in waiters.iter().filter_map(Weak::upgrade) {
-                        waiter.wake();
-                    }
-                });
-                negotiation
-            });
+            let negotiation = running.unwrap_or_else(|| self.start_negotiation());
             let settled = negotiation.borrow().result.clone();
             if let Some(result) = settled {
-                return result;
+                return result.map(Some);
             }
             negotiation.borrow_mut().waiters.push(Rc::downgrade(scope));
-            scope.sleep(None).await;
-            if scope.aborted() {
-                return Err(Error::Aborted);
-            }
+            scope.sleep(scope.deadline.get()).await;
             let settled = negotiation.borrow().result.clone();
             if let Some(result) = settled {
-                return result;
+                return result.map(Some);
+            }
+            if scope.aborted() || scope.expired() {
+                self.leave_negotiation(&negotiation, scope);
+                return if scope.aborted() { Err(Error::Aborted) } else { Ok(None) };
             }
         }
     }
 
-    async fn negotiate(self: &Rc<Self>) -> Result<Microversion, Error> {
+    fn start_negotiation(self: &Rc<Self>) -> Rc<RefCell<Negotiation>> {
         let scope = Scope::new(None);
+        let negotiation =
+            Rc::new(RefCell::new(Negotiation { scope: scope.clone(), waiters: Vec::new(), result: None }));
+        *self.negotiation.borrow_mut() = Some(negotiation.clone());
+        let (me, shared) = (self.clone(), negotiation.clone());
+        wasm_bindgen_futures::spawn_local(async move {
+            let result = me.negotiate(&scope).await;
+            let mut current = me.negotiation.borrow_mut();
+            if current.as_ref().is_some_and(|n| Rc::ptr_eq(n, &shared)) {
+                current.take();
+            }
+            drop(current);
+            let waiters = std::mem::take(&mut shared.borrow_mut().waiters);
+            shared.borrow_mut().result = Some(result);
+            for waiter in waiters.iter().filter_map(Weak::upgrade) {
+                waiter.wake();
+            }
+        });
+        negotiation
+    }
+
+    /// A call stops waiting for the negotiation; if none waits any more, it
+    /// is cancelled (nothing more is sent) and the next call starts anew.
+    fn leave_negotiation(&self, negotiation: &Rc<RefCell<Negotiation>>, scope: &Rc<Scope>) {
+        let mut n = negotiation.borrow_mut();
+        n.waiters.retain(|w| w.upgrade().is_some_and(|w| !Rc::ptr_eq(&w, scope) && !w.aborted() && !w.expired()));
+        if n.waiters.is_empty() && n.result.is_none() {
+            n.scope.cancel();
+            let mut current = self.negotiation.borrow_mut();
+            if current.as_ref().is_some_and(|c| Rc::ptr_eq(c, negotiation)) {
+                current.take();
+            }
+        }
+    }
+
+    async fn negotiate(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Microversion, Error> {
         let request = protocol::version_document();
+        let url = self.url(&request);
         let mut retries = 0;
         loop {
-            let headers = self.headers(None, None)?;
-            let reply = io::send(&scope, &self.url(&request), &request, &headers, self.request_timeout_at()).await;
+            let headers = self.headers(None, &request);
+            let exchange = Exchange {
+                url: &url,
+                request: &request,
+                headers: &headers,
+                timeout_at: self.request_timeout_at(),
+                max_body: self.max_body,
+            };
+            let reply = io::send(scope, exchange).await;
             if let Reply::Response(r) = &reply {
-                if r.is_success() || r.max_version.is_some() {
+                if r.is_success() || r.max_version.is_some() || r.status == 406 {
                     let v = protocol::negotiate(self.requested, r.min_version.as_deref(), r.max_version.as_deref())?;
                     self.version.set(Some(v));
                     return Ok(v);
@@ -407,6 +483,9 @@ impl Client {
             };
             retries += 1;
             scope.pause(js::now() + delay).await;
+            if scope.aborted() {
+                return Err(Error::Aborted);
+            }
         }
     }
 
@@ -414,7 +493,7 @@ impl Client {
         let (opts, scope) = call(&options)?;
         let prepared = (|| {
             let idents = js::strings(&nodes, "nodes")?;
-            let action = Action::named(&action.as_string().unwrap_or_default())?;
+            let action = Action::named(&js::text(&action).unwrap_or_default())?;
             let args = ProvisionArgs {
                 config_drive: opts.json("configDrive")?,
                 clean_steps: opts.json("cleanSteps")?,
@@ -448,18 +527,35 @@ impl Client {
         let (idents, requests, wait, on_progress, concurrency, settle) =
             prepared.map_err(|e| reject(&scope, e, None))?;
         let started = js::now();
-        let refusals = self
+        // With `wait: N`, the PUTs count against the N seconds too.
+        scope.deadline.set(wait.as_ref().and_then(|w| deadline(started, w.timeout)));
+        let results = self
             .send_each(&scope, requests, concurrency, settle == Settle::FirstFailure)
             .await
             .map_err(|e| reject(&scope, e, None))?;
-        // With settle `all`, a refused PUT is that node's outcome, and the
-        // others are still waited for.
+        let unsent: Vec<String> =
+            idents.iter().zip(&results).filter(|(_, r)| r.is_none()).map(|(i, _)| i.clone()).collect();
+        if let (Some(w), false, Settle::FirstFailure) = (&wait, unsent.is_empty(), settle) {
+            let e = Error::StateTransitionTimeout {
+                subject: Subject::Node,
+                idents: unsent,
+                expected: w.expected.to_ascii_lowercase(),
+                timeout: Seconds(w.timeout),
+            };
+            return Err(reject(&scope, e, None));
+        }
+        // With settle `all`, a refused PUT is that node's outcome (and one
+        // the deadline left unsent is timed out); the others are waited for.
         let settled: Vec<Option<TargetReport>> = idents
             .iter()
-            .zip(refusals)
+            .zip(results)
             .enumerate()
-            .map(|(i, (ident, refusal))| {
-                let outcome = refusal.map(Outcome::Error)?;
+            .map(|(i, (ident, result))| {
+                let outcome = match result {
+                    None => Outcome::TimedOut,
+                    Some(Err(e)) => Outcome::Error(e),
+                    Some(Ok(())) => return None,
+                };
                 let event = Event { target: i, seen: Seen::default(), elapsed_ms: 0, outcome: Some(outcome.clone()) };
                 notify(&on_progress, &event, &idents, Subject::Node);
                 Some(TargetReport::unchecked(ident.clone(), outcome))
@@ -469,7 +565,7 @@ impl Client {
             idents.iter().zip(&settled).filter(|(_, s)| s.is_none()).map(|(i, _)| i.clone()).collect();
         match wait {
             Some(w) if !pending.is_empty() => {
-                self.run(&scope, WaitOptions { idents: pending, ..w }, on_progress, settled).await
+                self.run(&scope, WaitOptions { idents: pending, ..w }, on_progress, settled, started).await
             }
             // Nothing to wait for: sent only, or every PUT refused.
             _ => {
@@ -489,8 +585,7 @@ impl Client {
         let (opts, scope) = call(&options)?;
         let prepared = (|| {
             let idents = js::strings(&nodes, "nodes")?;
-            let expected = expected
-                .as_string()
+            let expected = js::text(&expected)
                 .ok_or_else(|| Error::InvalidArgument("expectedState must be a provision state".into()))?;
             let mut w = wait_options(&opts, WaitOptions::nodes(idents, &expected))?;
             w.timeout = opts.number("timeout")?.unwrap_or(0.0);
@@ -499,7 +594,7 @@ impl Client {
             Ok((w, opts.function("onProgress")?))
         })();
         let (w, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
-        self.run(&scope, w, on_progress, Vec::new()).await
+        self.wait(&scope, w, on_progress).await
     }
 
     async fn create_allocation(self: Rc<Self>, fields: JsValue, options: JsValue) -> JsResult {
@@ -532,6 +627,9 @@ impl Client {
             Ok((request, wait, opts.function("onProgress")?))
         })();
         let (request, wait, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
+        let started = js::now();
+        // With `wait: N`, the POST counts against the N seconds too.
+        scope.deadline.set(wait.as_ref().and_then(|w| deadline(started, w.timeout)));
         let created = self.fetch_json(&scope, &request).await?;
         let Some(mut w) = wait else {
             return Ok(object(&[("allocation", js::to_js(&created)), ("report", JsValue::NULL)]));
@@ -540,7 +638,7 @@ impl Client {
         let id = id
             .ok_or_else(|| reject(&scope, Error::InvalidResponse("The created allocation has no uuid".into()), None))?;
         w.idents = vec![id];
-        let report = self.run(&scope, w, on_progress, Vec::new()).await?;
+        let report = self.run(&scope, w, on_progress, Vec::new(), started).await?;
         let allocation = js_sys::Reflect::get(&report, &"allocation".into()).ok();
         let body = allocation.and_then(|a| js_sys::Reflect::get(&a, &"body".into()).ok());
         Ok(object(&[("allocation", body.unwrap_or(JsValue::NULL)), ("report", report)]))
@@ -549,7 +647,7 @@ impl Client {
     async fn wait_for_allocation(self: Rc<Self>, id: JsValue, options: JsValue) -> JsResult {
         let (opts, scope) = call(&options)?;
         let prepared = (|| {
-            let id = id.as_string().ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
+            let id = js::text(&id).ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
             let w = WaitOptions {
                 timeout: opts.number("timeout")?.unwrap_or(0.0),
                 poll_interval: opts.number("pollInterval")?.unwrap_or(1.0),
@@ -559,13 +657,13 @@ impl Client {
             Ok((w, opts.function("onProgress")?))
         })();
         let (w, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
-        self.run(&scope, w, on_progress, Vec::new()).await
+        self.wait(&scope, w, on_progress).await
     }
 
     async fn get_node(self: Rc<Self>, id: JsValue, options: JsValue) -> JsResult {
         let (opts, scope) = call(&options)?;
         let prepared = (|| {
-            let id = id.as_string().ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
+            let id = js::text(&id).ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
             let fields = opts.strings("fields")?.map(|f| protocol::field_list(&f)).transpose()?;
             protocol::get_node(&id, fields.as_deref())
         })();
@@ -589,17 +687,20 @@ impl Client {
         })();
         let (fields, limit, state) = prepared.map_err(|e| reject(&scope, e, None))?;
         let version = self.version(&scope).await.map_err(|e| reject(&scope, e, None))?;
+        // Only a call with a deadline can miss the version; this has none.
+        let Some(version) = version else { return Err(reject(&scope, Error::Aborted, None)) };
         if fields.is_some() && version < Microversion::FIELDS {
             let e = Error::UnsupportedVersion(format!("fields needs API version 1.8; the server speaks {version}"));
             return Err(reject(&scope, e, None));
         }
         let all = Array::new();
         let mut marker: Option<String> = None;
+        let mut pager = Pager::default();
         loop {
             let page_size = limit.unwrap_or(protocol::MAX_PAGE_SIZE);
             let request = protocol::list_nodes(fields.as_deref(), page_size, marker.as_deref(), state.as_deref());
             let page = self.fetch_json(&scope, &request).await?;
-            let (nodes, next) = protocol::parse_node_page(&page).map_err(|e| reject(&scope, e, None))?;
+            let (nodes, next) = pager.page(&page).map_err(|e| reject(&scope, e, None))?;
             for node in nodes {
                 all.push(&js::to_js(node));
             }
@@ -610,27 +711,37 @@ impl Client {
         }
     }
 
+    /// A wait of its own (not after an action): its deadline counts from now.
+    async fn wait(self: &Rc<Self>, scope: &Rc<Scope>, w: WaitOptions, on_progress: Option<Function>) -> JsResult {
+        let started = js::now();
+        scope.deadline.set(deadline(started, w.timeout));
+        self.run(scope, w, on_progress, Vec::new(), started).await
+    }
+
     /// The drive loop: runs the engine on fetch and timers until it is done.
     /// `settled` are targets that ended before the wait (refused PUTs), in
     /// the caller's order with `None` for each target of `w`; the report
-    /// lists them all.
+    /// lists them all. The wait started at `started` (before the action),
+    /// and the version negotiation is part of it.
     async fn run(
         self: &Rc<Self>,
         scope: &Rc<Scope>,
         mut w: WaitOptions,
         on_progress: Option<Function>,
         settled: Vec<Option<TargetReport>>,
+        started: u64,
     ) -> JsResult {
         let version = self.version(scope).await.map_err(|e| reject(scope, e, None))?;
-        w.fields = version >= Microversion::FIELDS;
+        w.fields = version.is_some_and(|v| v >= Microversion::FIELDS);
         w.retry = self.retry;
         w.request_timeout = self.request_timeout;
         let subject = w.subject;
-        let mut engine = Engine::new(w, js::now()).map_err(|e| reject(scope, e, None))?;
+        let mut engine = Engine::new(w, started).map_err(|e| reject(scope, e, None))?;
+        if version.is_none() {
+            // The negotiation took all the time: no check could be made.
+            engine.time_out(js::now());
+        }
         loop {
-            if scope.aborted() {
-                engine.abort(js::now());
-            }
             let replies: Vec<_> = scope.inbox.borrow_mut().drain(..).collect();
             for (id, reply) in replies {
                 engine.observe(id, reply, js::now());
@@ -638,15 +749,16 @@ impl Client {
             while let Some(event) = engine.poll_event() {
                 notify(&on_progress, &event, engine.idents(), subject);
             }
+            // After the events: a callback may have aborted.
+            if scope.aborted() {
+                engine.abort(js::now());
+            }
             match engine.step(js::now()) {
                 Step::Fetch(fetches) => {
                     for fetch in fetches {
                         let (me, scope) = (self.clone(), scope.clone());
                         wasm_bindgen_futures::spawn_local(async move {
-                            let reply = match me.send(&scope, &fetch.request, fetch.timeout_at).await {
-                                Ok(reply) => reply,
-                                Err(e) => Reply::ConnectionFailed(e.to_string()),
-                            };
+                            let reply = me.send(&scope, &fetch.request, fetch.timeout_at).await;
                             scope.inbox.borrow_mut().push((fetch.id, reply));
                             scope.wake();
                         });
@@ -675,6 +787,55 @@ impl Client {
                 }
             }
         }
+    }
+}
+
+/// The endpoint root without a trailing `/` or `/v1`. Credentials in it are
+/// refused (they would end up in messages): that is what `basicAuth` is for.
+fn endpoint(given: &str) -> Result<String, Error> {
+    let root = given.trim_end_matches('/');
+    let root = root.strip_suffix("/v1").unwrap_or(root);
+    let Some(rest) = root.strip_prefix("http://").or_else(|| root.strip_prefix("https://")) else {
+        return Err(Error::InvalidArgument(format!(
+            "endpoint must be an http(s) URL such as http://127.0.0.1:6385, got \"{}\"",
+            root.chars().take(100).collect::<String>()
+        )));
+    };
+    if rest.split(['/', '?', '#']).next().is_some_and(|authority| authority.contains('@')) {
+        return Err(Error::InvalidArgument(
+            "endpoint must not contain credentials (user:password@); use the basicAuth option".into(),
+        ));
+    }
+    if rest.is_empty() || rest.contains(['?', '#']) || rest.chars().any(|c| c.is_control() || c == ' ') {
+        return Err(Error::InvalidArgument(format!(
+            "endpoint must be an http(s) URL such as http://127.0.0.1:6385, without query or fragment, got \"{}\"",
+            root.chars().take(100).collect::<String>()
+        )));
+    }
+    Ok(root.to_string())
+}
+
+/// The deadline of a wait of `timeout` seconds started at `started`; none
+/// for 0 (no limit). The timeout was checked already.
+fn deadline(started: u64, timeout: f64) -> Option<u64> {
+    (timeout > 0.0).then(|| started.saturating_add((timeout * 1000.0).ceil() as u64))
+}
+
+/// An HTTP token (RFC 9110): what a header name may be.
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// A header value `fetch` sends as it is: no line breaks or other control
+/// characters, nothing beyond Latin-1. The value is never quoted: it may be
+/// a secret.
+fn check_header_value(value: &str, what: &str) -> Result<(), Error> {
+    if value.chars().all(|c| c == '\t' || (' '..='~').contains(&c) || ('\u{80}'..='\u{ff}').contains(&c)) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{what} is not a valid HTTP header value (control characters or characters beyond Latin-1)"
+        )))
     }
 }
 

@@ -1,24 +1,28 @@
-//! The I/O of one call: fetches with their own AbortControllers and time
-//! limits, the wake-up the drive loop sleeps on, and the caller's
-//! AbortSignal wired to both.
+//! The I/O of one call: fetches with their own AbortControllers, time and
+//! size limits, the wake-up the drive loop sleeps on, and the caller's
+//! AbortSignal wired to all of it.
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, AbortSignal, Headers, RequestInit};
+use web_sys::{AbortController, AbortSignal, ReadableStreamDefaultReader, RequestInit, RequestRedirect};
 
 use super::js;
 use crate::engine::RequestId;
+use crate::error::{Error, HttpError};
 use crate::protocol::{Reply, Request, Response};
 
 /// Everything in flight for one call (a provision, a wait, a GET). Dropping
 /// it removes its listener from the caller's signal.
 pub struct Scope {
     signal: Option<AbortSignal>,
+    /// Ended without a signal: the version negotiation when every call
+    /// waiting for it has gone.
+    cancelled: Cell<bool>,
     /// The resolve functions of the promises sleepers wait on: the drive
     /// loop, and tasks of the same call (a retry's pause, say).
     sleepers: RefCell<Vec<Function>>,
@@ -30,6 +34,9 @@ pub struct Scope {
     next_key: Cell<u64>,
     pub requests: Cell<u32>,
     pub retries: Cell<u32>,
+    /// The call's deadline, if it has one (a wait's timeout, counted from
+    /// the call's start): nothing starts after it.
+    pub deadline: Cell<Option<u64>>,
     listener: RefCell<Option<Closure<dyn FnMut()>>>,
 }
 
@@ -37,6 +44,7 @@ impl Scope {
     pub fn new(signal: Option<AbortSignal>) -> Rc<Scope> {
         let scope = Rc::new(Scope {
             signal,
+            cancelled: Cell::new(false),
             sleepers: RefCell::new(Vec::new()),
             woken: Cell::new(false),
             inbox: RefCell::new(Vec::new()),
@@ -44,11 +52,13 @@ impl Scope {
             next_key: Cell::new(0),
             requests: Cell::new(0),
             retries: Cell::new(0),
+            deadline: Cell::new(None),
             listener: RefCell::new(None),
         });
         if let Some(signal) = &scope.signal {
             let weak: Weak<Scope> = Rc::downgrade(&scope);
-            // On abort: cancel what is in flight at once, then wake the loop.
+            // On abort: cancel what is in flight at once, then wake every
+            // sleeper, so the call settles in this same turn of the loop.
             let listener = Closure::<dyn FnMut()>::new(move || {
                 if let Some(scope) = weak.upgrade() {
                     scope.cancel_all();
@@ -62,7 +72,20 @@ impl Scope {
     }
 
     pub fn aborted(&self) -> bool {
-        self.signal.as_ref().is_some_and(AbortSignal::aborted)
+        self.cancelled.get() || self.signal.as_ref().is_some_and(AbortSignal::aborted)
+    }
+
+    /// The call's deadline has passed.
+    pub fn expired(&self) -> bool {
+        self.deadline.get().is_some_and(|at| js::now() >= at)
+    }
+
+    /// Ends the scope as if aborted: what is in flight is cancelled, every
+    /// sleeper wakes, and nothing more is sent.
+    pub fn cancel(&self) {
+        self.cancelled.set(true);
+        self.cancel_all();
+        self.wake();
     }
 
     /// What the call rejects with when aborted: the signal's reason, as
@@ -84,7 +107,9 @@ impl Scope {
 
     /// Sleeps until `until` (ms on [`js::now`]'s clock), a wake-up or an
     /// abort, whichever is first; `None` waits for a wake-up only. Callers
-    /// check again what they wait for: a wake-up may be for another sleeper.
+    /// check again what they wait for: a wake-up may be for another sleeper,
+    /// and a time beyond a JS timer's range wakes early. After an abort it
+    /// returns at once, so a caller's loop must check [`Scope::aborted`].
     pub async fn sleep(&self, until: Option<u64>) {
         if self.woken.replace(false) || self.aborted() {
             return;
@@ -92,7 +117,7 @@ impl Scope {
         let mut resolve_fn = None;
         let promise = Promise::new(&mut |resolve, _reject| resolve_fn = Some(resolve));
         let Some(resolve) = resolve_fn else { return };
-        let timer = until.map(|at| js::set_timeout(&resolve, at.saturating_sub(js::now()) as f64));
+        let timer = until.map(|at| js::set_timeout(&resolve, at.saturating_sub(js::now())));
         self.sleepers.borrow_mut().push(resolve.clone());
         let _ = JsFuture::from(promise).await;
         if let Some(timer) = timer {
@@ -111,6 +136,28 @@ impl Scope {
     pub async fn pause(&self, until: u64) {
         while js::now() < until && !self.aborted() {
             self.sleep(Some(until)).await;
+        }
+    }
+
+    /// Waits for a JS promise (a caller's `getToken()`), giving up at an
+    /// abort or at the deadline: `None` then. The promise runs on, unheeded.
+    pub async fn settle(self: &Rc<Self>, promise: Promise) -> Option<Result<JsValue, JsValue>> {
+        let result: Rc<RefCell<Option<Result<JsValue, JsValue>>>> = Rc::default();
+        let (slot, scope) = (result.clone(), Rc::downgrade(self));
+        wasm_bindgen_futures::spawn_local(async move {
+            *slot.borrow_mut() = Some(JsFuture::from(promise).await);
+            if let Some(scope) = scope.upgrade() {
+                scope.wake();
+            }
+        });
+        loop {
+            if let Some(settled) = result.borrow_mut().take() {
+                return Some(settled);
+            }
+            if self.aborted() || self.expired() {
+                return None;
+            }
+            self.sleep(self.deadline.get()).await;
         }
     }
 
@@ -142,48 +189,154 @@ impl Drop for Scope {
     }
 }
 
+/// How one request goes out.
+pub struct Exchange<'a> {
+    pub url: &'a str,
+    pub request: &'a Request,
+    /// Header names and values, already checked.
+    pub headers: &'a [(String, String)],
+    /// Abort it at this instant and reply [`Reply::TimedOut`].
+    pub timeout_at: Option<u64>,
+    /// The largest body read; a larger one is an invalid response.
+    pub max_body: usize,
+}
+
 /// Sends one request and reads the whole answer. Never fails: what goes
-/// wrong is a [`Reply`] the engine or the retry policy judges.
-pub async fn send(scope: &Scope, url: &str, request: &Request, headers: &Headers, timeout_at: Option<u64>) -> Reply {
+/// wrong is a [`Reply`] the engine or the retry policy judges. Nothing is
+/// sent once the scope is aborted.
+pub async fn send(scope: &Scope, exchange: Exchange<'_>) -> Reply {
+    if scope.aborted() {
+        return Reply::Unusable(Error::Aborted);
+    }
     let Ok(controller) = AbortController::new() else {
         return Reply::ConnectionFailed("AbortController is not available in this runtime".into());
     };
     let key = scope.register(&controller);
     scope.requests.set(scope.requests.get() + 1);
     // The time limit aborts this fetch alone.
-    let timer = timeout_at.and_then(|at| {
+    let timer = exchange.timeout_at.and_then(|at| {
         let abort = Reflect::get(&controller, &"abort".into()).ok()?.dyn_into::<Function>().ok()?;
-        Some(js::set_timeout(&abort.bind0(&controller), at.saturating_sub(js::now()) as f64))
+        Some(js::set_timeout(&abort.bind0(&controller), at.saturating_sub(js::now())))
     });
-    let reply = exchange(url, request, headers, &controller.signal()).await;
+    let reply = fetch(&exchange, &controller.signal()).await;
     if let Some(timer) = timer {
         js::clear_timeout(&timer);
     }
     scope.unregister(key);
     match reply {
-        Ok(response) => Reply::Response(response),
-        Err(_) if timeout_at.is_some_and(|at| js::now() >= at) => Reply::TimedOut,
+        Ok(reply) => reply,
+        Err(_) if scope.aborted() => Reply::Unusable(Error::Aborted),
+        Err(_) if exchange.timeout_at.is_some_and(|at| js::now() >= at) => Reply::TimedOut,
+        Err(e) if js::is_permission_error(&e) => Reply::Unusable(Error::Connection(js::describe(&e))),
         Err(e) => Reply::ConnectionFailed(js::describe(&e)),
     }
 }
 
-async fn exchange(url: &str, request: &Request, headers: &Headers, signal: &AbortSignal) -> Result<Response, JsValue> {
+async fn fetch(exchange: &Exchange<'_>, signal: &AbortSignal) -> Result<Reply, JsValue> {
     let init = RequestInit::new();
-    init.set_method(request.method.as_str());
-    init.set_headers(headers);
-    if let Some(body) = &request.body {
+    init.set_method(exchange.request.method.as_str());
+    let headers = Object::new();
+    for (name, value) in exchange.headers {
+        Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value))?;
+    }
+    init.set_headers(&headers);
+    if let Some(body) = &exchange.request.body {
         init.set_body(&JsValue::from_str(body));
     }
     init.set_signal(Some(signal));
-    let response: web_sys::Response = JsFuture::from(js::fetch(url, &init)?).await?.dyn_into()?;
+    // Credentials never follow a redirect: a 3xx is an answer, not a hop.
+    init.set_redirect(RequestRedirect::Manual);
+    let response: web_sys::Response = JsFuture::from(js::fetch(exchange.url, &init)?).await?.dyn_into()?;
     let header = |name: &str| response.headers().get(name).ok().flatten();
-    let body = JsFuture::from(response.text()?).await?.as_string().unwrap_or_default();
-    Ok(Response {
-        status: response.status(),
+    let request_id = header("x-openstack-request-id").or_else(|| header("openstack-request-id"));
+    let status = response.status();
+    // Browsers hide a manual redirect behind status 0 ("opaqueredirect").
+    let opaque = Reflect::get(&response, &"type".into()).ok().and_then(|t| t.as_string());
+    if (300..400).contains(&status) || opaque.as_deref() == Some("opaqueredirect") {
+        cancel_body(&response);
+        return Ok(Reply::Unusable(Error::Http(HttpError {
+            status,
+            message: redirect_message(status, header("location").as_deref(), exchange.url),
+            request_id,
+        })));
+    }
+    let body = match read_body(&response, header("content-length").as_deref(), exchange.max_body).await? {
+        Ok(body) => body,
+        Err(e) => return Ok(Reply::Unusable(e)),
+    };
+    Ok(Reply::Response(Response {
+        status,
         body,
-        request_id: header("x-openstack-request-id"),
+        request_id,
         retry_after: header("retry-after"),
         min_version: header("x-openstack-ironic-api-minimum-version"),
         max_version: header("x-openstack-ironic-api-maximum-version"),
-    })
+    }))
+}
+
+/// The body as text, reading no more than `limit` bytes (after any
+/// decompression): a larger answer stops the read and is an error.
+async fn read_body(
+    response: &web_sys::Response,
+    content_length: Option<&str>,
+    limit: usize,
+) -> Result<Result<String, Error>, JsValue> {
+    let too_large = || {
+        Error::InvalidResponse(format!("The answer is larger than the {limit} bytes allowed (option maxResponseBytes)"))
+    };
+    if content_length.and_then(|l| l.trim().parse::<u64>().ok()).is_some_and(|l| l > limit as u64) {
+        cancel_body(response);
+        return Ok(Err(too_large()));
+    }
+    let Some(stream) = response.body() else { return Ok(Ok(String::new())) };
+    let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let mut bytes = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read()).await?;
+        if Reflect::get(&chunk, &"done".into())?.is_truthy() {
+            break;
+        }
+        let Ok(part) = Reflect::get(&chunk, &"value".into())?.dyn_into::<Uint8Array>() else { continue };
+        if bytes.len() + part.length() as usize > limit {
+            let _ = reader.cancel();
+            return Ok(Err(too_large()));
+        }
+        let start = bytes.len();
+        bytes.resize(start + part.length() as usize, 0);
+        part.copy_to(&mut bytes[start..]);
+    }
+    Ok(Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }))
+}
+
+/// Drops an answer's body unread, so its connection is freed.
+fn cancel_body(response: &web_sys::Response) {
+    if let Some(stream) = response.body() {
+        let _ = stream.cancel();
+    }
+}
+
+/// Says where a redirect pointed, by origin only: its path or query may
+/// carry what the server put there for someone else.
+fn redirect_message(status: u16, location: Option<&str>, from: &str) -> String {
+    let target = location.map(|l| origin_of(l).unwrap_or_else(|| origin_of(from).unwrap_or_default()));
+    match target {
+        Some(origin) if !origin.is_empty() => {
+            format!("Ironic answered with a redirect to {origin}, which is not followed (HTTP {status})")
+        }
+        _ => format!("Ironic answered with a redirect, which is not followed (HTTP {status})"),
+    }
+}
+
+/// `scheme://host[:port]` of an absolute http(s) URL, without credentials.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = match url.strip_prefix("https://") {
+        Some(rest) => ("https", rest),
+        None => ("http", url.strip_prefix("http://")?),
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?;
+    Some(format!("{scheme}://{host}"))
 }

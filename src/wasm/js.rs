@@ -19,9 +19,18 @@ extern "C" {
     #[wasm_bindgen(catch, js_namespace = performance, js_name = now)]
     fn performance_now() -> Result<f64, JsValue>;
     #[wasm_bindgen(js_name = setTimeout)]
-    pub fn set_timeout(handler: &Function, ms: f64) -> JsValue;
+    fn set_timeout_raw(handler: &Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
     pub fn clear_timeout(id: &JsValue);
+}
+
+/// The longest delay a JS timer holds: a longer one fires at once.
+const MAX_TIMER_MS: u64 = 2_147_483_647;
+
+/// `setTimeout(handler, ms)`, with `ms` cut to what a timer holds (callers
+/// of a longer one check the time when it fires and sleep again).
+pub fn set_timeout(handler: &Function, ms: u64) -> JsValue {
+    set_timeout_raw(handler, ms.min(MAX_TIMER_MS) as f64)
 }
 
 /// Milliseconds on a monotonic clock (the wall clock where a runtime has
@@ -70,6 +79,20 @@ pub fn describe(e: &JsValue) -> String {
     }
 }
 
+/// A failure of `fetch` that no retry can mend: the runtime refused the
+/// permission (Deno's `NotCapable`, formerly `PermissionDenied`).
+pub fn is_permission_error(e: &JsValue) -> bool {
+    let name = Reflect::get(e, &"name".into()).ok().and_then(|n| n.as_string());
+    matches!(name.as_deref(), Some("NotCapable" | "PermissionDenied"))
+}
+
+/// A JS string as Rust text, refusing a lone UTF-16 surrogate (which would
+/// silently become U+FFFD and be sent).
+pub fn text(v: &JsValue) -> Option<String> {
+    let s = v.dyn_ref::<js_sys::JsString>()?;
+    s.is_valid_utf16().then(|| String::from(s))
+}
+
 /// Typed reads of a JS options object. `undefined`/`null` options, and
 /// options set to `undefined`/`null`, read as absent.
 pub struct Options(JsValue);
@@ -105,7 +128,7 @@ impl Options {
     }
 
     pub fn string(&self, key: &str) -> Result<Option<String>, Error> {
-        self.typed(key, "a string", JsValue::as_string)
+        self.typed(key, "a string of well-formed Unicode", text)
     }
 
     pub fn number(&self, key: &str) -> Result<Option<f64>, Error> {
@@ -136,10 +159,11 @@ impl Options {
 
 /// One string, or an array of strings.
 pub fn strings(v: &JsValue, what: &str) -> Result<Vec<String>, Error> {
-    if let Some(s) = v.as_string() {
-        return Ok(vec![s]);
+    let error =
+        || Error::InvalidArgument(format!("{what} must be a string or a list of strings (well-formed Unicode)"));
+    if v.is_string() {
+        return text(v).map(|s| vec![s]).ok_or_else(error);
     }
-    let error = || Error::InvalidArgument(format!("{what} must be a string or a list of strings"));
     let array = v.dyn_ref::<Array>().ok_or_else(error)?;
-    array.iter().map(|item| item.as_string().ok_or_else(error)).collect()
+    array.iter().map(|item| text(&item).ok_or_else(error)).collect()
 }
