@@ -681,7 +681,7 @@ impl Engine {
                         // Stop paging once every due node is found.
                         match marker {
                             Some(marker) if missing => listing.next_page = Some(Some(marker)),
-                            _ => round.queue.extend((0..round.checks.len()).filter(|&p| round.checks[p].is_none())),
+                            _ => round.queue.extend(round.unanswered()),
                         }
                     }
                     // Time ran out listing: what is not found stays unsettled.
@@ -838,7 +838,15 @@ impl Engine {
 }
 
 fn fill_missing(round: &mut Round, check: impl Fn() -> Check) {
-    for slot in round.checks.iter_mut().filter(|c| c.is_none()) {
-        *slot = Some(check());
+    for position in round.unanswered() {
+        round.checks[position] = Some(check());
+    }
+}
+
+impl Round {
+    /// Positions with no answer yet. Judged ones are not: their checks were
+    /// taken when they were judged.
+    fn unanswered(&self) -> Vec<usize> {
+        (self.judged..self.checks.len()).filter(|&p| self.checks[p].is_none()).collect()
     }
 }

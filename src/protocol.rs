@@ -730,7 +730,52 @@ mod tests {
             |v: &str| Reply::Response(Response { status: 503, retry_after: Some(v.into()), ..Default::default() });
         assert_eq!(policy.delay_ms(0, &after("7")), Some(7000));
         assert_eq!(policy.delay_ms(0, &after("Wed, 21 Oct 2026 07:28:00 GMT")), Some(2000));
+        // A huge or absurd Retry-After is capped, never a timer that
+        // overflows (and so fires at once, in a loop).
+        assert_eq!(policy.delay_ms(0, &after("61")), Some(MAX_RETRY_AFTER_MS));
+        assert_eq!(policy.delay_ms(0, &after("99999999999999999999999999")), Some(MAX_RETRY_AFTER_MS));
+        for odd in ["-1", "1.5", "", " ", "0x10", "+3"] {
+            assert_eq!(policy.delay_ms(0, &after(odd)), Some(2000), "{odd:?}");
+        }
+        let unusable = Reply::Unusable(Error::InvalidResponse("too large".into()));
+        assert_eq!(policy.delay_ms(0, &unusable), None, "final as it is");
+        assert_eq!(reply_error(&unusable), Error::InvalidResponse("too large".into()));
         assert_eq!(RetryPolicy { max_retries: 0, interval_ms: 1 }.delay_ms(0, &status(503)), None);
+    }
+
+    #[test]
+    fn a_pager_refuses_a_list_that_does_not_advance() {
+        let page = |uuids: &[&str], next: Option<&str>| {
+            let nodes: Vec<_> = uuids.iter().map(|u| serde_json::json!({"uuid": u})).collect();
+            match next {
+                Some(m) => json!({"nodes": nodes, "next": format!("http://x/v1/nodes?limit=2&marker={m}")}),
+                None => json!({"nodes": nodes}),
+            }
+        };
+        let advances = |pages: &[Value]| {
+            let mut pager = Pager::default();
+            pages.iter().map(|p| pager.page(p).map(|(_, next)| next)).collect::<Vec<_>>()
+        };
+        let good = advances(&[page(&["a", "b"], Some("b")), page(&["c", "d"], Some("d")), page(&["e"], None)]);
+        assert_eq!(good, [Ok(Some("b".into())), Ok(Some("d".into())), Ok(None)]);
+        for (what, pages) in [
+            ("the same marker again", vec![page(&["a", "b"], Some("b")), page(&["c", "d"], Some("b"))]),
+            ("an earlier marker", vec![page(&["a"], Some("a")), page(&["b"], Some("b")), page(&["c"], Some("a"))]),
+            ("no new node", vec![page(&["a", "b"], Some("b")), page(&["a", "b"], Some("x"))]),
+            ("an empty page with next", vec![page(&[], Some("a"))]),
+        ] {
+            let last = advances(&pages).pop().unwrap();
+            assert!(
+                matches!(last, Err(Error::InvalidResponse(ref m)) if m.contains("does not advance")),
+                "{what}: {last:?}"
+            );
+        }
+        let mut pager = Pager::default();
+        let endless: Vec<Result<_, _>> = (0..MAX_PAGES + 5)
+            .map(|i| pager.page(&page(&[&format!("u{i}")], Some(&format!("u{i}")))).map(drop))
+            .take_while(Result::is_ok)
+            .collect();
+        assert_eq!(endless.len() as u32, MAX_PAGES - 1, "a list that never ends stops at MAX_PAGES");
     }
     #[test]
     fn provision_bodies_carry_what_was_given() {

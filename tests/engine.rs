@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use ironic_wait::engine::{Engine, Event, Outcome, Report, Settle, Step, WaitOptions};
 use ironic_wait::error::{Error, Subject};
-use ironic_wait::protocol::{Reply, Request, Response};
+use ironic_wait::protocol::{Reply, Request, Response, RetryPolicy};
 use serde_json::{json, Value};
 
 /// A node's life as seen by successive GETs: the nth check of a node shows
@@ -750,4 +750,106 @@ fn allocation_errors_and_timeouts_read_like_python_ironicclient() {
     // Unknown states keep waiting, as in python-ironicclient.
     let mut fake = FakeIronic::new(&[("a1", vec![State("reshuffling"), State("active")])]);
     assert_eq!(drive(WaitOptions::allocation("a1".into()), &mut fake).outcomes(), ["reached"]);
+}
+
+// ---- hostile timing and paging --------------------------------------------
+
+#[test]
+fn no_request_starts_after_the_deadline_even_in_the_middle_of_a_round() {
+    // 40 slow nodes, 8 at a time, 1 s timeout: the batches due at 0 and at
+    // the deadline go out; what is left of the round never does.
+    let idents = names(40);
+    let fleet: Vec<(&str, Vec<Answer>)> = idents.iter().map(|n| (n.as_str(), vec![State("deploying")])).collect();
+    let mut fake = FakeIronic::new(&fleet);
+    fake.latency = 1000;
+    let w = WaitOptions { timeout: 1.0, list_threshold: 1000, ..WaitOptions::nodes(idents, "active") };
+    let t = drive(w, &mut fake);
+    assert!(t.instants().iter().all(|&at| at <= 1000), "{:?}", t.instants());
+    assert_eq!(t.sent.len(), 16);
+    assert_eq!(t.ended_at, 2000, "the deadline plus one request");
+    assert!(t.outcomes().iter().all(|o| *o == "timed-out"));
+    assert!(t.error().starts_with("Node(s) n000, n001, "), "{}", t.error());
+}
+
+#[test]
+fn retries_and_list_fallbacks_never_start_after_the_deadline() {
+    // Every GET is answered 503 after 600 ms: a retry due after the deadline
+    // is dropped, and the wait ends with the request in flight at it.
+    let mut fake = FakeIronic::new(&[("n1", vec![Busy(None)])]);
+    fake.latency = 600;
+    let w = WaitOptions {
+        timeout: 1.0,
+        retry: RetryPolicy { max_retries: 5, interval_ms: 100 },
+        ..opts(&["n1"], "active")
+    };
+    let t = drive(w, &mut fake);
+    assert!(t.instants().iter().all(|&at| at <= 1000), "{:?}", t.instants());
+    assert_eq!(t.outcomes(), ["timed-out"]);
+}
+
+#[test]
+fn a_shell_whose_timer_fires_late_still_makes_the_check_due_at_the_deadline() {
+    let mut engine = Engine::new(WaitOptions { timeout: 1.0, ..opts(&["n1"], "active") }, 0).unwrap();
+    let Step::Fetch(first) = engine.step(0) else { panic!("first check") };
+    engine.observe(first[0].id, ok(node_body("n1", "deploying", None)), 5);
+    assert_eq!(engine.step(5), Step::Sleep { until: Some(1000) });
+    // The timer fires 3 ms late: the final check goes out all the same.
+    let Step::Fetch(last) = engine.step(1003) else { panic!("the final check") };
+    engine.observe(last[0].id, ok(node_body("n1", "active", None)), 1010);
+    let Step::Done(report) = engine.step(1010) else { panic!("done") };
+    assert_eq!(report.error, None);
+}
+
+#[test]
+fn a_wait_whose_negotiation_took_all_the_time_times_out_without_a_check() {
+    let mut engine = Engine::new(WaitOptions { timeout: 3.0, ..opts(&["a", "b"], "active") }, 0).unwrap();
+    engine.time_out(3010);
+    let Step::Done(report) = engine.step(3010) else { panic!("done at once") };
+    assert_eq!(report.requests, 0);
+    let error = report.error.as_ref().unwrap().to_string();
+    assert_eq!(error, "Node(s) a, b failed to reach state active in 3 seconds");
+}
+
+#[test]
+fn a_list_that_does_not_advance_fails_the_nodes_it_did_not_find() {
+    // The server ignores `marker`: every page is the first again.
+    let idents = names(60);
+    let mut engine =
+        Engine::new(WaitOptions { settle: Settle::All, ..WaitOptions::nodes(idents, "active") }, 0).unwrap();
+    let first_page = json!({
+        "nodes": [node_body("x1", "active", None), node_body("x2", "active", None)],
+        "next": format!("http://ironic/v1/nodes?limit=1000&marker={}", uuid_of("x2")),
+    });
+    let mut pages = 0;
+    let report = loop {
+        match engine.step(0) {
+            Step::Fetch(fetches) => {
+                for fetch in fetches {
+                    assert!(fetch.request.path.starts_with("/v1/nodes?"), "only lists: {}", fetch.request.path);
+                    pages += 1;
+                    engine.observe(fetch.id, ok(first_page.clone()), 0);
+                }
+            }
+            Step::Sleep { .. } => panic!("nothing in flight, nothing due"),
+            Step::Done(report) => break report.clone(),
+        }
+    };
+    assert_eq!(pages, 2, "the repeat is noticed on the second page");
+    assert!(report
+        .targets
+        .iter()
+        .all(|t| matches!(&t.outcome, Outcome::Error(Error::InvalidResponse(m)) if m.contains("does not advance"))));
+}
+
+#[test]
+fn durations_beyond_a_js_timer_are_refused() {
+    for w in [
+        WaitOptions { timeout: 2_147_484.0, ..opts(&["n1"], "active") },
+        WaitOptions { poll_interval: 1e300, ..opts(&["n1"], "active") },
+        WaitOptions { request_timeout: 3e6, ..opts(&["n1"], "active") },
+    ] {
+        let e = Engine::new(w, 0).unwrap_err().to_string();
+        assert!(e.contains("must be at most 2147483 seconds"), "{e}");
+    }
+    assert!(Engine::new(WaitOptions { timeout: 2_147_483.0, ..opts(&["n1"], "active") }, 0).is_ok());
 }
