@@ -1,0 +1,46 @@
+// `npm test`: installs what the tests need, builds pkg/, then runs every
+// part of the suite in turn and says how long each took.
+//   npm test                       everything
+//   npm test -- --only node,rust   some parts (names below)
+//   npm test -- --list             the parts
+// Every part runs even when an earlier one failed; the exit code is 1 if any
+// failed. Parts add their own set-up (a venv, npm packages) to their `run`.
+import { spawnSync } from 'node:child_process';
+import { ROOT, main } from './lib.mjs';
+import { setup } from './setup.mjs';
+
+const node = (...args) => ({ cmd: process.execPath, args });
+const PARTS = [
+  { name: 'rust', what: 'the core: unit, engine, property and fuzz tests (cargo test)', cmd: 'cargo', args: ['test'] },
+  { name: 'sim', what: 'the simulator', ...node('--test', 'sim/test') },
+  { name: 'node', what: 'the built package in Node against the simulator', ...node('--test', 'tests/node') },
+  { name: 'browser', what: 'the console and its server, in Chromium', ...node('--test', 'tests/browser') },
+];
+
+await main('test', async () => {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--list')) {
+    for (const p of PARTS) console.log(`${p.name.padEnd(10)} ${p.what}`);
+    return;
+  }
+  const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1]?.split(',') : null;
+  const unknown = (only ?? []).filter((n) => !PARTS.some((p) => p.name === n));
+  if (unknown.length || (only && !only.length)) {
+    throw new Error(`unknown part ${unknown.join(', ') || '(none given)'}; the parts: ${PARTS.map((p) => p.name).join(', ')}`);
+  }
+  await setup({ tests: true });
+  const build = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('the build failed');
+
+  const results = [];
+  for (const part of PARTS.filter((p) => !only || only.includes(p.name))) {
+    console.log(`\n=== ${part.name}: ${part.what}`);
+    const started = performance.now();
+    const r = spawnSync(part.cmd, part.args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...part.env } });
+    results.push({ name: part.name, ok: r.status === 0, seconds: (performance.now() - started) / 1000 });
+  }
+  console.log('\npart       result  seconds');
+  for (const r of results) console.log(`${r.name.padEnd(10)} ${(r.ok ? 'pass' : 'FAIL').padEnd(7)} ${r.seconds.toFixed(0).padStart(7)}`);
+  const failed = results.filter((r) => !r.ok).map((r) => r.name);
+  if (failed.length) throw new Error(`failed: ${failed.join(', ')}`);
+});
