@@ -104,11 +104,46 @@ pub fn negotiate(requested: Requested, min: Option<&str>, max: Option<&str>) -> 
     }
 }
 
+/// The server's microversion range as an answer shows it: its headers, or,
+/// where they cannot be read (a browser reads only the headers Ironic's CORS
+/// settings expose, and by default they expose none), the `version` object
+/// of the `GET /v1` document.
+pub fn version_range(response: &Response) -> (Option<String>, Option<String>) {
+    if response.max_version.is_some() {
+        return (response.min_version.clone(), response.max_version.clone());
+    }
+    let document = Value::parse(&response.body).ok();
+    let version = document.as_ref().and_then(|d| d.get("version"));
+    let field = |k| version.and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_string);
+    (field("min_version"), field("version"))
+}
+
+/// python-ironicclient's words, wrapped as its `textwrap.fill` does.
 fn unsupported(v: Microversion, min: Microversion, max: Microversion) -> Error {
-    Error::UnsupportedVersion(format!(
+    Error::UnsupportedVersion(fill(&format!(
         "Requested API version {v} is not supported by the server, client, or the requested operation is not \
          supported by the requested version. Supported version range is {min} to {max}"
-    ))
+    )))
+}
+
+/// Python's `textwrap.fill(text)` (70 columns) for text of single-spaced
+/// words, none longer than a line: greedy, breaking at spaces.
+fn fill(text: &str) -> String {
+    const WIDTH: usize = 70;
+    let mut out = String::with_capacity(text.len());
+    let mut line = 0;
+    for word in text.split(' ') {
+        if line > 0 && line + 1 + word.len() > WIDTH {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out
 }
 
 /// HTTP methods the client uses.
@@ -613,14 +648,39 @@ mod tests {
         assert_eq!(n(Requested::Latest, "1.1", "1.87"), Ok(v("1.87")));
         assert_eq!(n(Requested::Pinned(v("1.38")), "1.1", "1.87"), Ok(v("1.38")));
         let e = n(Requested::Pinned(v("1.116")), "1.1", "1.115").unwrap_err();
+        // textwrap.fill's line breaks, as python-ironicclient prints them.
         assert_eq!(
             e.to_string(),
-            "Requested API version 1.116 is not supported by the server, client, or the requested operation is not \
-             supported by the requested version. Supported version range is 1.1 to 1.115"
+            "Requested API version 1.116 is not supported by the server, client, or\nthe requested operation is not \
+             supported by the requested version.\nSupported version range is 1.1 to 1.115"
         );
+        let e = n(Requested::Pinned(v("1.999")), "1.1", "1.99").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Requested API version 1.999 is not supported by the server, client, or\nthe requested operation is not \
+             supported by the requested version.\nSupported version range is 1.1 to 1.99"
+        );
+        let e = n(Requested::Pinned(v("1.1000")), "1.1", "1.99").unwrap_err();
+        assert!(e.to_string().starts_with("Requested API version 1.1000 is not supported by the server, client,\nor the"));
         assert!(n(Requested::Latest, "1.120", "1.130").is_err(), "server too new for us");
         assert!(matches!(negotiate(Requested::Latest, None, Some("1.1")), Err(Error::UnsupportedVersion(_))));
         assert!(negotiate(Requested::Latest, Some("x"), Some("1.1")).is_err());
+    }
+
+    #[test]
+    fn the_version_range_comes_from_headers_or_the_v1_document() {
+        let headers = Response {
+            status: 200,
+            min_version: Some("1.1".into()),
+            max_version: Some("1.99".into()),
+            body: r#"{"version": {"min_version": "1.5", "version": "1.50"}}"#.into(),
+            ..Default::default()
+        };
+        assert_eq!(version_range(&headers), (Some("1.1".into()), Some("1.99".into())), "headers first");
+        let body_only = Response { min_version: None, max_version: None, ..headers.clone() };
+        assert_eq!(version_range(&body_only), (Some("1.5".into()), Some("1.50".into())));
+        let neither = Response { body: "{}".into(), ..body_only };
+        assert_eq!(version_range(&neither), (None, None));
     }
 
     #[test]

@@ -473,7 +473,8 @@ impl Client {
             let reply = io::send(scope, exchange).await;
             if let Reply::Response(r) = &reply {
                 if r.is_success() || r.max_version.is_some() || r.status == 406 {
-                    let v = protocol::negotiate(self.requested, r.min_version.as_deref(), r.max_version.as_deref())?;
+                    let (min, max) = protocol::version_range(r);
+                    let v = protocol::negotiate(self.requested, min.as_deref(), max.as_deref())?;
                     self.version.set(Some(v));
                     return Ok(v);
                 }
