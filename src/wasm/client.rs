@@ -7,13 +7,13 @@
 //! the signal's reason.
 
 use std::cell::{Cell, RefCell};
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use super::io::{self, Exchange, Scope};
+use super::io::{self, Exchange, Scope, Shared};
 use super::js::{self, object, opt_str, Options};
 use crate::engine::{
     self, Engine, Event, Outcome, Report, Settle, Step, TargetReport, WaitOptions, DEFAULT_CONCURRENCY,
@@ -31,9 +31,11 @@ struct Client {
     requested: Requested,
     version: Cell<Option<Microversion>>,
     /// A negotiation under way, shared by concurrent first calls.
-    negotiation: RefCell<Option<Rc<RefCell<Negotiation>>>>,
+    negotiation: RefCell<Option<Rc<Shared<Result<Microversion, Error>>>>>,
     token: RefCell<Option<String>>,
     get_token: Option<Function>,
+    /// A `getToken()` under way, shared by the calls that need a token.
+    token_request: RefCell<Option<Rc<Shared<Result<(), Error>>>>>,
     basic_auth: Option<String>,
     headers: Vec<(String, String)>,
     retry: RetryPolicy,
@@ -42,14 +44,6 @@ struct Client {
     user_agent: Option<String>,
     /// The largest answer read, in bytes.
     max_body: usize,
-}
-
-/// One `GET /v1` negotiation and the calls waiting for it. It has a scope
-/// of its own, cancelled when the last call waiting for it has gone.
-struct Negotiation {
-    scope: Rc<Scope>,
-    waiters: Vec<Weak<Scope>>,
-    result: Option<Result<Microversion, Error>>,
 }
 
 /// Answers up to this size are read (`maxResponseBytes`): a full page of a
@@ -202,6 +196,7 @@ impl Client {
             negotiation: RefCell::new(None),
             token: RefCell::new(token),
             get_token: opts.function("getToken")?,
+            token_request: RefCell::new(None),
             basic_auth,
             headers,
             retry: RetryPolicy {
@@ -245,21 +240,43 @@ impl Client {
         (self.request_timeout > 0.0).then(|| js::now() + (self.request_timeout * 1000.0).ceil() as u64)
     }
 
-    /// Asks `getToken()` (which may return a promise) for a token. Gives up
-    /// at the call's abort or deadline (`Error::Aborted` / `Ok(false)`).
-    async fn refresh_token(&self, scope: &Rc<Scope>) -> Result<bool, Error> {
-        let Some(get_token) = &self.get_token else { return Ok(true) };
+    /// Makes sure there is a token to send: with `getToken`, one is asked for
+    /// when there is none yet, or when `refused` (the token a 401 answered)
+    /// is still the current one. Concurrent calls share one `getToken()`.
+    /// `Ok(false)`: the call's deadline came first.
+    async fn ensure_token(self: &Rc<Self>, scope: &Rc<Scope>, refused: Option<&str>) -> Result<bool, Error> {
+        if self.get_token.is_none() || self.token.borrow().as_deref().is_some_and(|t| Some(t) != refused) {
+            return Ok(true);
+        }
+        let running = self.token_request.borrow().clone().filter(|t| !t.cancelled());
+        let task = running.unwrap_or_else(|| {
+            let me = self.clone();
+            let task = Shared::start(|own| async move { me.ask_token(&own).await });
+            *self.token_request.borrow_mut() = Some(task.clone());
+            task
+        });
+        let result = task.join(scope).await;
+        let mut slot = self.token_request.borrow_mut();
+        if result.is_some() && slot.as_ref().is_some_and(|t| Rc::ptr_eq(t, &task)) {
+            slot.take();
+        }
+        match result {
+            Some(result) => result.map(|()| true),
+            None if scope.aborted() => Err(Error::Aborted),
+            None => Ok(false),
+        }
+    }
+
+    /// Calls `getToken()` (which may return a promise) and keeps its token.
+    async fn ask_token(&self, scope: &Rc<Scope>) -> Result<(), Error> {
+        let Some(get_token) = &self.get_token else { return Ok(()) };
         let failed = |e: &JsValue| Error::Auth(format!("getToken() failed: {}", js::describe(e)));
         let token = get_token.call0(&JsValue::UNDEFINED).map_err(|e| failed(&e))?;
-        let token = match scope.settle(Promise::resolve(&token)).await {
-            Some(settled) => settled.map_err(|e| failed(&e))?,
-            None if scope.aborted() => return Err(Error::Aborted),
-            None => return Ok(false),
-        };
+        let token = scope.settle(Promise::resolve(&token)).await.ok_or(Error::Aborted)?.map_err(|e| failed(&e))?;
         let token = js::text(&token).ok_or_else(|| Error::Auth("getToken() must return a string".into()))?;
         check_header_value(&token, "The token from getToken()").map_err(|e| Error::Auth(e.to_string()))?;
         *self.token.borrow_mut() = Some(token);
-        Ok(true)
+        Ok(())
     }
 
     /// One request with auth and version handling, no retries: a 401 gets
@@ -271,31 +288,27 @@ impl Client {
     async fn send(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request, timeout_at: Option<u64>) -> Reply {
         let mut refreshed = false;
         let mut renegotiated = false;
-        if self.token.borrow().is_none() && self.get_token.is_some() {
-            match self.refresh_token(scope).await {
+        let mut refused: Option<String> = None;
+        loop {
+            match self.ensure_token(scope, refused.as_deref()).await {
                 Ok(true) => {}
                 Ok(false) => return Reply::TimedOut,
                 Err(e) => return Reply::Unusable(e),
             }
-        }
-        loop {
             let version = match self.version(scope).await {
                 Ok(Some(v)) => v,
                 Ok(None) => return Reply::TimedOut,
                 Err(e) => return Reply::Unusable(e),
             };
             let headers = self.headers(Some(version), request);
+            let sent_token = self.token.borrow().clone();
             let url = self.url(request);
             let exchange = Exchange { url: &url, request, headers: &headers, timeout_at, max_body: self.max_body };
             let reply = io::send(scope, exchange).await;
             match &reply {
                 Reply::Response(r) if r.status == 401 && !refreshed && self.get_token.is_some() => {
                     refreshed = true;
-                    match self.refresh_token(scope).await {
-                        Ok(true) => {}
-                        Ok(false) => return Reply::TimedOut,
-                        Err(e) => return Reply::Unusable(e),
-                    }
+                    refused = sent_token;
                 }
                 Reply::Response(r) if r.status == 406 && !renegotiated => {
                     renegotiated = true;
@@ -394,70 +407,36 @@ impl Client {
     }
 
     /// The microversion to speak: pinned, or negotiated once from `GET /v1`
-    /// by a task of its own that concurrent first calls all wait for. Each
-    /// call stops waiting at its abort or deadline (`Ok(None)` then); when
-    /// the last one has gone, the negotiation is cancelled.
+    /// by a task that concurrent first calls share. Each call stops waiting
+    /// at its abort or deadline (`Ok(None)` then); when the last one has
+    /// gone, the negotiation is cancelled and the next call starts anew.
     async fn version(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Option<Microversion>, Error> {
-        loop {
-            if let Some(v) = self.version.get() {
-                return Ok(Some(v));
-            }
-            let running = self.negotiation.borrow().clone();
-            let negotiation = running.unwrap_or_else(|| self.start_negotiation());
-            let settled = negotiation.borrow().result.clone();
-            if let Some(result) = settled {
-                return result.map(Some);
-            }
-            negotiation.borrow_mut().waiters.push(Rc::downgrade(scope));
-            scope.sleep(scope.deadline.get()).await;
-            let settled = negotiation.borrow().result.clone();
-            if let Some(result) = settled {
-                return result.map(Some);
-            }
-            if scope.aborted() || scope.expired() {
-                self.leave_negotiation(&negotiation, scope);
-                return if scope.aborted() { Err(Error::Aborted) } else { Ok(None) };
-            }
+        if let Some(v) = self.version.get() {
+            return Ok(Some(v));
         }
-    }
-
-    fn start_negotiation(self: &Rc<Self>) -> Rc<RefCell<Negotiation>> {
-        let scope = Scope::new(None);
-        let negotiation =
-            Rc::new(RefCell::new(Negotiation { scope: scope.clone(), waiters: Vec::new(), result: None }));
-        *self.negotiation.borrow_mut() = Some(negotiation.clone());
-        let (me, shared) = (self.clone(), negotiation.clone());
-        wasm_bindgen_futures::spawn_local(async move {
-            let result = me.negotiate(&scope).await;
-            let mut current = me.negotiation.borrow_mut();
-            if current.as_ref().is_some_and(|n| Rc::ptr_eq(n, &shared)) {
-                current.take();
-            }
-            drop(current);
-            let waiters = std::mem::take(&mut shared.borrow_mut().waiters);
-            shared.borrow_mut().result = Some(result);
-            for waiter in waiters.iter().filter_map(Weak::upgrade) {
-                waiter.wake();
-            }
+        let running = self.negotiation.borrow().clone().filter(|n| !n.cancelled());
+        let task = running.unwrap_or_else(|| {
+            let me = self.clone();
+            let task = Shared::start(|own| async move { me.negotiate(&own).await });
+            *self.negotiation.borrow_mut() = Some(task.clone());
+            task
         });
-        negotiation
-    }
-
-    /// A call stops waiting for the negotiation; if none waits any more, it
-    /// is cancelled (nothing more is sent) and the next call starts anew.
-    fn leave_negotiation(&self, negotiation: &Rc<RefCell<Negotiation>>, scope: &Rc<Scope>) {
-        let mut n = negotiation.borrow_mut();
-        n.waiters.retain(|w| w.upgrade().is_some_and(|w| !Rc::ptr_eq(&w, scope) && !w.aborted() && !w.expired()));
-        if n.waiters.is_empty() && n.result.is_none() {
-            n.scope.cancel();
-            let mut current = self.negotiation.borrow_mut();
-            if current.as_ref().is_some_and(|c| Rc::ptr_eq(c, negotiation)) {
-                current.take();
-            }
+        let result = task.join(scope).await;
+        let mut slot = self.negotiation.borrow_mut();
+        if result.is_some() && slot.as_ref().is_some_and(|n| Rc::ptr_eq(n, &task)) {
+            // Done: a failure is not kept, so the next call tries again.
+            slot.take();
+        }
+        match result {
+            Some(result) => result.map(Some),
+            None if scope.aborted() => Err(Error::Aborted),
+            None => Ok(None),
         }
     }
 
     async fn negotiate(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Microversion, Error> {
+        // `getToken` is asked before the first request, this one included.
+        self.ensure_token(scope, None).await?;
         let request = protocol::version_document();
         let url = self.url(&request);
         let mut retries = 0;
@@ -527,7 +506,7 @@ impl Client {
         })();
         let (idents, requests, wait, on_progress, concurrency, settle) =
             prepared.map_err(|e| reject(&scope, e, None))?;
-        let started = js::now();
+        let started = scope.started;
         // With `wait: N`, the PUTs count against the N seconds too.
         scope.deadline.set(wait.as_ref().and_then(|w| deadline(started, w.timeout)));
         let results = self
@@ -628,7 +607,7 @@ impl Client {
             Ok((request, wait, opts.function("onProgress")?))
         })();
         let (request, wait, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
-        let started = js::now();
+        let started = scope.started;
         // With `wait: N`, the POST counts against the N seconds too.
         scope.deadline.set(wait.as_ref().and_then(|w| deadline(started, w.timeout)));
         let created = self.fetch_json(&scope, &request).await?;
@@ -712,11 +691,10 @@ impl Client {
         }
     }
 
-    /// A wait of its own (not after an action): its deadline counts from now.
+    /// A wait of its own (not after an action), from the call's start.
     async fn wait(self: &Rc<Self>, scope: &Rc<Scope>, w: WaitOptions, on_progress: Option<Function>) -> JsResult {
-        let started = js::now();
-        scope.deadline.set(deadline(started, w.timeout));
-        self.run(scope, w, on_progress, Vec::new(), started).await
+        scope.deadline.set(deadline(scope.started, w.timeout));
+        self.run(scope, w, on_progress, Vec::new(), scope.started).await
     }
 
     /// The drive loop: runs the engine on fetch and timers until it is done.

@@ -3,6 +3,7 @@
 //! AbortSignal wired to all of it.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::{Rc, Weak};
 
 use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
@@ -19,6 +20,8 @@ use crate::protocol::{Reply, Request, Response};
 /// Everything in flight for one call (a provision, a wait, a GET). Dropping
 /// it removes its listener from the caller's signal.
 pub struct Scope {
+    /// When the call began ([`js::now`]): a wait's timeout counts from here.
+    pub started: u64,
     signal: Option<AbortSignal>,
     /// Ended without a signal: the version negotiation when every call
     /// waiting for it has gone.
@@ -43,6 +46,7 @@ pub struct Scope {
 impl Scope {
     pub fn new(signal: Option<AbortSignal>) -> Rc<Scope> {
         let scope = Rc::new(Scope {
+            started: js::now(),
             signal,
             cancelled: Cell::new(false),
             sleepers: RefCell::new(Vec::new()),
@@ -177,6 +181,65 @@ impl Scope {
 
     fn unregister(&self, key: u64) {
         self.in_flight.borrow_mut().retain(|(k, _)| *k != key);
+    }
+}
+
+/// A task several calls wait for (the version negotiation, a token from
+/// `getToken()`): the first call starts it, those that come while it runs
+/// join it, each can stop waiting at its own abort or deadline, and when no
+/// call waits any more the task is cancelled: nothing more is sent for it.
+pub struct Shared<T> {
+    scope: Rc<Scope>,
+    waiters: RefCell<Vec<Weak<Scope>>>,
+    result: RefCell<Option<T>>,
+}
+
+impl<T: Clone + 'static> Shared<T> {
+    /// Starts `task` on a scope of its own.
+    pub fn start<Fut: Future<Output = T> + 'static>(task: impl FnOnce(Rc<Scope>) -> Fut) -> Rc<Shared<T>> {
+        let shared =
+            Rc::new(Shared { scope: Scope::new(None), waiters: RefCell::default(), result: RefCell::default() });
+        let running = task(shared.scope.clone());
+        let me = shared.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let result = running.await;
+            *me.result.borrow_mut() = Some(result);
+            for waiter in me.waiters.take().iter().filter_map(Weak::upgrade) {
+                waiter.wake();
+            }
+        });
+        shared
+    }
+
+    /// Cancelled: every call waiting for it had gone (its result, if it
+    /// has one by now, is only the cancellation's).
+    pub fn cancelled(&self) -> bool {
+        self.scope.aborted()
+    }
+
+    /// The task's result, or `None` if `call` is aborted or past its deadline
+    /// first.
+    pub async fn join(&self, call: &Rc<Scope>) -> Option<T> {
+        loop {
+            if let Some(result) = self.result.borrow().clone() {
+                return Some(result);
+            }
+            if call.aborted() || call.expired() {
+                self.leave(call);
+                return None;
+            }
+            self.waiters.borrow_mut().push(Rc::downgrade(call));
+            call.sleep(call.deadline.get()).await;
+        }
+    }
+
+    fn leave(&self, call: &Rc<Scope>) {
+        let mut waiters = self.waiters.borrow_mut();
+        waiters.retain(|w| w.upgrade().is_some_and(|w| !Rc::ptr_eq(&w, call) && !w.aborted() && !w.expired()));
+        if waiters.is_empty() {
+            drop(waiters);
+            self.scope.cancel();
+        }
     }
 }
 
