@@ -50,6 +50,10 @@ use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
 /// Milliseconds on the caller's clock.
 pub type Millis = u64;
 
+/// How late the shell's timer may wake for the check due at the deadline,
+/// and still make it.
+pub const LATE_TIMER_MS: Millis = 100;
+
 /// Requests in flight at once, unless the caller says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 8;
 
@@ -316,8 +320,8 @@ struct Round {
     listing: Option<Listing>,
     /// The last round, at the deadline.
     is_final: bool,
-    /// Nothing sent yet: its first batch goes out even when the shell's
-    /// timer fired a little after the deadline the round was due at.
+    /// The final round, due at the deadline, with nothing sent yet: its
+    /// first batch goes out even when the shell's timer fired a little late.
     fresh: bool,
 }
 
@@ -452,7 +456,7 @@ impl Engine {
         }
         match &self.report {
             Some(report) => Step::Done(report),
-            None => Step::Sleep { until: self.wake_at() },
+            None => Step::Sleep { until: self.wake_at(now) },
         }
     }
 
@@ -499,17 +503,25 @@ impl Engine {
         &self.options.idents
     }
 
-    fn wake_at(&self) -> Option<Millis> {
+    fn wake_at(&self, now: Millis) -> Option<Millis> {
         let timers = [self.timers.next_round.filter(|_| self.round.is_none())];
         let limits = self.in_flight.values().map(|(_, limit)| *limit);
         // With the cap full, due retries wait for a reply, not a timer.
         let room = self.in_flight.len() < self.options.concurrency;
         let retries = self.retrying.iter().filter(|_| room).map(|(at, _)| Some(*at));
-        timers.into_iter().chain(limits).chain(retries).flatten().min()
+        // What waits to be sent is dropped just past the deadline, and the
+        // wait may end then: wake for it rather than for a slow reply.
+        let unsent = !self.retrying.is_empty()
+            || self
+                .round
+                .as_ref()
+                .is_some_and(|r| !r.queue.is_empty() || r.listing.as_ref().is_some_and(|l| l.next_page.is_some()));
+        let past_deadline = self.timers.deadline.map(|d| d + 1).filter(|&at| unsent && at > now);
+        timers.into_iter().chain(limits).chain(retries).chain([past_deadline]).flatten().min()
     }
 
     fn start_round(&mut self, now: Millis) {
-        self.timers.next_round = None;
+        let due_at = self.timers.next_round.take();
         let due: Vec<usize> = (0..self.targets.len()).filter(|&i| self.targets[i].outcome.is_none()).collect();
         let listing = (self.options.subject == Subject::Node && due.len() >= self.options.list_threshold).then(|| {
             let mut positions: HashMap<String, Vec<usize>> = HashMap::new();
@@ -520,15 +532,11 @@ impl Engine {
         });
         let queue = if listing.is_some() { VecDeque::new() } else { (0..due.len()).collect() };
         let is_final = self.timers.deadline.is_some_and(|d| now >= d);
-        self.round = Some(Round {
-            checks: due.iter().map(|_| None).collect(),
-            due,
-            judged: 0,
-            queue,
-            listing,
-            is_final,
-            fresh: true,
-        });
+        // The final check, due at the deadline itself, may start a little
+        // after it: a JS timer never fires early, and often a bit late.
+        let fresh = self.timers.deadline.is_some_and(|d| due_at == Some(d) && now <= d + LATE_TIMER_MS);
+        self.round =
+            Some(Round { checks: due.iter().map(|_| None).collect(), due, judged: 0, queue, listing, is_final, fresh });
     }
 
     /// Moves what is due into flight, within the concurrency cap: retries
