@@ -661,7 +661,9 @@ mod tests {
              supported by the requested version.\nSupported version range is 1.1 to 1.99"
         );
         let e = n(Requested::Pinned(v("1.1000")), "1.1", "1.99").unwrap_err();
-        assert!(e.to_string().starts_with("Requested API version 1.1000 is not supported by the server, client,\nor the"));
+        assert!(e
+            .to_string()
+            .starts_with("Requested API version 1.1000 is not supported by the server, client,\nor the"));
         assert!(n(Requested::Latest, "1.120", "1.130").is_err(), "server too new for us");
         assert!(matches!(negotiate(Requested::Latest, None, Some("1.1")), Err(Error::UnsupportedVersion(_))));
         assert!(negotiate(Requested::Latest, Some("x"), Some("1.1")).is_err());
