@@ -35,7 +35,10 @@ export const TOKEN_HEADER = 'X-Console-Token';
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** A request body must have arrived within this (408 otherwise). */
 export const BODY_TIMEOUT_MS = 30_000;
-const HEADERS_TIMEOUT_MS = 20_000;
+/** The request's headers must have arrived within this (408 otherwise). */
+export const HEADERS_TIMEOUT_MS = 20_000;
+/** More header lines than this are refused (431) rather than silently cut, as Node would. */
+const MAX_HEADERS = 100;
 /** An upstream Ironic silent this long is a 504. */
 const UPSTREAM_TIMEOUT_MS = 120_000;
 const MAX_TARGET_LENGTH = 2048;
@@ -95,12 +98,13 @@ const BAD_DECODED = /[%/\\?#;\x00-\x1f\x7f-\uffff]/;
  * @param {number} [options.seed=1] the simulator's seed
  * @param {number} [options.maxBodyBytes=MAX_BODY_BYTES] larger request bodies are refused (413)
  * @param {number} [options.bodyTimeout=BODY_TIMEOUT_MS] ms a request body may take to arrive (408 after)
+ * @param {number} [options.headersTimeout=HEADERS_TIMEOUT_MS] ms the request's headers may take (408 after)
  * @returns {Promise<{ url: string, sim: object|null, close(): Promise<void> }>}
  */
 export async function startConsoleServer(options = {}) {
   const {
     port = 0, host = '127.0.0.1', ironicUrl, ironicToken, scenario = demoFleet(), seed = 1,
-    maxBodyBytes = MAX_BODY_BYTES, bodyTimeout = BODY_TIMEOUT_MS,
+    maxBodyBytes = MAX_BODY_BYTES, bodyTimeout = BODY_TIMEOUT_MS, headersTimeout = HEADERS_TIMEOUT_MS,
   } = options;
   if (!LOOPBACK.test(host)) throw new Error(`The console server listens on a loopback address only (127.0.0.1, ::1, localhost), not ${host}`);
   const upstream = ironicUrl ? ironicBase(ironicUrl) : null;
@@ -121,6 +125,7 @@ export async function startConsoleServer(options = {}) {
     if (route.status) return refuse(req, res, route.status, route.message);
 
     if (route.kind === 'api' || (route.kind === 'control' && sim)) {
+      if (!API_METHODS.has(req.method)) return refuse(req, res, 405, 'Method not allowed.', { Allow: [...API_METHODS].join(', ') });
       if (query && !READS.has(req.method)) return refuse(req, res, 400, 'A query string is only accepted on GET and HEAD.');
       readBody(req, res, { limit: maxBodyBytes, ms: bodyTimeout, expectsContinue }).then((body) => {
         if (!body) return; // refused or gone
@@ -142,11 +147,11 @@ export async function startConsoleServer(options = {}) {
 
   const server = http.createServer({
     requireHostHeader: false, // checked here, with the security headers on the answer
-    headersTimeout: HEADERS_TIMEOUT_MS,
-    requestTimeout: HEADERS_TIMEOUT_MS + 2 * bodyTimeout, // a backstop: bodies have their own timer
-    connectionsCheckingInterval: 1000,
+    headersTimeout,
+    requestTimeout: headersTimeout + 2 * bodyTimeout, // a backstop: bodies have their own timer
+    connectionsCheckingInterval: Math.min(1000, headersTimeout),
   }, handle);
-  server.maxHeadersCount = 100;
+  server.maxHeadersCount = MAX_HEADERS + 1;
   // `Expect: 100-continue`: the checks come before the client is told to send its body.
   server.on('checkContinue', (req, res) => handle(req, res, true));
   server.on('clientError', (err, socket) => rawError(socket, err));
@@ -191,6 +196,8 @@ const digest = (text) => createHash('sha256').update(text).digest();
  * [status, message] to refuse it with.
  */
 function gate(req, hosts, tokenDigest) {
+  // Node keeps the first maxHeadersCount lines and drops the rest: an Origin could hide past them.
+  if (req.rawHeaders.length / 2 > MAX_HEADERS) return [431, `A request may have at most ${MAX_HEADERS} header lines.`];
   const host = req.headersDistinct.host;
   if (host?.length !== 1 || !hosts.has(host[0].toLowerCase())) {
     return [421, 'This console server only answers requests addressed to its own loopback address.'];
