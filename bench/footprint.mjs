@@ -1,0 +1,108 @@
+// What a user pays before any wait: the download (the wasm and the JS glue in
+// pkg/, as the size test counts them) and the start-up (import and first
+// client, in fresh processes).
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants as zlib } from 'node:zlib';
+import { PKG, WASM_FILE, gzipSize } from '../scripts/lib.mjs';
+
+const here = (file) => fileURLToPath(new URL(file, import.meta.url));
+
+const brotliSize = (bytes) => brotliCompressSync(bytes, {
+  params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: bytes.length },
+}).length;
+
+/** Raw, gzip -9 and brotli -q 11 bytes of some files, each compressed on its own and summed. */
+function measure(paths) {
+  const sizes = { raw: 0, gzip: 0, brotli: 0 };
+  for (const path of paths) {
+    const bytes = readFileSync(path);
+    sizes.raw += bytes.length;
+    sizes.gzip += gzipSize(bytes);
+    sizes.brotli += brotliSize(bytes);
+  }
+  return sizes;
+}
+
+/** Rows of the size table: the package's wasm, its JS, their sum, and the floor client's source. */
+export function sizes() {
+  const js = readdirSync(PKG).filter((f) => f.endsWith('.js')).map((f) => join(PKG, f));
+  const wasm = measure([join(PKG, WASM_FILE)]);
+  const glue = measure(js);
+  return [
+    { what: `ironic-wait: ${WASM_FILE}`, ...wasm },
+    { what: `ironic-wait: JS (${js.length} files in pkg/)`, ...glue },
+    { what: 'ironic-wait: wasm + JS', raw: wasm.raw + glue.raw, gzip: wasm.gzip + glue.gzip, brotli: wasm.brotli + glue.brotli },
+    { what: 'floor: bench/floor.mjs', ...measure([here('./floor.mjs')]) },
+  ];
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+};
+
+/** Runs a command to its end; returns the wall milliseconds and its stdout. */
+function timed(cmd, args) {
+  const t0 = performance.now();
+  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const ms = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`\`${[cmd, ...args].join(' ')}\` failed: ${r.stderr.trim()}`);
+  return { ms, stdout: r.stdout };
+}
+
+/**
+ * Median wall time of fresh processes (start to exit), `runs` of each, the
+ * kinds interleaved so that a busy moment hits all alike. `kinds` maps a
+ * label to [cmd, ...args]; the first is the baseline.
+ */
+function startTimes(kinds, runs) {
+  const samples = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
+  for (let i = 0; i < runs; i++) {
+    for (const [label, [cmd, ...args]] of Object.entries(kinds)) samples[label].push(timed(cmd, args));
+  }
+  return samples;
+}
+
+/**
+ * Node: `node -e 0`, an empty ES module (bench/cold-start.mjs bare, the
+ * baseline), the floor's import, and ironic-wait's import plus first
+ * `new IronicClient`, with the import and the constructor as timed inside.
+ */
+export function nodeColdStart(runs) {
+  const script = here('./cold-start.mjs');
+  const node = process.execPath;
+  const samples = startTimes({
+    'empty ES module (baseline)': [node, script, 'bare'],
+    'node -e 0': [node, '-e', '0'],
+    'floor: import': [node, script, 'floor'],
+    'ironic-wait: import + new IronicClient': [node, script, 'ironic-wait'],
+  }, runs);
+  return rows(samples, (s) => (s.stdout.trim() ? JSON.parse(s.stdout) : null));
+}
+
+/** Python: `python -c pass` (the baseline), then each peer's import plus its first client. */
+export function pythonColdStart(python, peers, runs) {
+  const kinds = { 'python -c pass (baseline)': [python, '-c', 'pass'] };
+  for (const peer of peers) kinds[`${peer}: import + client`] = [python, here('./peer.py'), 'cold', peer];
+  return rows(startTimes(kinds, runs), () => null);
+}
+
+function rows(samples, inside) {
+  const [baseline] = Object.values(samples).map((s) => median(s.map((x) => x.ms)));
+  return Object.entries(samples).map(([what, list]) => {
+    const parts = list.map(inside).filter(Boolean);
+    const ms = median(list.map((x) => x.ms));
+    return {
+      what,
+      runs: list.length,
+      ms,
+      overBaselineMs: ms - baseline,
+      importMs: parts.length ? median(parts.map((p) => p.importMs)) : null,
+      constructMs: parts.length ? median(parts.map((p) => p.constructMs)) : null,
+    };
+  });
+}

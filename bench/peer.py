@@ -1,0 +1,97 @@
+"""One Python peer's wait, in a process of its own (started by bench/run.mjs):
+
+    python bench/peer.py python-ironicclient|openstacksdk CONFIG.json
+    python bench/peer.py cold python-ironicclient|openstacksdk
+
+The same protocol as bench/client.mjs: prints `ready`, waits for `go` on
+stdin, waits for every node with the library's own wait, and prints one JSON
+line. CPU is the process's resource usage (user + system) around the call.
+Neither library has a progress callback, so the instant a node is first seen
+settled is taken where the wait reads it: each library's wait fetches nodes
+through one method (NodeManager.get, BaremetalProxy.get_node), wrapped here.
+`cold` only imports the library and makes a client (for the cold-start table).
+"""
+
+import json
+import resource
+import sys
+import time
+
+
+def make_client(kind, url):
+    if kind == 'python-ironicclient':
+        from ironicclient import client
+
+        return client.get_client('1', endpoint=url)
+    if kind == 'openstacksdk':
+        import openstack
+
+        return openstack.connection.Connection(
+            auth_type='none', auth={'endpoint': url}, baremetal_endpoint_override=url)
+    raise SystemExit(f'unknown peer {kind}')
+
+
+def cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main():
+    if sys.argv[1] == 'cold':
+        make_client(sys.argv[2], 'http://127.0.0.1:9')
+        return
+    kind, config_path = sys.argv[1:3]
+    with open(config_path) as f:
+        config = json.load(f)
+    url, uuids, expected = config['url'], config['uuids'], config['expected']
+    interval = config['pollInterval']
+    client = make_client(kind, url)
+    settled_at = {}
+
+    def watching(get):
+        def wrapped(ident, *args, **kwargs):
+            node = get(ident, *args, **kwargs)
+            state = node.provision_state
+            # openstacksdk passes the Node it fetched last round from the second round on.
+            ident = getattr(ident, 'id', ident)
+            if ident not in settled_at and (state == expected or state == 'error' or state.endswith(' failed')):
+                settled_at[ident] = time.time() * 1000
+            return node
+        return wrapped
+
+    if kind == 'python-ironicclient':
+        client.node.get = watching(client.node.get)
+
+        def wait():
+            client.node.wait_for_provision_state(uuids, expected, poll_interval=interval)
+    else:
+        proxy = client.baremetal
+        proxy.get_node = watching(proxy.get_node)
+
+        def wait():
+            # Its interval is fixed at 2 s (openstack.utils.iterate_timeout).
+            proxy.wait_for_nodes_provision_state(uuids, expected)
+
+    print('ready', flush=True)
+    for line in sys.stdin:
+        if line.strip() == 'go':
+            break
+
+    cpu0 = cpu_seconds()
+    started = time.time() * 1000
+    wait()
+    settled = time.time() * 1000
+    cpu = cpu_seconds() - cpu0
+    print(json.dumps({
+        'started': started,
+        'settled': settled,
+        'cpuSeconds': cpu,
+        # ru_maxrss is in KiB on Linux.
+        'peakRssBytes': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        # Both waits raise on a failure or a timeout: returning means every node arrived.
+        'outcomes': {'reached': len(uuids)},
+        'settledAt': [settled_at.get(u) for u in uuids],
+    }), flush=True)
+
+
+main()

@@ -1,0 +1,90 @@
+// `npm run bench -- --quick` runs end to end and writes a well-formed report:
+// a table per N with a row of numbers for every client, the size and
+// start-up tables, and an SVG. A benchmark, not a timed test: no figure is
+// judged, only that each is there and is a number.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const NUMBER = /^[+-]?\d+(\.\d+)?x?$/;
+
+/** Runs the bench into a temporary folder; returns the Markdown and the SVG. */
+function bench(args, env) {
+  const out = mkdtempSync(join(tmpdir(), 'bench-test-'));
+  try {
+    const r = spawnSync(process.execPath, ['bench/run.mjs', '--quick', '--start-runs', '3', '--out', out, ...args], {
+      cwd: ROOT, env, encoding: 'utf8', timeout: 10 * 60_000,
+    });
+    assert.equal(r.status, 0, `the bench failed:\n${r.stderr}`);
+    return { md: readFileSync(join(out, 'benchmarks.md'), 'utf8'), svg: readFileSync(join(out, 'benchmarks.svg'), 'utf8') };
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+/** The rows of the Markdown table that follows `heading` (cells trimmed), header first. */
+function tableAfter(md, heading) {
+  const at = md.indexOf(`\n${heading}\n`);
+  assert.ok(at >= 0, `no "${heading}" in the report`);
+  const lines = md.slice(at + heading.length + 2).split('\n');
+  const start = lines.findIndex((l) => l.startsWith('|'));
+  const rows = [];
+  for (const line of lines.slice(start)) {
+    if (!line.startsWith('|')) break;
+    rows.push(line.slice(1, -1).split('|').map((c) => c.trim()));
+  }
+  return [rows[0], ...rows.slice(2)]; // without the |---| line
+}
+
+function checkResults(md, clients) {
+  for (const n of [1, 100]) {
+    const [head, ...rows] = tableAfter(md, `### N = ${n}`);
+    assert.equal(head[0], 'client');
+    const numeric = head.length - 2; // all but the client name and the breakdown by kind
+    for (const client of [...clients, 'ironic-wait / floor']) {
+      const row = rows.find((r) => r[0] === client);
+      assert.ok(row, `N = ${n}: no row for ${client}`);
+      assert.equal(row.length, head.length, `N = ${n}, ${client}: ${row.length} cells for ${head.length} columns`);
+      for (const [i, cell] of row.slice(1, 1 + numeric).entries()) {
+        assert.match(cell, NUMBER, `N = ${n}, ${client}, ${head[i + 1]}: "${cell}" is not a number`);
+      }
+    }
+    assert.equal(rows.length, clients.length + 1, `N = ${n}: rows ${rows.map((r) => r[0])}`);
+  }
+}
+
+function checkFootprint(md, svg, clients) {
+  const [sizeHead, ...sizes] = tableAfter(md, '## Size');
+  assert.deepEqual(sizeHead, ['file', 'raw KB', 'gzip -9 KB', 'brotli -q 11 KB']);
+  assert.ok(sizes.some((r) => r[0] === 'ironic-wait: wasm + JS'));
+  for (const row of sizes) for (const cell of row.slice(1)) assert.match(cell, NUMBER, `size of ${row[0]}: "${cell}"`);
+  const [, ...starts] = tableAfter(md, '## Start-up');
+  const start = starts.find((r) => r[0] === 'ironic-wait: import + new IronicClient');
+  assert.ok(start, 'no start-up row for ironic-wait');
+  for (const cell of start.slice(1)) assert.match(cell, NUMBER, `start-up: "${cell}"`);
+  assert.match(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*>[\s\S]*<\/svg>\n$/);
+  for (const client of clients) assert.ok(svg.includes(`>${client}</text>`), `no ${client} in the chart's legend`);
+  // A bar per client and N, each with its figure as a tooltip.
+  assert.equal(svg.match(/<rect [^>]*><title>/g)?.length, clients.length * 2);
+}
+
+test('npm run bench -- --quick writes a table per N with every client, and the chart', () => {
+  const env = { ...process.env };
+  delete env.BENCH_PY; // the JS clients only: no Python needed
+  const { md, svg } = bench([], env);
+  checkResults(md, ['ironic-wait', 'floor']);
+  checkFootprint(md, svg, ['ironic-wait', 'floor']);
+});
+
+test('with BENCH_PY the Python peers are in the same tables', { skip: !process.env.BENCH_PY && 'BENCH_PY is not set' }, () => {
+  const clients = ['ironic-wait', 'floor', 'python-ironicclient', 'openstacksdk'];
+  const { md, svg } = bench([], process.env);
+  checkResults(md, clients);
+  checkFootprint(md, svg, clients);
+  assert.ok(tableAfter(md, 'Python peers (import and their first client, no request):').length >= 3);
+});
