@@ -1,3 +1,3 @@
-// Entry for the `deno`, `browser` and `default` export conditions.
+// Entry for the `browser` and `default` export conditions.
 import './init-web.js';
 export * from './index.js';

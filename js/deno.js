@@ -1,0 +1,3 @@
+// Entry for the `deno` export condition.
+import './init-deno.js';
+export * from './index.js';
