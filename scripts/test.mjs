@@ -15,6 +15,11 @@ const PARTS = [
   { name: 'sim', what: 'the simulator', ...node('--test', 'sim/test') },
   { name: 'node', what: 'the built package in Node against the simulator', ...node('--test', 'tests/node') },
   { name: 'browser', what: 'the console and its server, in Chromium', ...node('--test', 'tests/browser') },
+  // The runtime matrix (tests/runtimes/): one scenario, the package from its own tarball, each runtime vs Node.
+  { name: 'node-pack', what: 'the runtime scenario in Node, the package installed from its tarball', ...node('--test', 'tests/runtimes/node.test.mjs') },
+  { name: 'deno', what: 'the runtime scenario in Deno, with --allow-net only', ...node('--test', 'tests/runtimes/deno.test.mjs') },
+  { name: 'workerd', what: 'the runtime scenario in a wrangler-bundled Worker under workerd', ...node('--test', 'tests/runtimes/workerd.test.mjs') },
+  { name: 'chromium', what: 'the runtime scenario in Chromium: vite and import-map pages, and module workers', ...node('--test', 'tests/runtimes/chromium.test.mjs') },
 ];
 
 await main('test', async () => {
