@@ -1,0 +1,215 @@
+// The soak: one client deploys 2,000 nodes and waits for all of them
+// (settle 'all') for several minutes against a simulator that misbehaves at
+// random (seeded): 409s and 503s, latency, resets, list pages cut
+// mid-stream, malformed node bodies. Nodes settle throughout the run:
+// transitions last from a tenth to nine tenths of it; some fail, some are
+// deleted, some never finish.
+//
+// List pages break by being cut (a transport failure, retried), not by
+// malformed JSON: a malformed page is final for every node the round had
+// not found yet (settle 'all' gives them 'error'), so at any random
+// fraction it would end most of the soak at once. Malformed bodies go to
+// the per-node GETs, where they end just that node; the fault matrix covers
+// malformed pages.
+//
+// Asserted: the JS heap and the wasm memory, sampled every few seconds after
+// a full GC, stay flat after warm-up; every node is reported exactly once
+// (in the report and by one final progress event) with the outcome the
+// simulator's own record explains; the requests the server saw are within
+// rounds x pages plus fallbacks and retries.
+//
+// SOAK_SECONDS (default 180) sets the length. The simulator runs in a child
+// process, so that the memory sampled here is the client's.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { IronicClient } from 'ironic-wait';
+import { startSimProcess, memorySample, MiB } from './hostile-servers.mjs';
+import { rng } from '../../sim/rng.mjs';
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 180);
+const COUNT = 2000;
+const POLL = 0.25; // s
+const SAMPLE_EVERY = 3000; // ms
+// Warm-up: the PUTs (2,000 of them, several seconds) and the first rounds
+// of the wait, where the wasm memory reaches its high-water mark (pages
+// parsed while others are in flight): a quarter of the run, and at least
+// 10 s after the first node settled.
+const WARM_UP = 0.25; // of the run
+const WARM_UP_AFTER_FIRST = 10; // s
+// Margins over the first third's peak, for the last third's peak.
+// wasm: memory grows by whole 64 KiB pages and never shrinks; after warm-up
+// the high-water mark is set by the largest page read (~150 kB of JSON, a
+// few copies while parsing). 1 MiB (16 pages) is slack for allocator
+// fragmentation; a leak of a few bytes per node per round (2,000 nodes x
+// hundreds of rounds) would exceed it several times over.
+const WASM_MARGIN = 1 * MiB;
+// JS heap after a full GC: the client keeps one promise and its callbacks;
+// undici's pool and Node's own caches move by a MiB or two. 4 MiB more
+// than that would be a leak of ~1 kB per request over the last two thirds.
+const HEAP_MARGIN = 4 * MiB;
+
+const names = Array.from({ length: COUNT }, (_, i) => `soak-${String(i).padStart(4, '0')}`);
+
+/** The scenario: durations in sim ms (time scale 1) spread over the run. */
+function scenario() {
+  const ms = (fraction) => Math.round(fraction * SECONDS * 1000);
+  const pick = rng(11, 'soak nodes');
+  const fate = new Map();
+  for (const name of names) {
+    const r = pick();
+    fate.set(name, r < 0.02 ? 'fail' : r < 0.03 ? 'delete' : r < 0.04 ? 'stall' : 'deploy');
+  }
+  const having = (f) => names.filter((n) => fate.get(n) === f);
+  return {
+    fate,
+    scenario: {
+      seed: 7,
+      timing: { deploying: [ms(0.04), ms(0.25)], 'wait call-back': [0, ms(0.2)] },
+      nodes: [...names.map((name) => ({ name, provision_state: 'available' })), { name: 'ok1', provision_state: 'active' }],
+      transitions: [
+        { node: having('fail'), action: 'active', fail: 'soak: deploy step failed' },
+        { node: having('delete'), action: 'active', delete: true },
+        { node: having('stall'), action: 'active', stall: true },
+      ],
+      faults: [
+        { kind: 'latency', ms: 150, fraction: 0.05 },
+        { method: 'PUT', kind: 'status', status: 409, fraction: 0.02 },
+        { method: 'GET', kind: 'status', status: 503, fraction: 0.02 },
+        { kind: 'reset', fraction: 0.005 },
+        { method: 'GET', path: '/v1/nodes', kind: 'cut', fraction: 0.01 },
+        { method: 'GET', path: '/v1/nodes/*', kind: 'malformed', fraction: 0.01 },
+      ],
+    },
+  };
+}
+
+test(`soak: ${COUNT} nodes for ${SECONDS} s with random faults; memory flat, every node reported once`, { timeout: (SECONDS + 120) * 1000 }, async () => {
+  const { fate, scenario: world } = scenario();
+  const sim = await startSimProcess(world);
+  const samples = [];
+  let sampling;
+  try {
+    const client = new IronicClient({ endpoint: sim.url, token: 'soak-token', requestTimeout: 10, retryInterval: 0.2 });
+    await client.getNode('ok1'); // negotiated and warm before the first sample
+    const done = new Map(); // node -> final progress events
+    let events = 0;
+    let firstSettled;
+    const simStart = await sim.now();
+    const started = performance.now();
+    const sample = async () => samples.push({ t: (performance.now() - started) / 1000, ...(await memorySample()) });
+    await sample();
+    sampling = setInterval(sample, SAMPLE_EVERY);
+    let report;
+    try {
+      report = await client.provision(names, 'deploy', {
+        wait: SECONDS,
+        pollInterval: POLL,
+        settle: 'all',
+        onProgress: (e) => {
+          events++;
+          if (!e.done) return;
+          firstSettled ??= (performance.now() - started) / 1000;
+          done.set(e.node, [...(done.get(e.node) ?? []), e.outcome]);
+        },
+      });
+    } finally {
+      clearInterval(sampling);
+    }
+    const elapsed = (performance.now() - started) / 1000;
+    const during = samples.slice(); // the steady state is judged on these: building the final report is not part of it
+    await sample();
+
+    // Every node exactly once, in the caller's order, with a final event of the same outcome.
+    assert.equal(report.nodes.length, COUNT);
+    assert.deepEqual(report.nodes.map((n) => n.node), names, 'the report lists every node once, in order');
+    const twice = [...done].filter(([, outcomes]) => outcomes.length !== 1);
+    assert.deepEqual(twice, [], 'one final progress event per node');
+    assert.equal(done.size, COUNT, `${COUNT - done.size} nodes had no final progress event`);
+    const disagree = report.nodes.filter((n) => done.get(n.node)[0] !== n.outcome);
+    assert.deepEqual(disagree.map((n) => n.node), [], 'the final event and the report agree');
+
+    // Each outcome is one the simulator's record explains: the node's end
+    // (active, deploy failed, deleted) came before the deadline, or, for
+    // timed-out, not (a second of slack either way for the last check).
+    const deadline = simStart + SECONDS * 1000;
+    const ends = new Map();
+    for (const h of await sim.histories()) {
+      const end = h.entries.find((e) => e.deleted || e.provision_state === 'active' || e.provision_state === 'deploy failed');
+      if (end) ends.set(h.name, end.t);
+    }
+    const expected = { deploy: 'reached', fail: 'failed', delete: 'not-found', stall: 'timed-out' };
+    const byOutcome = {};
+    const unexplained = [];
+    for (const n of report.nodes) {
+      byOutcome[n.outcome] = (byOutcome[n.outcome] ?? 0) + 1;
+      const f = fate.get(n.node);
+      const end = ends.get(n.node) ?? Infinity;
+      // A malformed body, or retries exhausted: that node's check failed.
+      if (n.outcome === 'error') {
+        if (!(n.error instanceof Error)) unexplained.push(`${n.node}: error without an Error`);
+      } else if (n.outcome === 'timed-out') {
+        if (end < deadline - 1000) unexplained.push(`${n.node} (${f}): timed-out, but it ended ${((deadline - end) / 1000).toFixed(1)} s before the deadline`);
+      } else if (n.outcome !== expected[f]) {
+        unexplained.push(`${n.node} (${f}): ${n.outcome}`);
+      } else if (end > deadline + 1000) {
+        unexplained.push(`${n.node} (${f}): ${n.outcome}, but it ended after the deadline`);
+      }
+      if (n.outcome === 'reached' && n.state !== 'active') unexplained.push(`${n.node}: reached in ${n.state}`);
+      if (n.outcome === 'failed' && n.lastError !== 'soak: deploy step failed') unexplained.push(`${n.node}: failed with ${n.lastError}`);
+    }
+    assert.deepEqual(unexplained.slice(0, 10), [], `${unexplained.length} unexplained outcomes`);
+    assert.ok(byOutcome.reached > COUNT * 0.8, `most nodes reached: ${JSON.stringify(byOutcome)}`);
+    assert.ok((byOutcome.error ?? 0) < COUNT * 0.1, `few errors: ${JSON.stringify(byOutcome)}`);
+
+    // Requests: per round at most three list pages (2,000 nodes in pages
+    // of 1,000, and the empty last one) or one GET per unsettled node (fewer
+    // than the list threshold, 50), plus one fallback GET per node missing
+    // from the list, plus retries, plus the PUTs.
+    const log = await sim.log();
+    const count = (f) => log.filter(f).length;
+    const puts = count((e) => e.method === 'PUT');
+    const firstPages = count((e) => e.path === '/v1/nodes' && !/marker=/.test(e.query));
+    const pages = count((e) => e.path === '/v1/nodes');
+    const singles = count((e) => e.method === 'GET' && e.path.startsWith('/v1/nodes/'));
+    const retried = count((e) => e.status === 503 || e.status === 409 || e.status === null || e.fault === 'malformed' || e.fault === 'cut');
+    const rounds = Math.ceil(elapsed / POLL) + 2;
+    const figures = {
+      seconds: +elapsed.toFixed(1), requests: log.length, puts, listPages: pages, listRounds: firstPages, singleGets: singles,
+      faulted: retried, reportRequests: report.requests, reportRetries: report.retries, events, outcomes: byOutcome,
+    };
+    assert.ok(puts <= COUNT * 6, `PUTs: ${JSON.stringify(figures)}`);
+    assert.ok(firstPages <= rounds, `list rounds ${firstPages} > ${rounds}: ${JSON.stringify(figures)}`);
+    assert.ok(pages <= 3 * firstPages + retried, `list pages: ${JSON.stringify(figures)}`);
+    assert.ok(singles <= rounds * 50 + COUNT + retried, `single GETs: ${JSON.stringify(figures)}`);
+    assert.ok(elapsed <= SECONDS + 10 + 5, `settled after ${elapsed.toFixed(1)} s`);
+
+    // Memory: flat after warm-up.
+    const warmUp = Math.max(WARM_UP * SECONDS, firstSettled + WARM_UP_AFTER_FIRST);
+    const steady = during.filter((s) => s.t >= warmUp);
+    assert.ok(steady.length >= 6, `${steady.length} samples after warm-up`);
+    const third = Math.floor(steady.length / 3);
+    const peak = (list, k) => Math.max(...list.map((s) => s[k]));
+    const first = steady.slice(0, third);
+    const last = steady.slice(-third);
+    const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;
+    const memory = {
+      samples: samples.length,
+      warmUp: +warmUp.toFixed(1),
+      heap: { first: mib(peak(first, 'heapUsed')), last: mib(peak(last, 'heapUsed')), peak: mib(peak(samples, 'heapUsed')) },
+      wasm: { first: mib(peak(first, 'wasm')), last: mib(peak(last, 'wasm')), peak: mib(peak(samples, 'wasm')) },
+      rss: { first: mib(peak(first, 'rss')), last: mib(peak(last, 'rss')), peak: mib(peak(samples, 'rss')) },
+      arrayBuffers: { peak: mib(peak(samples, 'arrayBuffers')) },
+    };
+    console.log(`soak figures: ${JSON.stringify({ ...figures, memory })}`);
+    console.log(`soak samples (s, heap MiB, wasm MiB, rss MiB): ${samples.map((s) => [s.t, s.heapUsed / MiB, s.wasm / MiB, s.rss / MiB].map((x) => x.toFixed(1)).join(' ')).join(' | ')}`);
+    assert.ok(peak(last, 'wasm') <= peak(first, 'wasm') + WASM_MARGIN, `wasm memory grew: ${JSON.stringify(memory.wasm)}`);
+    assert.ok(peak(last, 'heapUsed') <= peak(first, 'heapUsed') + HEAP_MARGIN, `JS heap grew: ${JSON.stringify(memory.heap)}`);
+
+    // And the client still works.
+    const healthy = await client.waitForProvisionState('ok1', 'active', { timeout: 5 });
+    assert.equal(healthy.ok, true);
+  } finally {
+    clearInterval(sampling);
+    await sim.close();
+  }
+});
