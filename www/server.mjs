@@ -135,9 +135,11 @@ export async function startConsoleServer(options = {}) {
         }
         if (upstream && route.kind === 'api') return proxy(req, res, upstream, { path, query, body, token: ironicToken });
         simulate(sim, req, res, body);
-      });
+      }).catch(() => refuse(req, res, 500, 'Internal error.'));
       return;
     }
+    // Pages and files take no body: one still coming is not read.
+    if (bodyPending(req)) return refuse(req, res, 400, 'A request body is only accepted on /v1 writes.');
     if (route.kind === 'config') {
       if (!READS.has(req.method)) return refuse(req, res, 405, 'Method not allowed.', { Allow: 'GET, HEAD' });
       return send(res, 200, 'application/json', config, req.method);
@@ -275,8 +277,7 @@ function ironicError(message, faultcode = 'Client') {
  */
 function refuse(req, res, status, message, extra = {}) {
   if (res.headersSent) return res.destroy();
-  const pending = !req.complete && (req.headers['content-length'] > 0 || req.headers['transfer-encoding'] !== undefined);
-  if (!pending) return send(res, status, 'application/json', ironicError(message), req.method, extra);
+  if (!bodyPending(req)) return send(res, status, 'application/json', ironicError(message), req.method, extra);
   const socket = res.socket;
   if (!socket) return req.socket.destroy(); // queued behind a pipelined answer: nothing to say it with
   // The answer and our end of the connection at once; what the client still
@@ -286,6 +287,11 @@ function refuse(req, res, status, message, extra = {}) {
   socket.end(rawAnswer(status, ironicError(message), { ...res.getHeaders(), ...extra }));
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   socket.once('close', () => clearTimeout(timer));
+}
+
+/** Whether the request declares a body that has not all been read yet. */
+function bodyPending(req) {
+  return !req.complete && (Number(req.headers['content-length']) > 0 || req.headers['transfer-encoding'] !== undefined);
 }
 
 /** An answer written on the socket when Node's parser gives up (bad request, headers too large or too slow). */

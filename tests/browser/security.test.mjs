@@ -434,6 +434,12 @@ test('request bodies: the limit is exact, larger ones are refused at once, slow 
     assert.equal(declared.status, 413);
     assert.doesNotMatch(declared.text, /100 Continue/);
 
+    // Pages take no body at all: one announced is refused before it comes.
+    for (const [method, target] of [['GET', '/'], ['POST', '/index.html'], ['GET', '/console.json']]) {
+      const answer = await c.send(method, target, { 'X-Console-Token': c.token, 'Content-Length': 10 * 2 ** 20 });
+      assert.equal(answer.status, 400, `${method} ${target} with a body`);
+    }
+
     // Chunked past the limit.
     const chunked = await c.send('POST', '/v1/allocations', {
       'X-Console-Token': c.token, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Content-Length': null,
