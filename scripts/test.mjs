@@ -20,6 +20,7 @@ const PARTS = [
   { name: 'deno', what: 'the runtime scenario in Deno, with --allow-net only', ...node('--test', 'tests/runtimes/deno.test.mjs') },
   { name: 'workerd', what: 'the runtime scenario in a wrangler-bundled Worker under workerd', ...node('--test', 'tests/runtimes/workerd.test.mjs') },
   { name: 'chromium', what: 'the runtime scenario in Chromium: vite and import-map pages, and module workers', ...node('--test', 'tests/runtimes/chromium.test.mjs') },
+  { name: 'cors', what: 'a page calling a real Ironic 39 across origins, stock and documented [cors]', ...node('--test', 'tests/runtimes/cors.test.mjs') },
 ];
 
 await main('test', async () => {
