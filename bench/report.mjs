@@ -112,15 +112,15 @@ A benchmark on a shared 2-core machine: expect a few percent of noise in CPU and
 
 ## The wait
 
-The simulator (sim/) holds N nodes in \`available\`. Each gets \`PUT .../states/provision {"target": "active"}\` and walks deploying -> wait call-back -> deploying -> active, each phase lasting a duration the simulator draws from the seed (${SEEDLINE(run)}), so each node arrives in \`active\` ${lo}-${hi} s after its PUT, at the same instants for every client.
-Each client then waits for all N nodes, by UUID, polling every 2 s, in a Node (or Python) process of its own, against a fresh simulator in another process, one client after the other:
+The simulator (sim/) holds N nodes in \`available\`. Just before the client is told to go, all are sent \`active\` at one instant (in the simulator's process, through what \`PUT .../states/provision\` runs) and each walks deploying -> wait call-back -> deploying -> active, each phase lasting a duration the simulator draws from the seed (${SEEDLINE(run)}): each node arrives in \`active\` ${lo}-${hi} s after the start, at the same instants for every client.
+Each client waits for all N nodes, by UUID, polling every 2 s, in a Node (or Python) process of its own, against a fresh simulator in another process, one client after the other:
 
 - **ironic-wait**: the built package, imported by name: \`client.waitForProvisionState(uuids, 'active', { pollInterval: 2, settle: 'all', onProgress })\`.
 - **floor**: [bench/floor.mjs](../bench/floor.mjs), a hand-written list poller in plain JS: one fields-limited list (\`GET /v1/nodes?fields=uuid,provision_state,target_provision_state,last_error&limit=1000\`, page after page) per round, python-ironicclient's decision rule, no retries, no wasm.
 ${peers.includes('python-ironicclient') ? `- **python-ironicclient** ${m.peers.ironicclient}: \`NodeManager.wait_for_provision_state(uuids, 'active', poll_interval=2)\`: one full \`GET /v1/nodes/{uuid}\` per node per round.\n` : ''}${peers.includes('openstacksdk') ? `- **openstacksdk** ${m.peers.openstacksdk}: \`baremetal.wait_for_nodes_provision_state(uuids, 'active')\` (its interval is 2 s): one full node GET per node per round.\n` : ''}
 What the columns are:
 
-- **requests**, **kB on the wire**: counted at the simulator from the moment the client is told to go: requests, and bytes read and written on the client's sockets, headers included.
+- **requests**, **kB on the wire**: counted at the simulator from the start: requests, and bytes read and written on the client's sockets, headers included.
 - **CPU s**: the client process's user + system time from just before the call until its promise settles (Python: resource usage around the call). Each JS client has made one request before (Node loads its fetch implementation on first use) and is idle when told to go.
 - **detection lag**: for each node, the instant the client first saw it settled (ironic-wait: its \`onProgress\` event; floor: its own callback; Python peers: when the library's node fetch returns it) minus the instant the simulator moved it to \`active\`; mean and max over the nodes. Instants of different processes are compared on the wall clock (to about 1 ms).
 - **done after last answer**: the promise (or function) settled, minus the instant the simulator finished sending its last answer: the time the client takes to read the last page, decide and report.

@@ -61,7 +61,7 @@ await main('bench', async () => {
         const timeoutMs = (latest + 60) * 1000 + (PEERS.includes(client) ? nodes * 200 : nodes * 10);
         const figures = await measureWait({ command: clientCommand(client, python), nodes, timing, timeoutMs });
         results[nodes][client] = figures;
-        console.error(`bench:   PUTs ${figures.putSeconds.toFixed(1)} s; ${figures.requests} requests, CPU ${figures.cpuSeconds.toFixed(3)} s, `
+        console.error(`bench:   ${figures.requests} requests, CPU ${figures.cpuSeconds.toFixed(3)} s, `
           + `detection lag ${figures.detectMeanMs.toFixed(0)} ms, done ${figures.afterLastAnswerMs.toFixed(1)} ms after the last answer`);
       } catch (err) {
         console.error(`bench:   ${err.message}`);

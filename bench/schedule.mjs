@@ -1,8 +1,8 @@
-// The schedule every client is measured on: N nodes in `available`, each sent
-// `active` at the start; the simulator walks each one deploying -> wait
-// call-back -> deploying -> active with durations it draws from the seed, per
-// node (so the same seed gives every client the same schedule, whatever it
-// asks and when).
+// The schedule every client is measured on: N nodes in `available`, all sent
+// `active` at the same instant, just before the client is told to go; the
+// simulator walks each one deploying -> wait call-back -> deploying -> active
+// with durations it draws from the seed, per node (so the same seed gives
+// every client the same instants, whatever it asks and when).
 
 export const SEED = 10;
 // Fixed, so that every run's bodies (timestamps included) are the same bytes.
@@ -10,17 +10,13 @@ export const EPOCH = '2026-01-01T00:00:00Z';
 export const EXPECTED = 'active';
 export const POLL_INTERVAL = 2;
 
-/**
- * Phase durations in ms. Full: each node reaches `active` 5-25 s after its
- * PUT, late enough that the 10,000 PUTs are all sent before the first one
- * lands. Quick: 1-5 s.
- */
+/** Phase durations in ms. Full: each node reaches `active` 5-25 s after the start; quick: 1-5 s. */
 export const TIMING = {
   full: { deploying: [1500, 8000], 'wait call-back': [2000, 9000] },
   quick: { deploying: [300, 1500], 'wait call-back': [400, 2000] },
 };
 
-/** Earliest and latest arrival in `active`, in seconds after the PUT. */
+/** Earliest and latest arrival in `active`, in seconds after the start. */
 export function window(timing) {
   const [dLo, dHi] = timing.deploying;
   const [wLo, wHi] = timing['wait call-back'];

@@ -62,24 +62,6 @@ async function listUuids(base) {
   return uuids;
 }
 
-/** `PUT .../states/provision {"target": "active"}` to every node, 16 at a time. */
-async function deployAll(base, uuids) {
-  let next = 0;
-  const worker = async () => {
-    while (next < uuids.length) {
-      const uuid = uuids[next++];
-      const res = await fetch(`${base}/v1/nodes/${uuid}/states/provision`, {
-        method: 'PUT',
-        headers: { ...VERSION, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ target: EXPECTED }),
-      });
-      await res.arrayBuffer();
-      if (res.status !== 202) throw new Error(`PUT to ${uuid}: HTTP ${res.status}`);
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, worker));
-}
-
 /**
  * Starts a client process; resolves once it printed `ready`, to
  * { go(timeoutMs) -> its JSON result, kill() }.
@@ -166,8 +148,8 @@ function figures(uuids, client, server) {
 
 /**
  * Measures one client waiting for `nodes` nodes on the schedule `timing`:
- * the client is started and ready first, then every node is sent `active`,
- * then the counting starts and the client is told to go.
+ * the client is started and ready first, then every node is sent `active`
+ * and the counting starts, then the client is told to go.
  */
 export async function measureWait({ command, nodes, timing, timeoutMs }) {
   const sim = await startSimulator(nodes, timing);
@@ -178,12 +160,9 @@ export async function measureWait({ command, nodes, timing, timeoutMs }) {
     const configPath = join(dir, 'config.json');
     writeFileSync(configPath, JSON.stringify({ url: sim.url, uuids, expected: EXPECTED, pollInterval: POLL_INTERVAL }));
     client = await startClient(command, configPath);
-    const putStarted = performance.now();
-    await deployAll(sim.url, uuids);
-    const putSeconds = (performance.now() - putStarted) / 1000;
-    await sim.call('mark');
+    await sim.call('start');
     const result = await client.go(timeoutMs);
-    return { ...figures(uuids, result, await sim.call('report')), putSeconds };
+    return figures(uuids, result, await sim.call('report'));
   } finally {
     client?.kill();
     sim.close();
