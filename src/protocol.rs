@@ -422,9 +422,21 @@ impl Response {
                 _ => None,
             })
             .unwrap_or_else(|| status_text(self.status).to_string());
-        HttpError { status: self.status, message, request_id: self.request_id.clone() }
+        HttpError { status: self.status, message: bounded(message), request_id: self.request_id.clone() }
     }
 }
+
+/// A server's message as it is, unless it is longer than any real Ironic
+/// message: then its first [`MAX_MESSAGE_CHARS`] characters and `...`.
+fn bounded(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}...", &message[..cut]),
+        None => message,
+    }
+}
+
+/// The longest server message an error carries whole.
+const MAX_MESSAGE_CHARS: usize = 2048;
 
 /// A short, single-line piece of a body for error messages.
 fn excerpt(body: &str) -> String {
@@ -667,6 +679,17 @@ mod tests {
         assert!(n(Requested::Latest, "1.120", "1.130").is_err(), "server too new for us");
         assert!(matches!(negotiate(Requested::Latest, None, Some("1.1")), Err(Error::UnsupportedVersion(_))));
         assert!(negotiate(Requested::Latest, Some("x"), Some("1.1")).is_err());
+    }
+
+    #[test]
+    fn a_huge_server_message_is_cut() {
+        let fault = serde_json::json!({"faultstring": "é".repeat(10_000)}).to_string();
+        let body = serde_json::json!({"error_message": fault}).to_string();
+        let e = Response { status: 500, body, ..Default::default() }.http_error();
+        assert_eq!(e.message.chars().count(), MAX_MESSAGE_CHARS + 3);
+        assert!(e.message.ends_with("é..."));
+        let short = Response { status: 500, body: r#"{"error_message": "short"}"#.into(), ..Default::default() };
+        assert_eq!(short.http_error().message, "short");
     }
 
     #[test]
