@@ -1,0 +1,405 @@
+// A real OpenStack Ironic from PyPI, for tests and for trying the console:
+// the all-in-one `ironic` process (API and conductor), fake-hardware, no
+// auth, SQLite, 127.0.0.1 only. Everything lives in .cache/real-ironic/
+// (git-ignored):
+//   venv/            ironic + python-ironicclient, reused while complete
+//                    (venv/.complete is written after a successful install)
+//   schema.db        an empty database with Ironic's schema, copied per run
+//                    (schema.json says what it was made for)
+//   install.log      pip's output
+//   run/<name>/      one running Ironic: ironic.conf, ironic.db, ironic.log,
+//                    console.log, ironic.pid; kept after stop for debugging
+//
+//   node scripts/real-ironic.mjs install          make the venv (if needed)
+//   node scripts/real-ironic.mjs start [--port P] run one until Ctrl-C
+//
+// From JavaScript: `await startIronic({ name })` resolves to
+// `{ url, port, dir, log, stop() }`. The process runs in a process group of
+// its own and is stopped by that group's id (SIGTERM, then SIGKILL), also when
+// the calling process exits; a run left over from a killed caller is stopped
+// by the PID in its folder before its folder is reused.
+import { spawn } from 'node:child_process';
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import { ROOT, main } from './lib.mjs';
+
+export const DIR = join(ROOT, '.cache', 'real-ironic');
+export const VENV = join(DIR, 'venv');
+export const PYTHON = join(VENV, 'bin', 'python');
+const STAMP = join(VENV, '.complete');
+const SCHEMA = join(DIR, 'schema.db');
+const SCHEMA_STAMP = join(DIR, 'schema.json');
+const INSTALL_LOG = join(DIR, 'install.log');
+const INSTALL_LOCK = join(DIR, 'install.lock');
+
+/** What the venv holds. Changing this list makes the next run rebuild it. */
+export const REQUIREMENTS = ['ironic==39.*', 'python-ironicclient==6.3.*'];
+
+/**
+ * `[fake]` delays (seconds, or "min,max") that slow fake-hardware enough for
+ * a client to see the working states: verifying ~2 s, cleaning ~4 s,
+ * deploying ~3 s, rescuing ~2 s.
+ */
+export const FAKE_DELAYS = {
+  power_delay: '0',
+  management_delay: '1',
+  boot_delay: '1',
+  deploy_delay: '1,2',
+  inspect_delay: '1,2',
+  bios_delay: '1,2',
+  raid_delay: '1',
+  storage_delay: '0',
+  rescue_delay: '1,2',
+  vendor_delay: '0',
+  firmware_delay: '1',
+};
+
+// ---------------------------------------------------------------- the venv
+
+/**
+ * Makes the venv unless a complete one is there: python3 -m venv, then pip
+ * installs REQUIREMENTS from PyPI, then an empty database gets the schema.
+ * Safe to call from several processes at once (one installs, the others wait).
+ */
+export async function ensureVenv({ quiet = false } = {}) {
+  const wantedVenv = JSON.stringify({ requirements: REQUIREMENTS });
+  const wantedSchema = JSON.stringify({ requirements: REQUIREMENTS, journal: 'wal' });
+  const venvComplete = () => existsSync(STAMP) && readFileSync(STAMP, 'utf8') === wantedVenv;
+  const schemaComplete = () => existsSync(SCHEMA_STAMP) && readFileSync(SCHEMA_STAMP, 'utf8') === wantedSchema;
+  if (venvComplete() && schemaComplete()) return;
+  mkdirSync(DIR, { recursive: true });
+  await withLock(INSTALL_LOCK, async () => {
+    const say = (s) => quiet || console.error(`real-ironic: ${s}`);
+    if (!venvComplete()) { // (or made by another process while we waited)
+      const started = performance.now();
+      await ensurePythonVenv(say);
+      rmSync(VENV, { recursive: true, force: true });
+      say(`creating ${VENV} and installing ${REQUIREMENTS.join(' ')} from PyPI (about a minute; output in ${INSTALL_LOG})`);
+      writeFileSync(INSTALL_LOG, '');
+      await exec('python3', ['-m', 'venv', VENV], { log: INSTALL_LOG });
+      await exec(join(VENV, 'bin', 'pip'), ['install', '--disable-pip-version-check', '--no-input', ...REQUIREMENTS], { log: INSTALL_LOG });
+      writeFileSync(STAMP, wantedVenv);
+      say(`installed in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    }
+    if (!schemaComplete()) {
+      await makeSchema();
+      writeFileSync(SCHEMA_STAMP, wantedSchema);
+    }
+  });
+}
+
+// Debian's python3 has the venv module but not ensurepip: that comes with
+// the python3-venv package. Installed the way setup.mjs installs Chromium.
+async function ensurePythonVenv(say) {
+  if ((await exec('python3', ['-c', 'import venv, ensurepip'], { check: false })) === 0) return;
+  if ((await exec('apt-get', ['--version'], { check: false })) !== 0) {
+    throw new Error('python3 cannot make a venv (no venv/ensurepip module) and there is no apt-get: install python3 with venv support');
+  }
+  say('installing python3-venv (Debian package)');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await exec('apt-get', ['update'], { log: INSTALL_LOG, env });
+  await exec('apt-get', ['install', '-y', '--no-install-recommends', 'python3-venv'], { log: INSTALL_LOG, env });
+}
+
+// The schema is the same for every run: made once (2-3 s) and copied. In
+// SQLite's WAL journal mode (kept in the file), so that the API's reads do not
+// make the conductor's writes fail with "database is locked" as often.
+async function makeSchema() {
+  const dir = join(DIR, 'schema');
+  const db = join(dir, 'ironic.db');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const conf = join(dir, 'ironic.conf');
+  writeFileSync(conf, `[DEFAULT]\nlog_dir = ${dir}\nlog_file = dbsync.log\nuse_stderr = false\n[database]\nconnection = sqlite:///${db}\n`);
+  await exec(join(VENV, 'bin', 'ironic-dbsync'), ['--config-file', conf, 'create_schema'], { log: INSTALL_LOG });
+  await exec(PYTHON, ['-c', 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL").fetchall()', db], { log: INSTALL_LOG });
+  copyFileSync(db, SCHEMA);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+// A lock file holding its owner's PID; a lock whose owner is gone is taken over.
+async function withLock(file, fn) {
+  for (;;) {
+    try {
+      closeSync(openSync(file, 'wx'));
+      writeFileSync(file, String(process.pid));
+      break;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+      const owner = Number(readFileSync(file, 'utf8'));
+      if (owner && !alive(owner)) {
+        rmSync(file, { force: true });
+        continue;
+      }
+      await sleep(500);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+// ------------------------------------------------------------- one Ironic
+
+/**
+ * Starts one Ironic in .cache/real-ironic/run/<name>/ on a free loopback
+ * port and resolves once `GET /v1` answers.
+ *   maxLimit   [api] max_limit (Ironic's default is 1000)
+ *   fake       [fake] delays (default FAKE_DELAYS)
+ *   cors       [cors] allowed_origin (its own lines after the first: more
+ *              [cors] settings, `key = value`), or no [cors] at all
+ *   port       a fixed port instead of a free one
+ */
+export async function startIronic({ name = 'ironic', maxLimit, fake = FAKE_DELAYS, cors, port } = {}) {
+  await ensureVenv();
+  const dir = join(DIR, 'run', name);
+  stopLeftover(dir);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, 'locks'), { recursive: true });
+  copyFileSync(SCHEMA, join(dir, 'ironic.db'));
+
+  // A port picked free can be taken before Ironic binds it: then try another.
+  for (let attempt = 1; ; attempt++) {
+    const chosen = port ?? (await freePort());
+    writeFileSync(join(dir, 'ironic.conf'), config({ dir, port: chosen, maxLimit, fake, cors }));
+    try {
+      return await launch(dir, chosen);
+    } catch (e) {
+      if (!(e.addressInUse && port === undefined && attempt < 3)) throw e;
+    }
+  }
+}
+
+async function launch(dir, port) {
+  const consoleLog = join(dir, 'console.log');
+  const out = openSync(consoleLog, 'a');
+  // detached: its own process group, so that stopping reaches every process
+  // the launcher forks, and a Ctrl-C meant for the caller does not.
+  const child = spawn(join(VENV, 'bin', 'ironic'), ['--config-file', join(dir, 'ironic.conf')], {
+    cwd: dir, detached: true, stdio: ['ignore', out, out],
+  });
+  closeSync(out);
+  const pidFile = join(dir, 'ironic.pid');
+  writeFileSync(pidFile, String(child.pid));
+  let exited = null;
+  const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve((exited = { code, signal }))));
+  const killNow = () => killGroup(child.pid, 'SIGKILL');
+  process.once('exit', killNow);
+
+  let stopping = null;
+  const stop = () => (stopping ??= (async () => {
+    killGroup(child.pid, 'SIGTERM');
+    // Ironic takes ~4 s to stop gracefully; past 15 s it is not going to.
+    const deadline = performance.now() + 15_000;
+    while ((!exited || groupAlive(child.pid)) && performance.now() < deadline) await sleep(100);
+    if (!exited || groupAlive(child.pid)) {
+      killGroup(child.pid, 'SIGKILL');
+      await exit;
+      while (groupAlive(child.pid)) await sleep(50);
+    }
+    process.removeListener('exit', killNow);
+    rmSync(pidFile, { force: true });
+  })());
+
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = performance.now() + 90_000;
+  for (;;) {
+    if (exited) {
+      await stop();
+      const log = tail(join(dir, 'ironic.log')) + tail(consoleLog);
+      const e = new Error(`Ironic exited (${exited.code ?? exited.signal}) before answering; logs in ${dir}:\n${log}`);
+      e.addressInUse = /Address already in use|EADDRINUSE|Errno 98/.test(log);
+      throw e;
+    }
+    if (await answers(`${url}/v1`)) break;
+    if (performance.now() > deadline) {
+      await stop();
+      throw new Error(`Ironic did not answer GET /v1 within 90 s; logs in ${dir}:\n${tail(join(dir, 'ironic.log'))}`);
+    }
+    await sleep(100);
+  }
+  return { url, port, dir, pid: child.pid, log: join(dir, 'ironic.log'), stop };
+}
+
+function config({ dir, port, maxLimit, fake, cors }) {
+  const lines = [
+    '[DEFAULT]',
+    'auth_strategy = noauth',
+    // Only the all-in-one `ironic` process can do without a message bus.
+    'rpc_transport = none',
+    'host = localhost',
+    'my_ip = 127.0.0.1',
+    `state_path = ${dir}`,
+    `tempdir = ${dir}`,
+    `log_dir = ${dir}`,
+    'log_file = ironic.log',
+    'use_stderr = false',
+    'minimum_memory_warning_only = true',
+    'enabled_hardware_types = fake-hardware',
+    'enabled_bios_interfaces = fake,no-bios',
+    'enabled_boot_interfaces = fake',
+    'enabled_console_interfaces = fake,no-console',
+    'enabled_deploy_interfaces = fake',
+    'default_deploy_interface = fake',
+    'enabled_firmware_interfaces = fake,no-firmware',
+    'enabled_inspect_interfaces = fake,agent,no-inspect',
+    'default_inspect_interface = fake',
+    'enabled_management_interfaces = fake',
+    'enabled_network_interfaces = noop',
+    'default_network_interface = noop',
+    'enabled_power_interfaces = fake',
+    'enabled_raid_interfaces = fake,no-raid',
+    'enabled_rescue_interfaces = fake,no-rescue',
+    'default_rescue_interface = fake',
+    'enabled_storage_interfaces = fake,noop',
+    'default_storage_interface = noop',
+    'enabled_vendor_interfaces = fake,no-vendor',
+    '[api]',
+    'host_ip = 127.0.0.1',
+    `port = ${port}`,
+    'api_workers = 1',
+    ...(maxLimit ? [`max_limit = ${maxLimit}`] : []),
+    '[database]',
+    `connection = sqlite:///${join(dir, 'ironic.db')}`,
+    '[dhcp]',
+    'dhcp_provider = none',
+    '[conductor]',
+    'automated_clean = true',
+    'deploy_callback_timeout = 60',
+    'clean_callback_timeout = 60',
+    'inspect_wait_timeout = 30',
+    'check_provision_state_interval = 5',
+    'check_allocations_interval = 5',
+    // The periodic power sync clears last_error on failed nodes (every 60 s):
+    // off, so a failure reads the same whenever it is looked at.
+    'sync_power_state_interval = -1',
+    '[inspector]',
+    'require_managed_boot = false',
+    'power_off = false',
+    '[json_rpc]',
+    'auth_strategy = noauth',
+    '[oslo_concurrency]',
+    `lock_path = ${join(dir, 'locks')}`,
+    ...(cors ? ['[cors]', `allowed_origin = ${cors}`] : []),
+    '[fake]',
+    ...Object.entries(fake).map(([k, v]) => `${k} = ${v}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+// A run whose caller was killed before it could stop it: its PID is in the
+// folder; stop it if that PID is still an `ironic` started with this folder's
+// config (a reused PID belongs to someone else and is left alone).
+function stopLeftover(dir) {
+  const pidFile = join(dir, 'ironic.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  let cmdline = '';
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    // gone
+  }
+  if (pid > 1 && cmdline.includes(join(dir, 'ironic.conf'))) killGroup(pid, 'SIGKILL');
+  unlinkSync(pidFile);
+}
+
+// ----------------------------------------------------------------- helpers
+
+function killGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // nothing left in the group
+  }
+}
+
+function groupAlive(pgid) {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+async function answers(url) {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await r.arrayBuffer();
+    return r.ok;
+  } catch {
+    return false;
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function tail(file, lines = 30) {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/** Runs a command; resolves to its exit code (rejects on failure when `check`). Output goes to `log` or nowhere. */
+function exec(cmd, args, { log, check = true, env } = {}) {
+  return new Promise((resolve, reject) => {
+    const out = log ? openSync(log, 'a') : 'ignore';
+    const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', out, out], env });
+    if (log) closeSync(out);
+    child.on('error', (e) => (check ? reject(new Error(`cannot run ${cmd}: ${e.message}`)) : resolve(-1)));
+    child.on('exit', (code, signal) => {
+      if (code === 0 || !check) return resolve(code ?? -1);
+      reject(new Error(`\`${cmd} ${args.join(' ')}\` failed (${code ?? signal})${log ? `:\n${tail(log, 20)}` : ''}`));
+    });
+  });
+}
+
+// ------------------------------------------------------------------- CLI
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main('real-ironic', async () => {
+    const [command, ...rest] = process.argv.slice(2);
+    if (command === 'install') {
+      await ensureVenv();
+      console.log(`real-ironic: ${VENV} is complete`);
+    } else if (command === 'start') {
+      const port = rest.includes('--port') ? Number(rest[rest.indexOf('--port') + 1]) : undefined;
+      const ironic = await startIronic({ name: 'manual', port });
+      console.log(`real Ironic on ${ironic.url} (logs in ${ironic.dir}); Ctrl-C to stop`);
+      for (const signal of ['SIGINT', 'SIGTERM']) {
+        process.once(signal, async () => {
+          await ironic.stop();
+          process.exit(0);
+        });
+      }
+    } else {
+      throw new Error('usage: node scripts/real-ironic.mjs install | start [--port P]');
+    }
+  });
+}
