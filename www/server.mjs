@@ -119,9 +119,9 @@ export async function startConsoleServer(options = {}) {
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
     res.setHeader('Content-Security-Policy', API_CSP);
     res.setHeader('Cache-Control', 'no-store');
-    const refusal = gate(req, hosts, tokenDigest);
-    if (refusal) return refuse(req, res, ...refusal);
     const { route, path, query } = parseTarget(req.url);
+    const refusal = gate(req, route, hosts, tokenDigest);
+    if (refusal) return refuse(req, res, ...refusal);
     if (route.status) return refuse(req, res, route.status, route.message);
 
     if (route.kind === 'api' || (route.kind === 'control' && sim)) {
@@ -194,10 +194,10 @@ const digest = (text) => createHash('sha256').update(text).digest();
 
 /**
  * The checks every request passes before anything else: its Host, its Origin,
- * its fetch metadata, and for writes the page's token. Returns null, or
- * [status, message] to refuse it with.
+ * its fetch metadata, and for the API and writes the page's token. Returns
+ * null, or [status, message] to refuse it with.
  */
-function gate(req, hosts, tokenDigest) {
+function gate(req, route, hosts, tokenDigest) {
   // Node keeps the first maxHeadersCount lines and drops the rest: an Origin could hide past them.
   if (req.rawHeaders.length / 2 > MAX_HEADERS) return [431, `A request may have at most ${MAX_HEADERS} header lines.`];
   const host = req.headersDistinct.host;
@@ -211,21 +211,21 @@ function gate(req, hosts, tokenDigest) {
   if (FRAME_DESTINATIONS.has(req.headers['sec-fetch-dest'])) return [403, 'The console is not to be framed.'];
   const site = req.headers['sec-fetch-site'];
   const write = !READS.has(req.method);
-  if (write) {
-    if (site !== undefined && site !== 'same-origin') return [403, 'Writes are only accepted from the console page itself.'];
-    const given = req.headersDistinct[TOKEN_HEADER.toLowerCase()];
-    if (given?.length !== 1 || !timingSafeEqual(digest(given[0]), tokenDigest)) {
-      return [403, `Writes need the console page's ${TOKEN_HEADER} header.`];
-    }
-  } else if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+  if (write && site !== undefined && site !== 'same-origin') return [403, 'Writes are only accepted from the console page itself.'];
+  if (!write && site !== undefined && site !== 'same-origin' && site !== 'none') {
     // Another site may link to the console (a top-level navigation to a page), nothing more.
     const navigation = req.headers['sec-fetch-mode'] === 'navigate' && req.headers['sec-fetch-dest'] === 'document';
-    if (!navigation || !isStaticPath(req.url)) return [403, 'Requests from other sites are refused.'];
+    if (!navigation || route.kind !== 'static') return [403, 'Requests from other sites are refused.'];
+  }
+  // The API is the page's alone, reads included (a driver's vendor_passthru may act on a GET).
+  if (write || route.kind === 'api' || route.kind === 'control') {
+    const given = req.headersDistinct[TOKEN_HEADER.toLowerCase()];
+    if (given?.length !== 1 || !timingSafeEqual(digest(given[0]), tokenDigest)) {
+      return [403, `The API and writes need the console page's ${TOKEN_HEADER} header.`];
+    }
   }
   return null;
 }
-
-const isStaticPath = (url) => parseTarget(url).route.kind === 'static';
 
 /**
  * The request target checked and split: `route` is `{ kind: 'api' | 'control'

@@ -110,6 +110,12 @@ function head(method, target, server, extra = {}) {
   return [`${method} ${target} HTTP/1.1`, ...lines].join('\r\n');
 }
 
+/** The write token a console server put in its page (as the page reads it). */
+async function pageToken(port, host) {
+  const page = await exchange(port, head('GET', '/', { host }));
+  return page.body.match(/<meta name="console-token" content="([A-Za-z0-9_-]{43})">/)[1];
+}
+
 /** A console server plus what lets a test see what reached Ironic. */
 async function consoleIn(mode, options = {}) {
   let ironic = null;
@@ -124,8 +130,7 @@ async function consoleIn(mode, options = {}) {
   }
   open.push(server);
   const { port, host } = new URL(server.url);
-  const page = await exchange(port, head('GET', '/', { host }));
-  const token = page.body.match(/<meta name="console-token" content="([A-Za-z0-9_-]{43})">/)[1];
+  const token = await pageToken(port, host);
   const state = () => (ironic ? ironic.sim : server.sim);
   return {
     server,
@@ -138,9 +143,13 @@ async function consoleIn(mode, options = {}) {
     allocations: () => state().summary().allocations,
     nodes: () => state().summary().nodes,
     /** A request with the page's usual headers; a `body` gets its Content-Length unless `extra` says otherwise. */
-    send: (method, target, extra = {}, options = {}) => {
+    send(method, target, extra = {}, options = {}) {
       const length = options.body === undefined || 'Content-Length' in extra ? {} : { 'Content-Length': Buffer.byteLength(options.body) };
       return exchange(port, head(method, target, { host }, { ...length, ...extra }), options);
+    },
+    /** A GET as the page sends it: with its token. */
+    read(target, extra = {}) {
+      return this.send('GET', target, { 'X-Console-Token': token, ...extra });
     },
   };
 }
@@ -216,7 +225,7 @@ for (const mode of ['proxy', 'simulator']) {
     assert.deepEqual(c.reached().slice(before), [], 'Ironic saw none of them');
 
     // The checked path goes as it came; a query only on reads.
-    const ok = await c.send('GET', '/v1/nodes/n1?fields=name,provision_state');
+    const ok = await c.read('/v1/nodes/n1?fields=name,provision_state');
     assert.equal(ok.status, 200);
     assert.equal(JSON.parse(ok.body).name, 'n1');
     assert.deepEqual(c.reached().slice(before), ['GET /v1/nodes/n1?fields=name,provision_state']);
@@ -233,10 +242,11 @@ test('proxy: the upstream URL keeps IRONIC_URL\'s path prefix; no path climbs ou
   const server = await startConsoleServer({ ironicUrl: `${ironic.url}/baremetal/v1/` });
   open.push(server);
   const { port, host } = new URL(server.url);
-  const answer = await exchange(port, head('GET', '/v1/nodes/a%20b?fields=name', { host }));
+  const token = await pageToken(port, host);
+  const answer = await exchange(port, head('GET', '/v1/nodes/a%20b?fields=name', { host }, { 'X-Console-Token': token }));
   assert.equal(answer.status, 404); // the simulator behind has no /baremetal
   assert.deepEqual(ironic.seen.map((r) => r.url), ['/baremetal/v1/nodes/a%20b?fields=name']);
-  for (const [target] of TRAVERSALS) await exchange(port, head('GET', target, { host }));
+  for (const [target] of TRAVERSALS) await exchange(port, head('GET', target, { host }, { 'X-Console-Token': token }));
   assert.equal(ironic.seen.length, 1);
 });
 
@@ -274,7 +284,7 @@ test('only requests addressed to the server\'s own loopback address are answered
 
     // Its own names, in any case; `localhost` too since it listens on 127.0.0.1.
     for (const name of [`127.0.0.1:${c.port}`, `localhost:${c.port}`, `LocalHost:${c.port}`]) {
-      assert.equal((await c.send('GET', '/v1/nodes', { Host: name })).status, 200, name);
+      assert.equal((await c.read('/v1/nodes', { Host: name })).status, 200, name);
     }
   }
 });
@@ -314,7 +324,7 @@ test('any foreign Origin is refused, for every method, before anything reaches I
       'Content-Type': 'application/json', 'Content-Length': 26,
     }, { body: '{"resource_class": "gold"}' });
     assert.equal(own.status, 201);
-    const local = await c.send('GET', '/v1/nodes', { Host: `localhost:${c.port}`, Origin: `http://localhost:${c.port}` });
+    const local = await c.read('/v1/nodes', { Host: `localhost:${c.port}`, Origin: `http://localhost:${c.port}` });
     assert.equal(local.status, 200);
     assert.equal(c.allocations(), 1);
   }
@@ -373,16 +383,21 @@ test('writes need same-origin fetch metadata and the page\'s token, in a header,
     const ok = await c.send('POST', '/v1/allocations', { 'X-CONSOLE-TOKEN': c.token, 'Sec-Fetch-Site': 'same-origin', ...json }, { body });
     assert.equal(ok.status, 201);
     assert.equal(c.allocations(), 1);
-    // Reads need no token; other sites may only navigate to the page.
-    assert.equal((await c.send('GET', '/v1/nodes')).status, 200);
-    assert.equal((await c.send('GET', '/v1/nodes', { 'Sec-Fetch-Site': 'same-origin', 'Sec-Fetch-Mode': 'cors' })).status, 200);
+    // API reads need the token too (a driver's vendor_passthru may act on a GET); pages and files do not.
+    assert.equal((await c.send('GET', '/v1/nodes')).status, 403);
+    assert.equal((await c.send('HEAD', '/v1')).status, 403);
+    assert.equal((await c.send('GET', `/v1/nodes?X-Console-Token=${c.token}`)).status, 403);
+    assert.equal((await c.read('/v1/nodes')).status, 200);
+    assert.equal((await c.read('/v1/nodes', { 'Sec-Fetch-Site': 'same-origin', 'Sec-Fetch-Mode': 'cors' })).status, 200);
+    for (const target of ['/', '/app.js', '/console.json']) assert.equal((await c.send('GET', target)).status, 200, target);
+    // Other sites may only navigate to the page.
     for (const [target, mode2, dest, status] of [
       ['/', 'navigate', 'document', 200], ['/v1/nodes', 'navigate', 'document', 403], ['/v1/nodes', 'cors', 'empty', 403],
       ['/v1/nodes', 'no-cors', 'script', 403], ['/app.js', 'no-cors', 'script', 403], ['/', 'navigate', 'iframe', 403],
       ['/console.json', 'cors', 'empty', 403], ['/pkg/ironic_wait_bg.wasm', 'cors', 'empty', 403],
     ]) {
       for (const site of ['cross-site', 'same-site']) {
-        const answer = await c.send('GET', target, { 'Sec-Fetch-Site': site, 'Sec-Fetch-Mode': mode2, 'Sec-Fetch-Dest': dest });
+        const answer = await c.read(target, { 'Sec-Fetch-Site': site, 'Sec-Fetch-Mode': mode2, 'Sec-Fetch-Dest': dest });
         assert.equal(answer.status, status, `${site} ${mode2} ${dest} ${target}`);
       }
     }
@@ -550,14 +565,16 @@ test('every kind of answer carries the security headers', async () => {
     wasm: [await c.send('GET', '/pkg/ironic_wait_bg.wasm'), false],
     'missing file': [await c.send('GET', '/nope.css'), true],
     config: [await c.send('GET', '/console.json'), true],
-    'simulator list': [await c.send('GET', '/v1/nodes'), true],
-    'simulator 404': [await c.send('GET', '/v1/nodes/nope'), true],
-    'simulator 406': [await c.send('GET', '/v1/nodes', { 'X-OpenStack-Ironic-API-Version': '9.99' }), true],
+    'simulator list': [await c.read('/v1/nodes'), true],
+    'simulator 404': [await c.read('/v1/nodes/nope'), true],
+    'simulator 406': [await c.read('/v1/nodes', { 'X-OpenStack-Ironic-API-Version': '9.99' }), true],
     'simulator write': [await c.send('PUT', '/v1/nodes/n1/states/provision', { ...token, 'Content-Type': 'application/json' }, { body: '{"target": "active"}' }), true],
-    'simulator control': [await c.send('GET', '/__sim'), true],
-    'proxied list': [await p.send('GET', '/v1/nodes'), true],
-    'proxied 404': [await p.send('GET', '/v1/nodes/nope'), true],
-    'proxy 502': [await exchange(new URL(dead.url).port, head('GET', '/v1/nodes', { host: new URL(dead.url).host })), true],
+    'simulator control': [await c.read('/__sim'), true],
+    'proxied list': [await p.read('/v1/nodes'), true],
+    'proxied 404': [await p.read('/v1/nodes/nope'), true],
+    'proxy 502': [await exchange(new URL(dead.url).port, head('GET', '/v1/nodes', { host: new URL(dead.url).host }, {
+      'X-Console-Token': await pageToken(new URL(dead.url).port, new URL(dead.url).host),
+    })), true],
     'bad path': [await c.send('GET', '/v1/../x'), true],
     'wrong Host': [await c.send('GET', '/', { Host: 'evil.com' }), true],
     'foreign Origin': [await c.send('GET', '/', { Origin: 'http://evil.com' }), true],
@@ -625,7 +642,8 @@ test('proxy: only an allow-list of Ironic\'s headers comes back; redirects stay 
   const server = await startConsoleServer({ ironicUrl: hostile.url.replace('http://', `http://admin:${BASIC_PASSWORD}@`), ironicToken: IRONIC_TOKEN });
   open.push(server);
   const { port, host } = new URL(server.url);
-  const get = (target) => exchange(port, head('GET', target, { host }));
+  const token = await pageToken(port, host);
+  const get = (target) => exchange(port, head('GET', target, { host }, { 'X-Console-Token': token }));
 
   const list = await get('/v1/nodes');
   assert.equal(list.status, 200);
@@ -676,11 +694,12 @@ test('the server\'s credentials reach Ironic only: never a response, an error or
       ['GET', '/'], ['GET', '/console.json'], ['GET', '/v1'], ['GET', '/v1/nodes'], ['GET', '/v1/nodes/nope'],
       ['GET', '/v1/../x'], ['POST', '/v1/allocations'], ['GET', '/', { Host: 'evil' }], ['GET', '/v1/nodes', { Origin: 'null' }],
     ];
-    for (const [method, target, extra] of requests) answers.push(await c.send(method, target, extra));
+    const withToken = { 'X-Console-Token': c.token };
+    for (const [method, target, extra] of requests) answers.push(await c.send(method, target, { ...withToken, ...extra }));
     const config = JSON.parse(answers[1].body);
     assert.deepEqual(config, { mode: 'proxy', ironic: ironicUrl }, 'the page is told where Ironic is, without credentials');
     await c.ironic.close();
-    for (const [method, target] of requests) answers.push(await c.send(method, target));
+    for (const [method, target] of requests) answers.push(await c.send(method, target, withToken));
     assert.equal(answers.at(-6).status, 502);
     assert.equal(JSON.parse(JSON.parse(answers.at(-6).body).error_message).faultstring, 'The console server cannot reach Ironic.');
     for (const answer of answers) {
@@ -698,8 +717,9 @@ test('the token is new at every start and only ever in the page', async () => {
   const b = await consoleIn('simulator');
   assert.notEqual(a.token, b.token);
   assert.match(a.token, /^[A-Za-z0-9_-]{43}$/, '32 random bytes');
-  for (const [method, target] of [['GET', '/console.json'], ['GET', '/v1'], ['GET', '/v1/nodes'], ['GET', '/__sim'], ['GET', '/app.js'], ['GET', '/nope']]) {
-    const answer = await a.send(method, target);
+  for (const target of ['/console.json', '/v1', '/v1/nodes', '/__sim', '/app.js', '/nope']) {
+    const answer = await a.read(target);
+    assert.ok(answer.status < 400 || target === '/nope', `${target}: ${answer.status}`);
     assert.ok(!answer.text.includes(a.token), `${target} shows the token`);
   }
   // The page: in a meta element, nowhere else.

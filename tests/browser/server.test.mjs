@@ -83,18 +83,21 @@ test('nothing outside www/ and pkg/, and no server-side sources', async () => {
 
 test('embedded mode: the simulator answers /v1 and /__sim with the demo fleet', async () => {
   const server = await start();
+  const headers = { ...API, 'X-Console-Token': await pageToken(server.url) };
   assert.deepEqual(await (await fetch(`${server.url}/console.json`)).json(), { mode: 'simulator' });
-  const { nodes } = await (await fetch(`${server.url}/v1/nodes?fields=name,provision_state,resource_class`, { headers: API })).json();
+  const { nodes } = await (await fetch(`${server.url}/v1/nodes?fields=name,provision_state,resource_class`, { headers })).json();
   assert.equal(nodes.length, 24);
   const states = new Set(nodes.map((n) => n.provision_state));
   for (const s of ['enroll', 'manageable', 'available', 'active']) assert.ok(states.has(s), s);
   assert.ok(nodes.some((n) => n.provision_state === 'available' && n.resource_class === 'gold'));
-  assert.equal((await (await fetch(`${server.url}/__sim`)).json()).nodes, 24);
+  assert.equal((await (await fetch(`${server.url}/__sim`, { headers })).json()).nodes, 24);
+  assert.equal((await fetch(`${server.url}/__sim`)).status, 403, 'the API is for the page (with its token) only');
 });
 
 test('the demo fleet: readable failures, seeded phases of a few seconds, gold allocations succeed', async () => {
   const { sim, url } = await start({ scenario: { ...demoFleet(), manualClock: true } });
-  const client = new IronicClient({ endpoint: url, headers: { 'X-Console-Token': await pageToken(url) } });
+  const token = await pageToken(url);
+  const client = new IronicClient({ endpoint: url, headers: { 'X-Console-Token': token } });
   await client.provision(['compute-08', 'compute-05'], 'deploy');
   await client.provision('edge-03', 'manage');
   sim.advance(60_000);
@@ -112,7 +115,7 @@ test('the demo fleet: readable failures, seeded phases of a few seconds, gold al
   const { report } = await client.createAllocation({ resourceClass: 'gold' }, { wait: false });
   assert.equal(report, null);
   sim.advance(2000);
-  const allocations = await (await fetch(`${url}/v1/allocations`, { headers: API })).json();
+  const allocations = await (await fetch(`${url}/v1/allocations`, { headers: { ...API, 'X-Console-Token': token } })).json();
   assert.equal(allocations.allocations[0].state, 'active');
 });
 
@@ -121,9 +124,10 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
   open.push(ironic);
   const server = await start({ ironicUrl: `${ironic.url}/v1/`, ironicToken: 'sekret-token' });
   assert.equal(server.sim, null);
+  const token = await pageToken(server.url);
 
   const res = await fetch(`${server.url}/v1/nodes/n1?fields=name`, {
-    headers: { ...API, 'X-Auth-Token': 'from-the-page', Cookie: 'a=b', Origin: server.url, 'X-Other': 'x' },
+    headers: { ...API, 'X-Console-Token': token, 'X-Auth-Token': 'from-the-page', Cookie: 'a=b', Origin: server.url, 'X-Other': 'x' },
   });
   assert.equal(res.status, 200);
   assert.equal((await res.json()).name, 'n1');
@@ -132,10 +136,10 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
   assert.equal(seen.url, '/v1/nodes/n1?fields=name');
   assert.equal(seen.headers['x-auth-token'], 'sekret-token');
   assert.equal(seen.headers['x-openstack-ironic-api-version'], 'latest');
-  for (const name of ['cookie', 'origin', 'x-other']) assert.equal(seen.headers[name], undefined, name);
+  for (const name of ['cookie', 'origin', 'x-other', 'x-console-token']) assert.equal(seen.headers[name], undefined, name);
 
   // The package's own client through the proxy, with the page's token: a wait works end to end.
-  const client = new IronicClient({ endpoint: server.url, headers: { 'X-Console-Token': await pageToken(server.url) } });
+  const client = new IronicClient({ endpoint: server.url, headers: { 'X-Console-Token': token } });
   const report = await client.provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 });
   assert.equal(report.ok, true);
   assert.ok(ironic.seen.every((r) => r.headers['x-auth-token'] === 'sekret-token'));
@@ -144,14 +148,14 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
   assert.deepEqual(JSON.parse(config), { mode: 'proxy', ironic: ironic.url });
   assert.doesNotMatch(config, /sekret/);
   assert.doesNotMatch(await (await fetch(server.url)).text(), /sekret/);
-  assert.equal((await fetch(`${server.url}/__sim`)).status, 404, 'no simulator control API in proxy mode');
+  assert.equal((await fetch(`${server.url}/__sim`, { headers: { 'X-Console-Token': token } })).status, 404, 'no simulator control API in proxy mode');
 });
 
 test('proxy mode: credentials in IRONIC_URL become HTTP Basic; an unreachable Ironic is a generic 502', async () => {
   const ironic = await startIronic({ nodes: [{ name: 'n1', provision_state: 'available' }] });
   open.push(ironic);
   const withBasic = await start({ ironicUrl: ironic.url.replace('http://', 'http://admin:p%40ss@') });
-  await (await fetch(`${withBasic.url}/v1`)).arrayBuffer();
+  await (await fetch(`${withBasic.url}/v1`, { headers: { 'X-Console-Token': await pageToken(withBasic.url) } })).arrayBuffer();
   assert.equal(ironic.seen.at(-1).headers.authorization, `Basic ${Buffer.from('admin:p@ss').toString('base64')}`);
   assert.equal((await (await fetch(`${withBasic.url}/console.json`)).json()).ironic, ironic.url);
 
@@ -160,7 +164,7 @@ test('proxy mode: credentials in IRONIC_URL become HTTP Basic; an unreachable Ir
   await closed.close();
   open.splice(open.indexOf(closed), 1);
   const server = await start({ ironicUrl: deadUrl });
-  const client = new IronicClient({ endpoint: server.url, maxRetries: 0 });
+  const client = new IronicClient({ endpoint: server.url, maxRetries: 0, headers: { 'X-Console-Token': await pageToken(server.url) } });
   await assert.rejects(client.getNode('n1'), (e) => {
     assert.ok(e instanceof IronicHttpError);
     assert.equal(e.status, 502);
