@@ -6,8 +6,9 @@
 // It runs on an operator's workstation next to a browser that visits other
 // sites, so every other origin is hostile: it answers only requests addressed
 // to its own loopback address (DNS rebinding), refuses any foreign Origin,
-// lets through writes only from its own page (same-origin fetch metadata and
-// a per-start token the page gets in index.html, sent back as a header),
+// lets API requests and writes through only from its own page (a per-start
+// token the page gets in index.html, sent back as a header, and same-origin
+// fetch metadata),
 // forwards only normalised /v1 paths, limits request bodies, and puts the
 // security headers on every answer. See the README, "The console", Security.
 import http from 'node:http';

@@ -289,6 +289,34 @@ test('only requests addressed to the server\'s own loopback address are answered
   }
 });
 
+test('listening on ::1, it answers as [::1] and localhost; it will not listen beyond loopback', async (t) => {
+  const server = await startConsoleServer({ host: '::1', scenario: { nodes: NODES } }).catch((e) => e);
+  if (server instanceof Error) return t.skip(`no IPv6 loopback here: ${server.code}`);
+  open.push(server);
+  const port = Number(new URL(server.url).port);
+  const ask = (host, extra = {}) => new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: '::1' }, () => socket.write(`${head('GET', '/v1/nodes', { host }, extra)}\r\n\r\n`));
+    let data = '';
+    socket.on('data', (d) => (data += d));
+    socket.on('close', () => resolve(Number(data.split(' ')[1])));
+    socket.on('error', reject);
+  });
+  const page = await new Promise((resolve) => {
+    http.get({ host: '::1', port, path: '/', headers: { Host: `[::1]:${port}` } }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d)).on('end', () => resolve(body));
+    });
+  });
+  const token = page.match(/console-token" content="([^"]+)"/)[1];
+  assert.equal(await ask(`[::1]:${port}`, { 'X-Console-Token': token }), 200);
+  assert.equal(await ask(`localhost:${port}`, { 'X-Console-Token': token }), 200);
+  assert.equal(await ask(`127.0.0.1:${port}`, { 'X-Console-Token': token }), 421);
+  assert.equal(await ask(`[::1]:${port}`, { 'X-Console-Token': token, Origin: `http://127.0.0.1:${port}` }), 403);
+  for (const host of ['0.0.0.0', '::', '192.168.1.10', 'example.com', '127.0.0.1 ']) {
+    await assert.rejects(startConsoleServer({ host }), /loopback address only/, host);
+  }
+});
+
 test('any foreign Origin is refused, for every method, before anything reaches Ironic', async () => {
   for (const mode of ['proxy', 'simulator']) {
     const c = await consoleIn(mode);
