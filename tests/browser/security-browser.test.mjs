@@ -84,7 +84,6 @@ function attackPage(target) {
   const t = JSON.stringify(target);
   return `<!doctype html><title>hostile</title>
 <iframe name="sink1"></iframe><iframe name="sink2"></iframe><iframe name="sink3"></iframe>
-<iframe id="framed" src="${target}/"></iframe>
 <form id="json-as-text" method="POST" action="${target}/v1/allocations" enctype="text/plain" target="sink1">
   <input name='{"resource_class": "gold", "x": "' value='"}'></form>
 <form id="urlencoded" method="POST" action="${target}/v1/nodes/n2/states/provision" target="sink2">
@@ -97,6 +96,11 @@ const attempt = async (name, fn) => {
   try { results[name] = await fn(); } catch (e) { results[name] = 'threw ' + e.name; }
 };
 const loaded = (el) => new Promise((resolve) => { el.onload = () => resolve('loaded'); el.onerror = () => resolve('error'); });
+// The console in a frame, loaded (as an error page, when refused) before anyone looks into it.
+const framed = Object.assign(document.createElement('iframe'), { id: 'framed' });
+const framedLoaded = new Promise((resolve) => { framed.onload = resolve; setTimeout(resolve, 5000); });
+framed.src = T + '/';
+document.body.append(framed);
 (async () => {
   for (const id of ['json-as-text', 'urlencoded', 'reset']) document.getElementById(id).submit();
   await attempt('no-cors POST', async () => {
@@ -114,7 +118,8 @@ const loaded = (el) => new Promise((resolve) => { el.onload = () => resolve('loa
     method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{"target": "manage"}' })).status);
   await attempt('script include', () => { const s = document.createElement('script'); s.src = T + '/v1/nodes'; document.body.append(s); return loaded(s); });
   await attempt('module include', () => { const s = document.createElement('script'); s.type = 'module'; s.src = T + '/app.js'; document.body.append(s); return loaded(s); });
-  await attempt('framed document', () => document.getElementById('framed').contentWindow.document.body.innerHTML);
+  await framedLoaded;
+  await attempt('framed document', () => framed.contentWindow.document.body.innerHTML);
   window.done = true;
 })();
 </script>`;
