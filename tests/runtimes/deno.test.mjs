@@ -9,7 +9,7 @@ import { BIN, CACHE, startSim, consumerProject, runToEnd, lastJsonLine, nodeRepo
 
 const DENO = join(BIN, 'deno');
 // Deno's caches stay in the git-ignored folder; no update check.
-const env = { DENO_DIR: join(CACHE, 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' };
+const env = { DENO_DIR: join(CACHE, 'deno', 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' };
 
 let sim;
 let dir;
