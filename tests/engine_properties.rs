@@ -13,7 +13,7 @@ mod support;
 
 use std::collections::{HashMap, HashSet};
 
-use ironic_wait::engine::{Engine, Event, Millis, Outcome, Report, RequestId, Settle, Step, WaitOptions};
+use ironic_wait::engine::{Engine, Event, Millis, Outcome, Report, RequestId, Settle, Step, WaitOptions, MAX_SECONDS};
 use ironic_wait::error::{Error, HttpError, Subject};
 use ironic_wait::protocol::{Reply, Request, Response, RetryPolicy};
 use ironic_wait::states::{is_failure_state, FAILURE_STATES, HOLD_STATES, STABLE_STATES};
@@ -779,6 +779,10 @@ struct Listing {
     must_stop: Option<String>,
     /// UUIDs seen on its pages.
     seen: HashSet<String>,
+    /// The identifiers of the targets unsettled when it began.
+    due: HashSet<String>,
+    /// Identifiers (UUIDs and names) its pages showed.
+    found: HashSet<String>,
 }
 
 macro_rules! check {
@@ -1050,7 +1054,8 @@ fn check_request(
         Asked::Page { marker: None, limit } => {
             check!(!s.allocation, "a node list in an allocation wait");
             check!(*limit == s.page_size as usize, "page size {limit}, asked for {}", s.page_size);
-            *listing = Some(Listing::default());
+            let due = idents.iter().zip(settled).filter(|(_, o)| o.is_none()).map(|(i, _)| i.clone()).collect();
+            *listing = Some(Listing { due, ..Listing::default() });
         }
         Asked::Page { marker: Some(marker), .. } => {
             let Some(listing) = listing.as_mut() else {
@@ -1059,6 +1064,10 @@ fn check_request(
             if let Some(why) = &listing.must_stop {
                 return Err(TestCaseError::fail(format!("paged on (marker {marker}) after a page that {why}")));
             }
+            check!(
+                !listing.due.iter().all(|i| listing.found.contains(i)),
+                "paged on (marker {marker}) after every node was found"
+            );
             check!(
                 listing.next.as_deref() == Some(marker.as_str()),
                 "asked for marker {marker}; the last page's next was {:?}",
@@ -1105,6 +1114,9 @@ fn record(
     let mut new = 0;
     for uuid in uuids.iter().flatten() {
         new += listing.seen.insert(uuid.to_string()) as usize;
+    }
+    for node in nodes {
+        listing.found.extend(["uuid", "name"].iter().filter_map(|k| node[*k].as_str()).map(str::to_string));
     }
     let next_marker = query_param(next, "marker").filter(|m| !m.is_empty());
     match next_marker {
@@ -1257,6 +1269,40 @@ proptest! {
 proptest! {
     #![proptest_config(proptest_config(64))]
 
+    /// Durations and sizes as a hostile caller gives them: refused with
+    /// InvalidArgument, or accepted within JS timers' range, never a panic.
+    #[test]
+    fn options_are_checked_not_trusted(
+        timeout in any_seconds(),
+        poll_interval in any_seconds(),
+        request_timeout in any_seconds(),
+        concurrency in prop_oneof![Just(0usize), 1..=16usize, Just(usize::MAX)],
+        page_size in prop_oneof![Just(0u32), 1..=1000u32, Just(1001u32), Just(u32::MAX)],
+        origin in prop_oneof![Just(0u64), any::<u64>()],
+    ) {
+        let options = WaitOptions {
+            timeout,
+            poll_interval,
+            request_timeout,
+            concurrency,
+            page_size,
+            ..WaitOptions::nodes(vec!["n1".into()], "active")
+        };
+        match Engine::new(options, origin) {
+            Ok(mut engine) => {
+                let max_ms = (MAX_SECONDS * 1000.0) as Millis;
+                for seconds in [timeout, poll_interval, request_timeout] {
+                    prop_assert!(seconds.is_finite() && (0.0..=MAX_SECONDS).contains(&seconds), "{seconds} accepted");
+                }
+                prop_assert!(engine.deadline().map_or(true, |d| d - origin <= max_ms + 1 || d == u64::MAX));
+                // Its first step, whatever the clock says, is a fetch.
+                let step = engine.step(origin);
+                prop_assert!(matches!(step, Step::Fetch(_)), "{:?}", step);
+            }
+            Err(e) => prop_assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}"),
+        }
+    }
+
     /// List mode on every round, with pages that do not advance or never end.
     #[test]
     fn paging_follows_markers_and_is_bounded(
@@ -1278,6 +1324,29 @@ proptest! {
     ) {
         run(&s)?;
     }
+}
+
+fn any_seconds() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        0.0..=60.0f64,
+        any::<f64>(),
+        prop::sample::select(vec![
+            0.0,
+            -0.0,
+            1e-300,
+            5e-324,
+            0.0004,
+            -1.0,
+            MAX_SECONDS,
+            MAX_SECONDS + 1e-6,
+            2_147_483.647,
+            1e300,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ]),
+    ]
 }
 
 /// The scripted server itself: honest pages walk the fleet once.
@@ -1442,4 +1511,20 @@ fn a_retry_left_unsent_at_the_deadline_ends_the_wait_then() {
     };
     assert_eq!(report.error, Some(Error::Http(HttpError { status: 404, message: "gone".into(), request_id: None })));
     assert!(report.elapsed_ms <= 1001, "ended at {} ms, deadline 1000 ms", report.elapsed_ms);
+}
+
+/// A wait whose first step comes after its deadline (the PUTs before it,
+/// or the version negotiation, took the time) sends nothing: no request
+/// starts after the deadline. It ends timed out at once.
+#[test]
+fn a_first_step_after_the_deadline_sends_nothing() {
+    let options = WaitOptions { timeout: 2.0, ..WaitOptions::nodes(vec!["a".into()], "active") };
+    let mut engine = Engine::new(options, 0).unwrap();
+    match engine.step(2500) {
+        Step::Done(report) => {
+            assert_eq!(report.requests, 0);
+            assert_eq!(report.targets[0].outcome, Outcome::TimedOut);
+        }
+        other => panic!("2.5 s into a 2 s wait: {other:?}"),
+    }
 }
