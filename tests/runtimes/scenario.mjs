@@ -170,14 +170,14 @@ export async function runScenario(api, { url }) {
       const progress = [];
       // The rejection is the signal's own reason, whose message is the runtime's (not compared).
       const waiting = client().provision('n1', 'deploy', {
-        wait: true, pollInterval: 0.5, signal: controller.signal, onProgress: (e) => progress.push(e),
+        wait: true, pollInterval: 1, signal: controller.signal, onProgress: (e) => progress.push(e),
       }).then(() => 'resolved', (e) => e);
-      // Two checks answered: the client now sleeps for 0.5 s, with nothing in flight.
+      // Two checks answered: the client now sleeps for 1 s, with nothing in flight.
       await sim.until(async () => (await sim.log('GET', '/v1/nodes/n1')).filter((r) => r.status !== null).length >= 2);
       controller.abort();
       const getsAtAbort = (await sim.log('GET', '/v1/nodes/n1')).length;
       const thrown = await waiting;
-      await sleep(1200); // more than two poll intervals
+      await sleep(2200); // more than two poll intervals
       const getsAfter = (await sim.log('GET', '/v1/nodes/n1')).length;
 
       // A reason of the caller's own comes back as is.
@@ -207,7 +207,7 @@ export async function runScenario(api, { url }) {
       const names = Array.from({ length: 10 }, (_, i) => `p${i}`);
       await load({
         nodes: names.map((name) => ({ name, provision_state: 'enroll' })),
-        faults: [{ kind: 'latency', ms: 400, method: 'PUT' }],
+        faults: [{ kind: 'latency', ms: 1000, method: 'PUT' }],
       });
       const controller = new AbortController();
       const aborted = new Set();
@@ -219,7 +219,7 @@ export async function runScenario(api, { url }) {
       await sim.until(async () => (await sim.log('PUT')).length >= 4);
       controller.abort();
       const thrown = await waiting;
-      await sleep(800); // the 400 ms PUTs would have finished, and the next ones gone out
+      await sleep(1500); // the 1 s PUTs would have finished, and the next ones gone out
       return {
         rejection: thrown?.name,
         isSignalReason: thrown === controller.signal.reason,
