@@ -275,8 +275,10 @@ fn read_everything(status: u16, body: &str) -> Result<(), TestCaseError> {
         let again = Value::parse(&v.to_string());
         check!(again.as_ref() == Ok(v), "to_string does not parse back to the same value");
     }
-    // Linear work: a few KB must take microseconds, not seconds.
-    check!(started.elapsed() < Duration::from_secs(2), "{:?} for {} bytes", started.elapsed(), body.len());
+    // Linear work, with a generous allowance for a debug build on a busy
+    // 2-core machine: 2 s, and 10 s more per MB.
+    let allowed = Duration::from_secs(2) + Duration::from_secs(10) * body.len() as u32 / (1 << 20);
+    check!(started.elapsed() < allowed, "{:?} for {} bytes", started.elapsed(), body.len());
     Ok(())
 }
 
@@ -402,6 +404,12 @@ proptest! {
         }
     }
 
+}
+
+proptest! {
+    // Larger inputs: fewer cases.
+    #![proptest_config(proptest_config(128))]
+
     /// Nesting up to 10,000 deep: an error past the limit, never a stack
     /// overflow, in every reader.
     #[test]
@@ -450,6 +458,11 @@ proptest! {
         check_server_error(&Error::Http(response.http_error()))?;
         check_server_error(&reply_error(&Reply::Response(response)))?;
     }
+
+}
+
+proptest! {
+    #![proptest_config(proptest_config(512))]
 
     /// The `next` link's marker: found wherever the link is and however it
     /// is encoded; never taken from another parameter or the fragment.
@@ -567,6 +580,12 @@ proptest! {
         prop_assert_eq!(policy.delay_ms(retries_done, &unusable), None);
         prop_assert_eq!(reply_error(&unusable), Error::InvalidResponse("too large".into()));
     }
+
+}
+
+proptest! {
+    // Larger inputs: fewer cases.
+    #![proptest_config(proptest_config(128))]
 
     /// A pager fed any pages: typed errors, and no page followed twice.
     #[test]
@@ -697,12 +716,8 @@ fn large_hostile_bodies_are_read_in_linear_time() {
     ];
     let mut failures = Vec::new();
     for (what, body) in &bodies {
-        let started = Instant::now();
-        let result = std::panic::catch_unwind(|| read_everything(503, body));
-        let took = started.elapsed();
-        match result {
-            Ok(Ok(())) if took < Duration::from_secs(10) => {}
-            Ok(Ok(())) => failures.push(format!("{what}: {took:?}")),
+        match std::panic::catch_unwind(|| read_everything(503, body)) {
+            Ok(Ok(())) => {}
             Ok(Err(e)) => failures.push(format!("{what}: {e}")),
             Err(_) => failures.push(format!("{what}: panicked")),
         }
