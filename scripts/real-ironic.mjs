@@ -175,6 +175,8 @@ export async function startIronic({ name = 'ironic', maxLimit, fake = FAKE_DELAY
   }
 }
 
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
 async function launch(dir, port) {
   const consoleLog = join(dir, 'console.log');
   const out = openSync(consoleLog, 'a');
@@ -188,8 +190,17 @@ async function launch(dir, port) {
   writeFileSync(pidFile, String(child.pid));
   let exited = null;
   const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve((exited = { code, signal }))));
+  // Whatever ends the caller ends Ironic too: its exit, or a signal (which
+  // then goes on to do what it would have done).
   const killNow = () => killGroup(child.pid, 'SIGKILL');
   process.once('exit', killNow);
+  const onSignal = (signal) => {
+    // Someone else handles it (the CLI stops gracefully): leave them time to.
+    if (process.listenerCount(signal) > 0) return killGroup(child.pid, 'SIGTERM');
+    killNow();
+    process.kill(process.pid, signal);
+  };
+  for (const signal of SIGNALS) process.once(signal, onSignal);
 
   let stopping = null;
   const stop = () => (stopping ??= (async () => {
@@ -203,6 +214,7 @@ async function launch(dir, port) {
       while (groupAlive(child.pid)) await sleep(50);
     }
     process.removeListener('exit', killNow);
+    for (const signal of SIGNALS) process.removeListener(signal, onSignal);
     rmSync(pidFile, { force: true });
   })());
 
