@@ -55,54 +55,62 @@ function timed(cmd, args) {
 }
 
 /**
- * Median wall time of fresh processes (start to exit), `runs` of each, the
- * kinds interleaved so that a busy moment hits all alike. `kinds` maps a
- * label to [cmd, ...args]; the first is the baseline.
+ * Fresh processes, `runs` of each kind, the kinds interleaved so that a busy
+ * moment hits all alike. `kinds` maps a label to [cmd, ...args]; the first is
+ * the baseline. A process may print what it timed inside as JSON:
+ * { importMs, constructMs, cpuMs }.
  */
 function startTimes(kinds, runs) {
   const samples = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
   for (let i = 0; i < runs; i++) {
-    for (const [label, [cmd, ...args]] of Object.entries(kinds)) samples[label].push(timed(cmd, args));
+    for (const [label, [cmd, ...args]] of Object.entries(kinds)) {
+      const { ms, stdout } = timed(cmd, args);
+      samples[label].push({ ms, ...(stdout.trim() ? JSON.parse(stdout) : {}) });
+    }
   }
-  return samples;
+  return rows(samples);
 }
 
 /**
- * Node: `node -e 0`, an empty ES module (bench/cold-start.mjs bare, the
- * baseline), the floor's import, and ironic-wait's import plus first
- * `new IronicClient`, with the import and the constructor as timed inside.
+ * Node: an empty ES module (bench/cold-start.mjs bare, the baseline),
+ * `node -e 0` for scale, the floor's import, and ironic-wait's import plus
+ * first `new IronicClient`.
  */
 export function nodeColdStart(runs) {
   const script = here('./cold-start.mjs');
   const node = process.execPath;
-  const samples = startTimes({
+  return startTimes({
     'empty ES module (baseline)': [node, script, 'bare'],
     'node -e 0': [node, '-e', '0'],
     'floor: import': [node, script, 'floor'],
     'ironic-wait: import + new IronicClient': [node, script, 'ironic-wait'],
   }, runs);
-  return rows(samples, (s) => (s.stdout.trim() ? JSON.parse(s.stdout) : null));
 }
 
 /** Python: `python -c pass` (the baseline), then each peer's import plus its first client. */
 export function pythonColdStart(python, peers, runs) {
   const kinds = { 'python -c pass (baseline)': [python, '-c', 'pass'] };
   for (const peer of peers) kinds[`${peer}: import + client`] = [python, here('./peer.py'), 'cold', peer];
-  return rows(startTimes(kinds, runs), () => null);
+  return startTimes(kinds, runs);
 }
 
-function rows(samples, inside) {
-  const [baseline] = Object.values(samples).map((s) => median(s.map((x) => x.ms)));
+/** Medians: the process from spawn to exit (and over the baseline's), and what it timed inside. */
+function rows(samples) {
+  const medianOf = (list, key) => (list.every((x) => x[key] !== undefined) ? median(list.map((x) => x[key])) : null);
+  const baseline = medianOf(Object.values(samples)[0], 'ms');
   return Object.entries(samples).map(([what, list]) => {
-    const parts = list.map(inside).filter(Boolean);
-    const ms = median(list.map((x) => x.ms));
+    const inside = list.every((x) => x.importMs !== undefined)
+      ? median(list.map((x) => x.importMs + x.constructMs))
+      : null;
     return {
       what,
       runs: list.length,
-      ms,
-      overBaselineMs: ms - baseline,
-      importMs: parts.length ? median(parts.map((p) => p.importMs)) : null,
-      constructMs: parts.length ? median(parts.map((p) => p.constructMs)) : null,
+      ms: medianOf(list, 'ms'),
+      overBaselineMs: medianOf(list, 'ms') - baseline,
+      importMs: medianOf(list, 'importMs'),
+      constructMs: medianOf(list, 'constructMs'),
+      insideMs: inside,
+      cpuMs: medianOf(list, 'cpuMs'),
     };
   });
 }
