@@ -429,10 +429,13 @@ impl Response {
 /// A server's message as it is, unless it is longer than any real Ironic
 /// message: then its first [`MAX_MESSAGE_CHARS`] characters and `...`.
 fn bounded(message: String) -> String {
-    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}...", &message[..cut]),
-        None => message,
+    if message.chars().nth(MAX_MESSAGE_CHARS).is_none() {
+        return message;
     }
+    // Not `&message[..cut]`: a slice's panic path costs kilobytes of wasm.
+    let mut cut: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
+    cut.push_str("...");
+    cut
 }
 
 /// The longest server message an error carries whole.

@@ -509,10 +509,21 @@ impl Client {
         let started = scope.started;
         // With `wait: N`, the PUTs count against the N seconds too.
         scope.deadline.set(wait.as_ref().and_then(|w| deadline(started, w.timeout)));
-        let results = self
-            .send_each(&scope, requests, concurrency, settle == Settle::FirstFailure)
-            .await
-            .map_err(|e| reject(&scope, e, None))?;
+        let results = match self.send_each(&scope, requests, concurrency, settle == Settle::FirstFailure).await {
+            Ok(results) => results,
+            Err(e) => {
+                if matches!(e, Error::Aborted) {
+                    // As in a wait: every node's last event says it was aborted.
+                    let elapsed_ms = js::now().saturating_sub(started);
+                    for target in 0..idents.len() {
+                        let event =
+                            Event { target, seen: Seen::default(), elapsed_ms, outcome: Some(Outcome::Aborted) };
+                        notify(&on_progress, &event, &idents, Subject::Node);
+                    }
+                }
+                return Err(reject(&scope, e, None));
+            }
+        };
         let unsent: Vec<String> =
             idents.iter().zip(&results).filter(|(_, r)| r.is_none()).map(|(i, _)| i.clone()).collect();
         if let (Some(w), false, Settle::FirstFailure) = (&wait, unsent.is_empty(), settle) {

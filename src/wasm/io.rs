@@ -291,7 +291,19 @@ pub async fn send(scope: &Scope, exchange: Exchange<'_>) -> Reply {
         Err(_) if scope.aborted() => Reply::Unusable(Error::Aborted),
         Err(_) if exchange.timeout_at.is_some_and(|at| js::now() >= at) => Reply::TimedOut,
         Err(e) if js::is_permission_error(&e) => Reply::Unusable(Error::Connection(js::describe(&e))),
-        Err(e) => Reply::ConnectionFailed(js::describe(&e)),
+        Err(e) => Reply::ConnectionFailed(js::describe(&e) + cors_hint(&e)),
+    }
+}
+
+/// Browsers report a refused CORS request as a plain network failure; say
+/// that it may be one, since nothing else will.
+fn cors_hint(e: &JsValue) -> &'static str {
+    let message = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string());
+    match message.as_deref() {
+        Some("Failed to fetch" | "NetworkError when attempting to fetch resource." | "Load failed") => {
+            " (in a browser this is also how a request refused by CORS looks: see the README's Browsers and CORS)"
+        }
+        _ => "",
     }
 }
 
