@@ -22,6 +22,8 @@ const PEERS = ['python-ironicclient', 'openstacksdk'];
 
 await main('bench', async () => {
   const started = performance.now();
+  // Other work on the machine slows everything measured here: the report says how much there was.
+  const loadBefore = os.loadavg()[0];
   const { values } = parseArgs({
     options: {
       quick: { type: 'boolean', default: false },
@@ -79,7 +81,7 @@ await main('bench', async () => {
     date: new Date().toISOString(),
     command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
     quick: values.quick,
-    machine: machine(python, peerInfo),
+    machine: machine(python, peerInfo, loadBefore),
     build: build(),
     seed: SEED,
     timing,
@@ -102,13 +104,14 @@ await main('bench', async () => {
   if (failed.length) throw new Error(`failed: ${failed.join(', ')}`);
 });
 
-function machine(python, peers) {
+function machine(python, peers, loadBefore) {
   const cpus = os.cpus();
   const pythonVersion = python && execFileSync(python, ['--version'], { encoding: 'utf8' }).trim();
   return {
     cpu: cpus[0]?.model.trim() ?? 'unknown CPU',
     cores: cpus.length,
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    load: loadBefore.toFixed(1),
     os: `${os.type()} ${os.release()}`,
     node: process.version,
     python: pythonVersion,

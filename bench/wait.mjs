@@ -11,7 +11,7 @@ import { EXPECTED, POLL_INTERVAL } from './schedule.mjs';
 const here = (file) => fileURLToPath(new URL(file, import.meta.url));
 const VERSION = { 'X-OpenStack-Ironic-API-Version': '1.115' };
 
-/** The command that runs client `name` (see CLIENTS in run.mjs) on a config file. */
+/** The command that runs client `name` (ironic-wait, floor or a Python peer) on a config file. */
 export function clientCommand(name, python) {
   if (name === 'ironic-wait' || name === 'floor') return [process.execPath, here('./client.mjs'), name];
   return [python, here('./peer.py'), name];
@@ -51,7 +51,7 @@ async function getJson(url) {
   return res.json();
 }
 
-/** Every node's UUID, in list order (before the mark: not counted). */
+/** Every node's UUID, in list order (before the start: not counted). */
 async function listUuids(base) {
   const uuids = [];
   for (let url = `${base}/v1/nodes?fields=uuid&limit=1000`; url;) {
