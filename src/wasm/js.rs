@@ -1,6 +1,8 @@
 //! Bindings to the JS globals every runtime has (never `window`), and the
 //! conversions between JS values and the core's types.
 
+use std::cell::RefCell;
+
 use js_sys::{Array, Function, Object, Reflect, JSON};
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
@@ -39,13 +41,28 @@ pub fn now() -> u64 {
     performance_now().unwrap_or_else(|_| js_sys::Date::now()).max(0.0) as u64
 }
 
-/// A plain JS object from key/value pairs.
-pub fn object(entries: &[(&str, JsValue)]) -> JsValue {
-    let o = Object::new();
-    for (k, v) in entries {
-        // Defining a property on a fresh plain object cannot fail.
-        let _ = Reflect::set(&o, &JsValue::from_str(k), v);
+/// A plain JS object from key/value pairs. Keys are names in the code, each
+/// made a JS string once: a report of many nodes repeats them all.
+pub fn object(entries: &[(&'static str, JsValue)]) -> JsValue {
+    thread_local! {
+        static KEYS: RefCell<Vec<(&'static str, JsValue)>> = const { RefCell::new(Vec::new()) };
     }
+    let o = Object::new();
+    KEYS.with(|keys| {
+        let mut keys = keys.borrow_mut();
+        for (k, v) in entries {
+            let key = match keys.iter().find(|(name, _)| std::ptr::eq(*name, *k)) {
+                Some((_, key)) => key.clone(),
+                None => {
+                    let key = JsValue::from_str(k);
+                    keys.push((k, key.clone()));
+                    key
+                }
+            };
+            // Defining a property on a fresh plain object cannot fail.
+            let _ = Reflect::set(&o, &key, v);
+        }
+    });
     o.into()
 }
 
