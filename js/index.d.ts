@@ -1,6 +1,14 @@
 // Types of the package's JS API (js/index.js). Times are in seconds, as in
 // python-ironicclient; every method returns a promise and never throws
 // synchronously.
+//
+// Arguments are read once, when a method is called: option objects must be
+// plain objects (`{ ... }` literals or `Object.create(null)`) whose options are
+// own data properties (a getter is refused, not called); lists are arrays of
+// at most 1,000,000 strings; JSON data (steps, config drive, allocation
+// fields) is cloned through JSON text. Strings must be well-formed Unicode
+// (no lone UTF-16 surrogate). Anything else is an `InvalidArgumentError` of
+// that call, and nothing is sent.
 
 /** The version of the ironic-wait build (the Rust crate's version). */
 export function version(): string;
@@ -10,7 +18,7 @@ export interface IronicClientOptions {
   endpoint: string;
   /** A Keystone token, sent as `X-Auth-Token`. */
   token?: string;
-  /** Called for a token before the first request and once more after a 401; may return a promise. */
+  /** Called for a token before the first request and once more after a 401; may return a promise. Throwing, or giving no string, is an `AuthError`. */
   getToken?: () => string | Promise<string>;
   /** HTTP Basic credentials (Ironic's `auth_strategy = http_basic`). */
   basicAuth?: { username: string; password: string };
@@ -22,6 +30,11 @@ export interface IronicClientOptions {
   retryInterval?: number;
   /** Seconds one request may take before it counts as a connection failure (default 60; 0 = no limit). */
   requestTimeout?: number;
+  /**
+   * Bytes an answer may have, after decompression (default 16 MiB = 16777216; a whole number from 1024); a larger one
+   * is an `InvalidResponseError`, and reading it stops.
+   */
+  maxResponseBytes?: number;
   /** Extra headers sent with every request (e.g. a global request id). */
   headers?: Record<string, string>;
   /** The `User-Agent` sent outside browsers (default `ironic-wait/<version>`). */
@@ -76,7 +89,7 @@ export interface WaitTuning {
    * progress event with outcome `aborted`, then the promise rejects with the signal's reason.
    */
   signal?: AbortSignal;
-  /** Called on each observed state change and each settled node; exceptions it throws are ignored. */
+  /** Called on each observed state change and each settled node; what it throws (or its promise rejects with) is ignored. */
   onProgress?: (event: ProgressEvent) => void;
 }
 

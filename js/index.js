@@ -3,7 +3,13 @@
 //
 // The wasm's RawClient does the work and rejects with plain
 // `{ kind, message, ... }` objects; this layer owns the public surface:
-// real Error subclasses, option docs (index.d.ts) and nothing else.
+// real Error subclasses, option docs (index.d.ts), and the first line of
+// defence against hostile arguments: every call's arguments are read once,
+// here, into fresh plain data (strings, numbers, booleans, JSON-cloned
+// data, wrapped callbacks, an AbortSignal of our own), so the wasm never
+// touches a caller's object, getter, proxy or signal. Anything unreadable is
+// an InvalidArgumentError of that call, naming the argument but never
+// quoting its value (it may be a secret).
 // Do not call into the wasm at module top level: under top-level await
 // (web.js) this module may be evaluated before the wasm is instantiated.
 import { RawClient, version } from './ironic_wait.js';
@@ -14,7 +20,6 @@ export { version };
 export class IronicWaitError extends Error {
   constructor(message, fields = {}) {
     super(message);
-    this.name = new.target.name;
     Object.assign(this, fields);
   }
 }
@@ -36,6 +41,23 @@ export class StateTransitionFailed extends IronicWaitError {}
 /** The wait ran out of time. */
 export class StateTransitionTimeout extends IronicWaitError {}
 
+// Each class's `name` is a string of its own, on its prototype as for the
+// built-in errors: a minifier renames classes, so `new.target.name` would
+// not survive bundling.
+for (const [Class, name] of [
+  [IronicWaitError, 'IronicWaitError'],
+  [InvalidArgumentError, 'InvalidArgumentError'],
+  [InvalidResponseError, 'InvalidResponseError'],
+  [IronicHttpError, 'IronicHttpError'],
+  [ConnectionError, 'ConnectionError'],
+  [AuthError, 'AuthError'],
+  [UnsupportedVersionError, 'UnsupportedVersionError'],
+  [StateTransitionFailed, 'StateTransitionFailed'],
+  [StateTransitionTimeout, 'StateTransitionTimeout'],
+]) {
+  Object.defineProperty(Class.prototype, 'name', { value: name, writable: true, configurable: true });
+}
+
 const KINDS = {
   InvalidArgument: InvalidArgumentError,
   InvalidResponse: InvalidResponseError,
@@ -47,7 +69,7 @@ const KINDS = {
   StateTransitionTimeout,
 };
 
-/** The wasm's `{ kind, message, ... }` -> its Error class; anything else (an abort reason) as is. */
+/** The wasm's `{ kind, message, ... }` -> its Error class; anything else as is. */
 function toError(raw) {
   const Kind = raw && typeof raw === 'object' && !(raw instanceof Error) ? KINDS[raw.kind] : undefined;
   if (!Kind) return raw;
@@ -66,6 +88,322 @@ function withErrors(report) {
 const sendsUserAgent =
   typeof navigator === 'undefined' || typeof navigator.userAgent !== 'string' || !navigator.userAgent.startsWith('Mozilla/');
 
+// ---------------------------------------------------------------------------
+// Reading arguments. The built-ins used on callers' values are taken now, so
+// a caller's own properties (a signal's `aborted`, a function's `call`)
+// are never what runs.
+
+/** Items in a list (node identifiers, fields) and values in JSON data, at most. */
+const MAX_ITEMS = 1_000_000;
+
+const apply = Reflect.apply;
+const getPrototypeOf = Object.getPrototypeOf;
+const ownDescriptor = Object.getOwnPropertyDescriptor;
+const ownKeys = Object.keys;
+const isArray = Array.isArray;
+const stringify = JSON.stringify;
+const parse = JSON.parse;
+const promiseThen = Promise.prototype.then;
+const stringIsWellFormed = String.prototype.isWellFormed;
+const isWellFormed = (s) => (stringIsWellFormed ? apply(stringIsWellFormed, s, []) : !hasLoneSurrogate(s));
+
+/** For runtimes without String.prototype.isWellFormed (Safari before 16.4, say). */
+function hasLoneSurrogate(s) {
+  for (let i = 0; i < s.length; i++) {
+    const unit = s.charCodeAt(i);
+    if (unit >= 0xdc00 && unit <= 0xdfff) return true;
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return true;
+      i++;
+    }
+  }
+  return false;
+}
+
+const signalGetter = (name) => {
+  const proto = globalThis.AbortSignal?.prototype;
+  return proto && ownDescriptor(proto, name)?.get;
+};
+const signalAborted = signalGetter('aborted');
+const signalReason = signalGetter('reason');
+const addListener = globalThis.EventTarget?.prototype.addEventListener;
+const removeListener = globalThis.EventTarget?.prototype.removeEventListener;
+
+const refuse = (message) => new InvalidArgumentError(message);
+const unreadable = (what) => refuse(`${what} could not be read`);
+
+/** Runs `read`, which may run the caller's code (proxy traps, getters); whatever it throws means `what` is unreadable. */
+function readable(what, read) {
+  try {
+    return read();
+  } catch {
+    throw unreadable(what);
+  }
+}
+
+function wellFormed(what, s) {
+  if (!isWellFormed(s)) throw refuse(`${what} is not well-formed Unicode (it has a lone UTF-16 surrogate)`);
+  return s;
+}
+
+/**
+ * An object of options or fields: absent (`undefined`/`null`), or a plain
+ * object (its prototype is Object.prototype, of any realm, or null).
+ */
+function plainObject(what, value) {
+  if (value === undefined || value === null) return null;
+  if ((typeof value !== 'object' && typeof value !== 'function') || readable(what, () => isArray(value))) {
+    throw refuse(`${what} must be an object`);
+  }
+  const plain = readable(what, () => {
+    const proto = getPrototypeOf(value);
+    return proto === null || getPrototypeOf(proto) === null;
+  });
+  if (typeof value === 'function' || !plain) throw refuse(`${what} must be a plain object`);
+  return value;
+}
+
+/**
+ * An own, enumerable data property's value (`undefined` when absent or not
+ * enumerable). A getter is refused, not called: what it would return, once
+ * or each time, is not data.
+ */
+function ownValue(what, object, key) {
+  const descriptor = readable(what, () => ownDescriptor(object, key));
+  if (!descriptor?.enumerable) return undefined;
+  if (!('value' in descriptor)) throw refuse(`${what} must be a value, not a getter`);
+  return descriptor.value;
+}
+
+/** `what`'s own enumerable string keys. */
+function keysOf(what, object) {
+  const keys = readable(what, () => ownKeys(object));
+  if (keys.length > MAX_ITEMS) throw refuse(`${what} has too many keys`);
+  return keys;
+}
+
+/** A list of strings (its items own data properties, as in an array literal), or one string as given. */
+function strings(what, value, message = `${what} must be a string or a list of strings`) {
+  if (typeof value === 'string') return wellFormed(what, value);
+  if (typeof value !== 'object' || value === null || !readable(what, () => isArray(value))) throw refuse(message);
+  const length = readable(what, () => value.length);
+  if (!Number.isSafeInteger(length) || length < 0) throw refuse(message);
+  if (length > MAX_ITEMS) throw refuse(`${what} has more than ${MAX_ITEMS} items`);
+  const copy = [];
+  for (let i = 0; i < length; i++) {
+    // As for options, the item's own data, never a getter's answer.
+    const item = readable(what, () => ownDescriptor(value, i))?.value;
+    if (typeof item !== 'string') throw refuse(message);
+    copy.push(wellFormed(`${what}[${i}]`, item));
+  }
+  return copy;
+}
+
+/**
+ * JSON data as it would go on the wire, cloned through JSON text (its
+ * `toJSON`s and getters run once, here). Cycles, BigInts, throwing getters
+ * and proxies, lone surrogates, and more than MAX_ITEMS values are refused.
+ */
+function jsonData(what, value) {
+  let problem = null;
+  let count = 0;
+  const check = (key, v) => {
+    if (++count > MAX_ITEMS) problem = `${what} is too large (more than ${MAX_ITEMS} values)`;
+    else if (!isWellFormed(key) || (typeof v === 'string' && !isWellFormed(v))) {
+      problem = `${what} has a string that is not well-formed Unicode (a lone UTF-16 surrogate)`;
+    }
+    if (problem) throw new Error(problem);
+    return v;
+  };
+  let text;
+  try {
+    text = stringify(value, check);
+  } catch {
+    throw refuse(problem ?? `${what} must be JSON data`);
+  }
+  if (text === undefined) throw refuse(`${what} must be JSON data`);
+  return parse(text);
+}
+
+// Node's (and Deno's) AbortSignal getters check their brand through
+// ordinary property reads, which a Proxy forwards; Node can tell a proxy
+// itself. Browsers' and workerd's getters refuse proxies on their own.
+const isProxy = globalThis.process?.getBuiltinModule?.('node:util')?.types?.isProxy ?? (() => false);
+
+/** A genuine AbortSignal (the platform's own getter accepts it; a look-alike or a proxy throws). */
+function abortSignal(what, value) {
+  try {
+    apply(signalAborted, value, []);
+    if (!isProxy(value)) return value;
+  } catch {
+    // refused below
+  }
+  throw refuse(`${what} must be an AbortSignal`);
+}
+
+/**
+ * `getToken`: the wasm always gets a real promise, never a synchronous
+ * throw, and it resolves to a string or null (which the wasm refuses as no
+ * token), never to an object of the caller's.
+ */
+function tokenSource(getToken) {
+  return async () => {
+    const token = await apply(getToken, undefined, []);
+    if (typeof token !== 'string') return null;
+    if (!isWellFormed(token)) throw new Error('the token is not well-formed Unicode (it has a lone UTF-16 surrogate)');
+    return token;
+  };
+}
+
+/** `onProgress`: what it throws, or its promise rejects with, is ignored. */
+function progressListener(onProgress) {
+  const ignore = () => {};
+  return (event) => {
+    try {
+      const result = apply(onProgress, undefined, [event]);
+      if (typeof result === 'object' && result !== null) apply(promiseThen, result, [undefined, ignore]);
+    } catch {
+      // Not a promise, or the callback threw: either way, ignored.
+    }
+  };
+}
+
+// Option kinds: each reads one option's value (never `undefined`/`null`:
+// those mean absent and are dropped) into plain data or refuses it.
+const STRING = (what, v) => {
+  if (typeof v !== 'string') throw refuse(`${what} must be a string`);
+  return wellFormed(what, v);
+};
+const NUMBER = (what, v) => {
+  if (typeof v !== 'number') throw refuse(`${what} must be a number`);
+  return v;
+};
+const BOOLEAN = (what, v) => {
+  if (typeof v !== 'boolean') throw refuse(`${what} must be a boolean`);
+  return v;
+};
+const WAIT = (what, v) => {
+  if (typeof v !== 'boolean' && typeof v !== 'number') throw refuse(`${what} must be true, false or a timeout in seconds`);
+  return v;
+};
+const STRINGS = (what, v) => strings(what, v);
+const JSON_DATA = jsonData;
+const SIGNAL = abortSignal;
+const callback = (wrap) => (what, v) => {
+  if (typeof v !== 'function') throw refuse(`${what} must be a function`);
+  return wrap(v);
+};
+const TOKEN_SOURCE = callback(tokenSource);
+const PROGRESS = callback(progressListener);
+/** An object of named strings, read one level deep (`basicAuth`). */
+const record = (fields) => (what, v) => readOptions(what, v, fields, (key) => `${what}.${key}`);
+/** `headers`: any names, string values. */
+const HEADERS = (what, v) => {
+  const given = plainObject(what, v);
+  const headers = {};
+  for (const name of keysOf(what, given)) {
+    wellFormed(`A name in ${what}`, name);
+    const value = ownValue(`${what} ${name}`, given, name);
+    if (value !== undefined && value !== null) headers[name] = STRING(`Header ${name}`, value);
+  }
+  return headers;
+};
+
+const WAIT_TUNING = {
+  pollInterval: NUMBER,
+  settle: STRING,
+  holdIsTerminal: BOOLEAN,
+  failOnUnexpectedState: BOOLEAN,
+  concurrency: NUMBER,
+  listThreshold: NUMBER,
+  signal: SIGNAL,
+  onProgress: PROGRESS,
+};
+
+/** The options each entry reads (index.d.ts documents them); any other key is ignored, unread. */
+const OPTIONS = {
+  client: {
+    endpoint: STRING,
+    token: STRING,
+    getToken: TOKEN_SOURCE,
+    basicAuth: record({ username: STRING, password: STRING }),
+    microversion: STRING,
+    maxRetries: NUMBER,
+    retryInterval: NUMBER,
+    requestTimeout: NUMBER,
+    maxResponseBytes: NUMBER,
+    headers: HEADERS,
+    userAgent: STRING,
+  },
+  provision: {
+    ...WAIT_TUNING,
+    wait: WAIT,
+    configDrive: JSON_DATA,
+    cleanSteps: JSON_DATA,
+    deploySteps: JSON_DATA,
+    serviceSteps: JSON_DATA,
+    runbook: STRING,
+    rescuePassword: STRING,
+    disableRamdisk: BOOLEAN,
+  },
+  waitForProvisionState: { ...WAIT_TUNING, timeout: NUMBER },
+  createAllocation: { wait: WAIT, pollInterval: NUMBER, signal: SIGNAL, onProgress: PROGRESS },
+  waitForAllocation: { timeout: NUMBER, pollInterval: NUMBER, signal: SIGNAL, onProgress: PROGRESS },
+  getNode: { fields: STRINGS, signal: SIGNAL },
+  listNodes: { fields: STRINGS, limit: NUMBER, provisionState: STRING, signal: SIGNAL },
+  microversion: { signal: SIGNAL },
+};
+
+/** Reads the options `kinds` names from `value` into a fresh object. */
+function readOptions(what, value, kinds, name = (key) => `Option ${key}`) {
+  const given = plainObject(what, value);
+  const options = {};
+  if (!given) return options;
+  for (const key of ownKeys(kinds)) {
+    const v = ownValue(name(key), given, key);
+    if (v !== undefined && v !== null) options[key] = kinds[key](name(key), v);
+  }
+  return options;
+}
+
+/** createAllocation's fields: every key is passed on (the wasm refuses unknown ones), each value as JSON data. */
+function allocationFields(value) {
+  const given = plainObject('allocation fields', value);
+  if (!given) throw refuse('allocation fields must be an object');
+  const fields = {};
+  for (const key of keysOf('allocation fields', given)) {
+    const what = `Allocation field ${wellFormed('An allocation field name', key)}`;
+    const v = ownValue(what, given, key);
+    if (v !== undefined) fields[key] = jsonData(what, v);
+  }
+  return fields;
+}
+
+function identifier(what, value, message = `${what} must be a string`) {
+  if (typeof value !== 'string') throw refuse(message);
+  return wellFormed(what, value);
+}
+
+/** Whether a genuine signal is aborted, and its reason, through the platform's own getters. */
+const aborted = (signal) => apply(signalAborted, signal, []);
+const reasonOf = (signal) => apply(signalReason, signal, []);
+
+/**
+ * A signal of our own that follows the caller's: it aborts, with the very
+ * same reason, the moment the caller's does (then `onAbort` runs). The wasm
+ * reads only this one.
+ */
+function follow(signal, onAbort) {
+  const controller = new AbortController();
+  const listener = () => {
+    controller.abort(reasonOf(signal));
+    onAbort();
+  };
+  apply(addListener, signal, ['abort', listener]);
+  return { signal: controller.signal, stop: () => apply(removeListener, signal, ['abort', listener]) };
+}
+
 /**
  * A client of one Ironic endpoint. Options and methods are documented in
  * index.d.ts and the README.
@@ -74,48 +412,81 @@ export class IronicClient {
   #raw;
 
   constructor(options = {}) {
+    const given = readOptions('IronicClient options', options, OPTIONS.client);
     // Browsers refuse to let pages set User-Agent; elsewhere identify ourselves.
-    const userAgent = sendsUserAgent ? `ironic-wait/${version()}` : undefined;
+    if (given.userAgent === undefined && sendsUserAgent) given.userAgent = `ironic-wait/${version()}`;
     try {
-      this.#raw = new RawClient({ userAgent, ...options });
+      this.#raw = new RawClient(given);
     } catch (e) {
       throw toError(e);
     }
   }
 
-  async #call(method, ...args) {
+  /**
+   * Runs a RawClient method on `args`, read now (before any await, so the
+   * caller may change its objects as soon as the call returns), with
+   * `options` last.
+   *
+   * An abort before the call settles rejects it at once with the caller's
+   * own reason, as is (as fetch does), whatever the wasm answers later: its
+   * cancelled work winds down behind it.
+   */
+  async #call(method, args, options, kinds) {
+    const raw = this.#raw;
+    const given = readOptions('options', options, kinds);
+    const signal = given.signal;
+    if (!signal) return this.#settle(raw[method](...args, given));
+    if (aborted(signal)) throw reasonOf(signal);
+    let rejectNow;
+    const abortedCall = new Promise((_, reject) => { rejectNow = reject; });
+    const following = readable('Option signal', () => follow(signal, () => rejectNow(reasonOf(signal))));
+    given.signal = following.signal;
+    const work = this.#settle(raw[method](...args, given));
+    // Whichever comes second is ignored, not left unhandled.
+    work.catch(() => {});
+    abortedCall.catch(() => {});
     try {
-      return withErrors(await this.#raw[method](...args));
+      return await Promise.race([work, abortedCall]);
+    } finally {
+      following.stop();
+    }
+  }
+
+  /** The wasm's answer as the API gives it: reports with Error objects, errors as classes. */
+  async #settle(answer) {
+    try {
+      return withErrors(await answer);
     } catch (e) {
       throw toError(e);
     }
   }
 
-  provision(nodes, action, options) {
-    return this.#call('provision', nodes, action, options);
+  async provision(nodes, action, options) {
+    return this.#call('provision', [strings('nodes', nodes), identifier('action', action)], options, OPTIONS.provision);
   }
 
-  waitForProvisionState(nodes, expectedState, options) {
-    return this.#call('waitForProvisionState', nodes, expectedState, options);
+  async waitForProvisionState(nodes, expectedState, options) {
+    const expected = identifier('expectedState', expectedState, 'expectedState must be a provision state');
+    return this.#call('waitForProvisionState', [strings('nodes', nodes), expected], options, OPTIONS.waitForProvisionState);
   }
 
-  createAllocation(fields, options) {
-    return this.#call('createAllocation', fields, options);
+  async createAllocation(fields, options) {
+    return this.#call('createAllocation', [allocationFields(fields)], options, OPTIONS.createAllocation);
   }
 
-  waitForAllocation(id, options) {
-    return this.#call('waitForAllocation', id, options);
+  async waitForAllocation(id, options) {
+    return this.#call('waitForAllocation', [identifier('id', id)], options, OPTIONS.waitForAllocation);
   }
 
-  getNode(id, options) {
-    return this.#call('getNode', id, options);
+  async getNode(id, options) {
+    return this.#call('getNode', [identifier('id', id)], options, OPTIONS.getNode);
   }
 
-  listNodes(options) {
-    return this.#call('listNodes', options);
+  async listNodes(options) {
+    return this.#call('listNodes', [], options, OPTIONS.listNodes);
   }
 
-  microversion(options) {
-    return this.#call('microversion', options);
+  async microversion(options) {
+    return this.#call('microversion', [], options, OPTIONS.microversion);
   }
 }
