@@ -77,7 +77,7 @@ export async function ensureVenv({ quiet = false } = {}) {
       const started = performance.now();
       await ensurePythonVenv(say);
       rmSync(VENV, { recursive: true, force: true });
-      say(`creating ${VENV} and installing ${REQUIREMENTS.join(' ')} from PyPI (about a minute; output in ${INSTALL_LOG})`);
+      say(`creating ${VENV} and installing ${REQUIREMENTS.join(' ')} from PyPI (1-2 minutes; output in ${INSTALL_LOG})`);
       writeFileSync(INSTALL_LOG, '');
       await exec('python3', ['-m', 'venv', VENV], { log: INSTALL_LOG });
       await exec(join(VENV, 'bin', 'pip'), ['install', '--disable-pip-version-check', '--no-input', ...REQUIREMENTS], { log: INSTALL_LOG });

@@ -59,9 +59,8 @@ describe('against a real Ironic', { concurrency: true }, () => {
     const [configDrives, results] = await Promise.all([ours, theirs]);
     assert.deepEqual(results.map((r, i) => [LIFECYCLE[i][0], r.ok ? 'ok' : r.message]), LIFECYCLE.map(([a]) => [a, 'ok']));
     assert.equal((await ironic.node('life-py')).provision_state, 'available');
-    // Ironic kept the config drive the deploy sent (it shows it masked).
-    assert.equal(configDrives.length, 1);
-    assert.ok(configDrives[0], 'instance_info.configdrive set by the deploy');
+    // Ironic kept the config drive the deploy sent (and shows it masked).
+    assert.deepEqual(configDrives, ['******']);
   });
 
   test('adopt with wait', async () => {
@@ -78,28 +77,33 @@ describe('against a real Ironic', { concurrency: true }, () => {
     assert.deepEqual(theirs, { ok: true, value: null });
     for (const name of ['adopt-iw', 'adopt-py']) assert.equal((await ironic.node(name)).provision_state, 'active');
   });
+});
 
+// Alone, one at a time: Ironic on SQLite can fail an allocation with "database is locked"
+// while other writes are under way.
+describe('allocations', () => {
   test('an allocation becomes active (nodes with a power state), as with python-ironicclient', async () => {
     // Allocations only match nodes that have a power state: fake nodes get one from a power action.
-    const gold = [];
-    for (const name of ['gold-iw', 'gold-py']) {
-      const node = await ironic.nodeIn('available', { name, resource_class: 'gold' });
+    const gold = await Promise.all(['gold-iw', 'gold-py'].map(async (name) => {
+      const node = await ironic.nodeIn('available', { name, resource_class: 'gold', automated_clean: false });
       const r = await ironic.api('PUT', `/v1/nodes/${name}/states/power`, { target: 'power off' });
       assert.equal(r.status, 202, r.text);
       await ironic.reach(name, null, { until: (n) => n.power_state === 'power off' && !n.target_power_state });
-      gold.push(node.uuid);
-    }
+      return node.uuid;
+    }));
     const client = new IronicClient({ endpoint: ironic.url });
-    const [{ allocation, report }, [theirs]] = await Promise.all([
-      client.createAllocation({ resourceClass: 'gold', candidateNodes: ['gold-iw'], name: 'alloc-iw' }, { wait: 60, pollInterval: 0.5 }),
-      ironic.oracle([{ op: 'allocation', fields: { resource_class: 'gold', candidate_nodes: ['gold-py'], name: 'alloc-py' }, wait: 60, poll_interval: 0.5 }]),
-    ]);
+    const { allocation, report } = await client.createAllocation(
+      { resourceClass: 'gold', candidateNodes: ['gold-iw'], name: 'alloc-iw' }, { wait: 60, pollInterval: 0.5 });
     assert.equal(allocation.name, 'alloc-iw');
-    assert.equal(report.ok, true);
+    assert.equal(report.ok, true, JSON.stringify(report));
     assert.deepEqual([report.allocation.outcome, report.allocation.state], ['reached', 'active']);
     assert.equal(report.allocation.body.node_uuid, gold[0]);
+    assert.equal((await ironic.node('gold-iw')).allocation_uuid, allocation.uuid);
+
+    const [theirs] = await ironic.oracle([
+      { op: 'allocation', fields: { resource_class: 'gold', candidate_nodes: ['gold-py'], name: 'alloc-py' }, wait: 60, poll_interval: 0.5 },
+    ]);
     assert.equal(theirs.ok, true, theirs.message);
     assert.deepEqual([theirs.value.state, theirs.value.node_uuid], ['active', gold[1]]);
-    assert.equal((await ironic.node('gold-iw')).allocation_uuid, allocation.uuid);
   });
 });
