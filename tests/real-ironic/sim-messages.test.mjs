@@ -145,7 +145,8 @@ test('answers that are not a node: the wait fails with python-ironicclient\'s me
   for (const [i, [label]] of NOT_A_NODE.entries()) {
     assert.equal(theirs[i].ok, false, label);
     if (!ours[i] || ours[i].message !== theirs[i].message) {
-      mismatches.push(`${label}:\n  python-ironicclient ${theirs[i].type}: ${JSON.stringify(theirs[i].message)}\n  ironic-wait ${ours[i]?.name}: ${JSON.stringify(ours[i]?.message)}`);
+      const got = ours[i] ? `${ours[i].name}: ${JSON.stringify(ours[i].message)}` : 'no error: the wait resolved';
+      mismatches.push(`${label}:\n  python-ironicclient ${theirs[i].type}: ${JSON.stringify(theirs[i].message)}\n  ironic-wait ${got}`);
     }
   }
   assert.equal(mismatches.length, 0, `${mismatches.length} of ${NOT_A_NODE.length} differ:\n${mismatches.join('\n')}`);
