@@ -321,8 +321,8 @@ const POSITIONS = {
     disableRamdisk: { path: [2, 'disableRamdisk'], ...B(), action: 'clean', with: { cleanSteps: CLEAN_STEPS } },
   },
   waitForProvisionState: {
-    // A wait's cost grows faster than its node count (100k nodes: ~15 s of CPU on this machine), which is not what
-    // this file measures: 10k here, 100k everywhere else.
+    // A wait on 100k nodes takes seconds of CPU (faster than linear growth), which is not what this file measures:
+    // 10k here, 100k everywhere else.
     nodes: { path: [0], type: 'idents', rule: 'node-id', valid: () => ['n1'], listLength: 10_000 },
     'a node in the list': { path: [0, 0], ...S('node-id', 'n1'), type: 'idents', item: true },
     expectedState: { path: [1], ...S('expected', 'active') },
