@@ -36,7 +36,10 @@ export async function main(name, fn) {
 // gzip -9, as in wasm-toolchain.md, so figures compare with its table.
 export const PKG = join(ROOT, 'pkg');
 export const WASM_FILE = 'ironic_wait_bg.wasm';
-export const BUDGET_GZIP = 80 * 1024;
+// 96 KB since issue 8 (was 80): bounded body reads, header checks, shared
+// negotiation and token tasks, python-ironicclient's messages in the wasm,
+// and the JS layer's argument checks. Issue 10 (serde, gloo-net) aims at 45.
+export const BUDGET_GZIP = 96 * 1024;
 
 export function gzipSize(bytes) {
   return gzipSync(bytes, { level: zlib.Z_BEST_COMPRESSION }).length;

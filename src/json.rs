@@ -73,14 +73,17 @@ impl Value {
     }
 
     /// The type's name in messages.
-    pub fn kind(&self) -> &'static str {
+    /// What Python's `json` makes of this value, by its type's name, as
+    /// python-ironicclient's messages name it.
+    pub fn python_type(&self) -> &'static str {
         match self {
-            Value::Null => "null",
-            Value::Bool(_) => "boolean",
-            Value::Number(_) => "number",
-            Value::String(_) => "string",
+            Value::Null => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Number(n) if n.contains(['.', 'e', 'E']) => "float",
+            Value::Number(_) => "int",
+            Value::String(_) => "str",
             Value::Array(_) => "list",
-            Value::Object(_) => "object",
+            Value::Object(_) => "dict",
         }
     }
 }

@@ -118,30 +118,68 @@ pub fn version_range(response: &Response) -> (Option<String>, Option<String>) {
     (field("min_version"), field("version"))
 }
 
-/// python-ironicclient's words, wrapped as its `textwrap.fill` does.
+/// python-ironicclient's words for a version it will not speak, wrapped
+/// as its `textwrap.fill` does; the range shown stops at the newest version
+/// the client knows, as python-ironicclient's does.
 fn unsupported(v: Microversion, min: Microversion, max: Microversion) -> Error {
+    let max = max.min(Microversion::LATEST_KNOWN);
     Error::UnsupportedVersion(fill(&format!(
         "Requested API version {v} is not supported by the server, client, or the requested operation is not \
          supported by the requested version. Supported version range is {min} to {max}"
     )))
 }
 
-/// Python's `textwrap.fill(text)` (70 columns) for text of single-spaced
-/// words, none longer than a line: greedy, breaking at spaces.
+/// A 406 to a request sent at `sent`, the range the server gave with it (or
+/// in `GET /v1`), and what was asked for: the version to try instead, or
+/// python-ironicclient's refusal. A pinned version is never changed; a
+/// negotiated one is, once the server's range no longer holds it (an Ironic
+/// rolled back under the client), which python-ironicclient does not do.
+pub fn renegotiate(
+    requested: Requested,
+    sent: Microversion,
+    min: Option<&str>,
+    max: Option<&str>,
+) -> Result<Microversion, Error> {
+    let best = negotiate(requested, min, max)?;
+    let range = |h: Option<&str>| h.and_then(Microversion::parse).unwrap_or(best);
+    match requested {
+        Requested::Pinned(v) => Err(unsupported(v, range(min), range(max))),
+        Requested::Latest if best != sent => Ok(best),
+        Requested::Latest => {
+            let max = range(max).min(Microversion::LATEST_KNOWN);
+            Err(Error::UnsupportedVersion(fill(&format!(
+                "No API version was specified or the requested operation was not supported by the client's \
+                 negotiated API version {sent}.  Supported version range is: {} to {max}",
+                range(min)
+            ))))
+        }
+    }
+}
+
+/// Python's `textwrap.fill(text)` (70 columns) for text of words, none
+/// longer than a line, and runs of spaces: greedy; a run of spaces where a
+/// line breaks is dropped, one inside a line is kept as it is.
 fn fill(text: &str) -> String {
     const WIDTH: usize = 70;
     let mut out = String::with_capacity(text.len());
     let mut line = 0;
+    let mut spaces = 0;
     for word in text.split(' ') {
-        if line > 0 && line + 1 + word.len() > WIDTH {
+        if word.is_empty() {
+            spaces += 1;
+            continue;
+        }
+        let gap = if line > 0 { spaces + 1 } else { 0 };
+        if line > 0 && line + gap + word.len() > WIDTH {
             out.push('\n');
             line = 0;
-        } else if line > 0 {
-            out.push(' ');
-            line += 1;
+        } else {
+            out.extend(std::iter::repeat_n(' ', gap));
+            line += gap;
         }
         out.push_str(word);
         line += word.len();
+        spaces = 0;
     }
     out
 }
@@ -358,10 +396,13 @@ fn query_escape(value: &str) -> String {
 }
 
 /// An HTTP answer as the shell read it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
     pub body: String,
+    /// The `Content-Type` header: python-ironicclient reads a body as JSON
+    /// only when it says so.
+    pub content_type: Option<String>,
     pub request_id: Option<String>,
     pub retry_after: Option<String>,
     /// The server's microversion range, sent on every Ironic response.
@@ -384,36 +425,57 @@ pub enum Reply {
     Unusable(Error),
 }
 
+/// An empty `200 OK` of JSON, as Ironic labels its answers: what tests and
+/// callers adjust with `..Default::default()`.
+impl Default for Response {
+    fn default() -> Response {
+        Response {
+            status: 200,
+            body: String::new(),
+            content_type: Some("application/json".into()),
+            request_id: None,
+            retry_after: None,
+            min_version: None,
+            max_version: None,
+        }
+    }
+}
+
 impl Response {
     pub fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
     }
 
-    /// The body as JSON, or an invalid-response error that says what came.
+    /// The body as JSON, read as python-ironicclient's `json_request` reads
+    /// it: no Content-Type (or a 204/205) is an empty list, a Content-Type
+    /// without `application/json` is `None`, and JSON that does not parse is
+    /// the raw bytes; none of them is the object expected, and the error says
+    /// which it was, in python-ironicclient's words.
     pub fn json(&self) -> Result<Value, Error> {
-        if self.body.trim().is_empty() {
-            return Err(Error::InvalidResponse(format!("API response (HTTP {}) has an empty body", self.status)));
-        }
-        Value::parse(&self.body).map_err(|_| {
-            Error::InvalidResponse(format!(
-                "API response (HTTP {}) is not valid JSON: {}",
-                self.status,
-                excerpt(&self.body)
-            ))
-        })
+        let content_type = self.content_type.as_deref().filter(|_| !matches!(self.status, 204 | 205));
+        let python_type = match content_type {
+            None => "list",
+            // Not `str::contains`: its searcher costs kilobytes of wasm.
+            Some(t) if !t.as_bytes().windows(16).any(|w| w == b"application/json") => "NoneType",
+            Some(_) => return Value::parse(&self.body).map_err(|_| not_an_object("bytes")),
+        };
+        Err(not_an_object(python_type))
     }
 
-    /// The error this answer stands for: Ironic's `error_message` (itself a
-    /// JSON string holding `faultstring`), the raw message if that is not
-    /// JSON, or the status's name.
+    /// The error this answer stands for, as python-ironicclient words it:
+    /// from a JSON body (by its Content-Type), Ironic's `error_message`
+    /// (itself a JSON string holding `faultstring` or `description`, else
+    /// taken as it is); otherwise, or when that is empty, the status's name.
     pub fn http_error(&self) -> HttpError {
-        let message = Value::parse(&self.body)
-            .ok()
+        let json = self.content_type.as_deref().is_some_and(|t| t.starts_with("application/json"));
+        let message = json
+            .then(|| Value::parse(&self.body).ok())
+            .flatten()
             .and_then(|v| match v.get("error_message")? {
                 Value::String(inner) => Some(match Value::parse(inner) {
                     Ok(fault) => {
                         let text = |k| fault.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-                        text("faultstring").or_else(|| text("description")).map(str::to_string)?
+                        text("faultstring").or_else(|| text("description")).unwrap_or(inner).to_string()
                     }
                     Err(_) => inner.clone(),
                 }),
@@ -421,9 +483,16 @@ impl Response {
                 fault @ Value::Object(_) => fault.get("faultstring")?.as_str().map(str::to_string),
                 _ => None,
             })
+            .filter(|m| !m.is_empty())
             .unwrap_or_else(|| status_text(self.status).to_string());
         HttpError { status: self.status, message: bounded(message), request_id: self.request_id.clone() }
     }
+}
+
+/// python-ironicclient's `InvalidAttribute` for a body that is no object,
+/// naming what Python made of it.
+pub fn not_an_object(python_type: &str) -> Error {
+    Error::InvalidResponse(format!("API response body must be a JSON object; got {python_type}"))
 }
 
 /// A server's message as it is, unless it is longer than any real Ironic
@@ -452,23 +521,38 @@ fn excerpt(body: &str) -> String {
     }
 }
 
-/// python-ironicclient's default messages per status.
+/// python-ironicclient's default messages per status (its exception
+/// classes), with its fallbacks for the statuses it has no class for.
 fn status_text(status: u16) -> &'static str {
     match status {
+        300 => "Multiple Choices",
         400 => "Bad Request",
         401 => "Unauthorized",
+        402 => "Payment Required",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
+        408 => "Request Timeout",
         409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        412 => "Precondition Failed",
         413 => "Request Entity Too Large",
-        429 => "Too Many Requests",
+        414 => "Request-URI Too Long",
+        415 => "Unsupported Media Type",
+        416 => "Requested Range Not Satisfiable",
+        417 => "Expectation Failed",
+        422 => "Unprocessable Entity",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        500.. => "HTTP Server Error",
+        400..=499 => "HTTP Client Error",
         _ => "HTTP Error",
     }
 }
@@ -481,7 +565,7 @@ pub fn parse_node_page(body: &Value) -> Result<(&[Value], Option<String>), Error
     let nodes = match page.get("nodes") {
         Some(Value::Array(nodes)) => nodes.as_slice(),
         Some(other) => {
-            return Err(Error::InvalidResponse(format!("Node list: nodes must be a list; got {}", other.kind())))
+            return Err(Error::InvalidResponse(format!("Node list: nodes must be a list; got {}", other.python_type())))
         }
         None => return Err(Error::InvalidResponse("Node list: the nodes key is missing".into())),
     };
@@ -768,24 +852,85 @@ mod tests {
         assert_eq!(msg(409, r#"{"error_message": "plain words"}"#), "plain words");
         assert_eq!(msg(409, r#"{"error_message": {"faultstring": "as object"}}"#), "as object");
         assert_eq!(msg(400, r#"{"error_message": "{\"description\": \"d\"}"}"#), "d");
+        // JSON without faultstring or description is taken as it is; an
+        // empty message is the status's name (python-ironicclient).
+        let raw = r#"{"faultcode":"Client","debuginfo":null}"#;
+        assert_eq!(msg(400, &json!({"error_message": raw}).to_string()), raw);
+        assert_eq!(msg(400, r#"{"error_message": ""}"#), "Bad Request");
         assert_eq!(msg(400, r#"{"faultstring": "flat"}"#), "Bad Request", "python-ironicclient ignores flat bodies");
         assert_eq!(msg(503, "<html>busy</html>"), "Service Unavailable");
         assert_eq!(msg(500, ""), "Internal Server Error");
-        assert_eq!(msg(418, "{\"error_message\": 3}"), "HTTP Error");
+        assert_eq!(msg(418, "{\"error_message\": 3}"), "HTTP Client Error");
+        for (status, name) in [
+            (402, "Payment Required"),
+            (422, "Unprocessable Entity"),
+            (429, "HTTP Client Error"),
+            (505, "HTTP Version Not Supported"),
+            (507, "HTTP Server Error"),
+            (599, "HTTP Server Error"),
+        ] {
+            assert_eq!(msg(status, ""), name, "{status}");
+        }
+        // Only a JSON Content-Type is read for a message, as by python-ironicclient.
+        let ironic = json!({"error_message": json!({"faultstring": "the fault"}).to_string()}).to_string();
+        for content_type in
+            [None, Some("text/plain"), Some("Application/JSON"), Some("application/vnd.openstack.ironic.v1+json")]
+        {
+            let r = Response {
+                status: 400,
+                body: ironic.clone(),
+                content_type: content_type.map(Into::into),
+                ..Default::default()
+            };
+            assert_eq!(r.http_error().message, "Bad Request", "{content_type:?}");
+        }
+        let r = Response {
+            status: 400,
+            body: ironic,
+            content_type: Some("application/json; charset=UTF-8".into()),
+            ..Default::default()
+        };
+        assert_eq!(r.http_error().message, "the fault");
     }
 
     #[test]
-    fn bodies_that_are_not_json_are_invalid_responses() {
+    fn bodies_that_are_not_json_are_named_as_python_ironicclient_names_them() {
         assert_eq!(response(200, "{\"a\":1}").json(), Ok(json!({"a": 1})));
+        let got = |r: Response| r.json().unwrap_err().to_string();
+        assert_eq!(got(response(200, "")), "API response body must be a JSON object; got bytes");
         assert_eq!(
-            response(200, "").json(),
-            Err(Error::InvalidResponse("API response (HTTP 200) has an empty body".into()))
+            got(response(200, "{\"provision_state\": \"act")),
+            "API response body must be a JSON object; got bytes"
         );
-        let truncated = response(200, "{\"provision_state\": \"act").json().unwrap_err();
-        assert_eq!(truncated.to_string(), "API response (HTTP 200) is not valid JSON: {\"provision_state\": \"act");
-        let html = format!("<html>{}</html>", "x".repeat(200));
-        let msg = response(200, &html).json().unwrap_err().to_string();
-        assert!(msg.ends_with("xxx...") && msg.len() < 140, "{msg}");
+        assert_eq!(
+            got(Response { status: 204, ..response(204, "") }),
+            "API response body must be a JSON object; got list"
+        );
+        assert_eq!(
+            got(Response { content_type: None, ..response(200, "{}") }),
+            "API response body must be a JSON object; got list"
+        );
+        let html = Response { content_type: Some("text/html".into()), ..response(200, "{}") };
+        assert_eq!(got(html), "API response body must be a JSON object; got NoneType");
+        let vendor = Response { content_type: Some("application/json-patch".into()), ..response(200, "{}") };
+        assert_eq!(vendor.json(), Ok(json!({})), "python-ironicclient looks for the text anywhere in the type");
+    }
+
+    #[test]
+    fn a_refused_406_reads_as_python_ironicclients_unsupported_version() {
+        let latest = renegotiate(Requested::Latest, v("1.115"), Some("1.1"), Some("1.115")).unwrap_err();
+        assert_eq!(
+            latest.to_string(),
+            "No API version was specified or the requested operation was not\nsupported by the client's negotiated \
+             API version 1.115.  Supported\nversion range is: 1.1 to 1.115"
+        );
+        let pinned = renegotiate(Requested::Pinned(v("1.38")), v("1.38"), Some("1.1"), Some("1.120")).unwrap_err();
+        assert_eq!(
+            pinned.to_string(),
+            "Requested API version 1.38 is not supported by the server, client, or\nthe requested operation is not \
+             supported by the requested version.\nSupported version range is 1.1 to 1.115"
+        );
+        assert_eq!(renegotiate(Requested::Latest, v("1.115"), Some("1.1"), Some("1.80")), Ok(v("1.80")), "rolled back");
     }
 
     #[test]

@@ -131,7 +131,7 @@ pub fn judge_allocation(ident: &str, body: &Value) -> Result<(Verdict, Seen), Er
 pub fn as_object(body: &Value) -> Result<&Value, Error> {
     match body {
         Value::Object(_) => Ok(body),
-        other => Err(Error::InvalidResponse(format!("API response body must be a JSON object; got {}", other.kind()))),
+        other => Err(crate::protocol::not_an_object(other.python_type())),
     }
 }
 
@@ -206,7 +206,15 @@ mod tests {
 
     #[test]
     fn row1_non_object_bodies_are_invalid_responses() {
-        for (body, kind) in [(json!([]), "list"), (json!(null), "null"), (json!("x"), "string"), (json!(3), "number")] {
+        let bodies = [
+            (json!([]), "list"),
+            (json!(null), "NoneType"),
+            (json!("x"), "str"),
+            (json!(3), "int"),
+            (json!(1.5), "float"),
+            (json!(true), "bool"),
+        ];
+        for (body, kind) in bodies {
             assert_eq!(
                 node(body),
                 Err(Error::InvalidResponse(format!("API response body must be a JSON object; got {kind}")))

@@ -310,17 +310,32 @@ impl Client {
                     refreshed = true;
                     refused = sent_token;
                 }
-                Reply::Response(r) if r.status == 406 && !renegotiated => {
-                    renegotiated = true;
-                    let best =
-                        match protocol::negotiate(self.requested, r.min_version.as_deref(), r.max_version.as_deref()) {
-                            Ok(best) => best,
-                            Err(e) => return Reply::Unusable(e),
-                        };
-                    if best == version {
-                        return reply;
+                Reply::Response(r) if r.status == 406 => {
+                    // Like python-ironicclient, ask `GET /v1` for the range
+                    // when the 406 does not carry it.
+                    let range = match r.max_version {
+                        Some(_) => Ok((r.min_version.clone(), r.max_version.clone())),
+                        None => self.server_range(scope).await,
+                    };
+                    let (min, max) = match range {
+                        Ok(range) => range,
+                        Err(e) => return Reply::Unusable(e),
+                    };
+                    match protocol::renegotiate(self.requested, version, min.as_deref(), max.as_deref()) {
+                        Ok(best) if !renegotiated => {
+                            renegotiated = true;
+                            self.version.set(Some(best));
+                        }
+                        // Refused again: the version it was just told to use.
+                        Ok(best) => {
+                            return Reply::Unusable(
+                                protocol::renegotiate(self.requested, best, min.as_deref(), max.as_deref())
+                                    .err()
+                                    .unwrap_or(Error::UnsupportedVersion(format!("Ironic refused API version {best}"))),
+                            )
+                        }
+                        Err(e) => return Reply::Unusable(e),
                     }
-                    self.version.set(Some(best));
                 }
                 _ => return reply,
             }
@@ -437,6 +452,15 @@ impl Client {
     async fn negotiate(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Microversion, Error> {
         // `getToken` is asked before the first request, this one included.
         self.ensure_token(scope, None).await?;
+        let (min, max) = self.server_range(scope).await?;
+        let v = protocol::negotiate(self.requested, min.as_deref(), max.as_deref())?;
+        self.version.set(Some(v));
+        Ok(v)
+    }
+
+    /// The server's version range from `GET /v1` (sent with no version),
+    /// with python-ironicclient's retries.
+    async fn server_range(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<(Option<String>, Option<String>), Error> {
         let request = protocol::version_document();
         let url = self.url(&request);
         let mut retries = 0;
@@ -452,10 +476,7 @@ impl Client {
             let reply = io::send(scope, exchange).await;
             if let Reply::Response(r) = &reply {
                 if r.is_success() || r.max_version.is_some() || r.status == 406 {
-                    let (min, max) = protocol::version_range(r);
-                    let v = protocol::negotiate(self.requested, min.as_deref(), max.as_deref())?;
-                    self.version.set(Some(v));
-                    return Ok(v);
+                    return Ok(protocol::version_range(r));
                 }
             }
             let Some(delay) = self.retry.delay_ms(retries, &reply) else {

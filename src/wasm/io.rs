@@ -342,6 +342,7 @@ async fn fetch(exchange: &Exchange<'_>, signal: &AbortSignal) -> Result<Reply, J
     Ok(Reply::Response(Response {
         status,
         body,
+        content_type: header("content-type"),
         request_id,
         retry_after: header("retry-after"),
         min_version: header("x-openstack-ironic-api-minimum-version"),

@@ -437,7 +437,7 @@ const BODIES = [
   ['malformed JSON', { kind: 'malformed' }, InvalidResponseError, /not valid JSON/],
   ['an HTML page with 200', { kind: 'body', body: '<html><body>login</body></html>', contentType: 'text/html' }, InvalidResponseError, /not valid JSON/],
   ['an empty 200', { kind: 'body', body: '' }, InvalidResponseError, /empty body/],
-  ['null', { kind: 'body', body: 'null' }, InvalidResponseError, /must be a JSON object; got null/],
+  ['null', { kind: 'body', body: 'null' }, InvalidResponseError, /must be a JSON object; got NoneType/],
   ['a list', { kind: 'body', body: '[]' }, InvalidResponseError, /must be a JSON object; got list/],
   ['a string', { kind: 'body', body: '"active"' }, InvalidResponseError, /must be a JSON object/],
   ['a number', { kind: 'body', body: '42' }, InvalidResponseError, /must be a JSON object/],

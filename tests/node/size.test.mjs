@@ -1,5 +1,5 @@
 // Size budget: what a JS user downloads (the wasm plus the JS in pkg/) must
-// stay within 80 KB gzip. Reads the built pkg/ (npm test builds it first).
+// stay within the budget in scripts/lib.mjs. Reads the built pkg/ (npm test builds it first).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
