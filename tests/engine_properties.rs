@@ -27,9 +27,9 @@ use support::{
 
 /// A drive that has not ended after this many steps is a hang.
 const MAX_STEPS: usize = 100_000;
-/// The contract (notes/contract.md): paging is bounded per listing.
+/// Issue 8's contract: a listing follows at most this many pages.
 const MAX_PAGES_PER_LISTING: usize = 1000;
-/// The contract: `Retry-After` is honoured up to this.
+/// Issue 8's contract: `Retry-After` is honoured up to this.
 const RETRY_AFTER_CAP_MS: Millis = 60_000;
 /// How late the caller's timers may fire (JS timers fire late under load).
 const MAX_LAG_MS: Millis = 50;
@@ -1406,7 +1406,7 @@ fn the_scripted_server_pages_honestly() {
 
 // ---- minimal cases found by the properties ------------------------------------------
 
-/// Sends `reply` for the one fetch of this step with a matching path part.
+/// The requests of a step that must send some.
 fn fetches(engine: &mut Engine, now: Millis) -> Vec<ironic_wait::engine::Fetch> {
     match engine.step(now) {
         Step::Fetch(f) => f,

@@ -181,11 +181,11 @@ enum Mutation {
 fn mutation() -> impl Strategy<Value = Mutation> {
     let at = any::<usize>();
     prop_oneof![
-        (at.clone(), 0..8u8).prop_map(|(i, b)| Mutation::FlipBit(i, b)),
-        (at.clone(), any::<u8>()).prop_map(|(i, b)| Mutation::Insert(i, b)),
-        (at.clone(), 1..64usize).prop_map(|(i, n)| Mutation::Delete(i, n)),
-        (at.clone(), 1..64usize).prop_map(|(i, n)| Mutation::Duplicate(i, n)),
-        at.clone().prop_map(Mutation::Truncate),
+        (at, 0..8u8).prop_map(|(i, b)| Mutation::FlipBit(i, b)),
+        (at, any::<u8>()).prop_map(|(i, b)| Mutation::Insert(i, b)),
+        (at, 1..64usize).prop_map(|(i, n)| Mutation::Delete(i, n)),
+        (at, 1..64usize).prop_map(|(i, n)| Mutation::Duplicate(i, n)),
+        at.prop_map(Mutation::Truncate),
         (at, prop::sample::select(vec!["\\ud800", "\u{feff}", "[[[[[[[[", "1e999999", "null", "\"", "}", ",,", "\\"]))
             .prop_map(|(i, s)| Mutation::Splice(i, s)),
     ]
