@@ -1326,6 +1326,52 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(proptest_config(64))]
+
+    /// The shell's way out when the version negotiation took all the time:
+    /// `time_out` before any check ends the wait there, every target timed
+    /// out, nothing sent, and for good.
+    #[test]
+    fn timing_out_before_any_check_sends_nothing(
+        targets in 1..=20usize,
+        settle_all in any::<bool>(),
+        timeout_ms in 1..=10_000u64,
+        late in 0..=5_000u64,
+    ) {
+        let idents: Vec<String> = (0..targets).map(|i| format!("node-{i}")).collect();
+        let options = WaitOptions {
+            timeout: timeout_ms as f64 / 1000.0,
+            settle: if settle_all { Settle::All } else { Settle::FirstFailure },
+            ..WaitOptions::nodes(idents.clone(), "active")
+        };
+        let mut engine = Engine::new(options, 0).unwrap();
+        let at = engine.deadline().unwrap() + late;
+        engine.time_out(at);
+        let report = match engine.step(at) {
+            Step::Done(report) => report.clone(),
+            other => return Err(TestCaseError::fail(format!("after time_out: {other:?}"))),
+        };
+        prop_assert_eq!(report.requests, 0);
+        prop_assert_eq!(report.elapsed_ms, at);
+        prop_assert!(report.targets.iter().all(|t| t.outcome == Outcome::TimedOut && t.polls == 0));
+        match &report.error {
+            Some(Error::StateTransitionTimeout { idents: unsettled, .. }) => {
+                prop_assert!(!settle_all);
+                prop_assert_eq!(unsettled, &idents);
+            }
+            None => prop_assert!(settle_all),
+            Some(e) => prop_assert!(false, "{e:?}"),
+        }
+        let events: Vec<Event> = std::iter::from_fn(|| engine.poll_event()).collect();
+        prop_assert_eq!(events.len(), targets);
+        prop_assert!(events.iter().all(|e| e.outcome == Some(Outcome::TimedOut)));
+        engine.time_out(at + 1);
+        engine.abort(at + 2);
+        prop_assert_eq!(engine.step(at + 3), Step::Done(&report));
+    }
+}
+
 fn any_seconds() -> impl Strategy<Value = f64> {
     prop_oneof![
         0.0..=60.0f64,

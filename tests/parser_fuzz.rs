@@ -587,6 +587,34 @@ proptest! {
     // Larger inputs: fewer cases.
     #![proptest_config(proptest_config(128))]
 
+    /// Identifiers of any text become exactly one path segment (nothing a
+    /// URL parser resolves to another path), or InvalidArgument.
+    #[test]
+    fn identifiers_stay_one_path_segment(ident in prop_oneof![
+        any::<String>(),
+        prop::sample::select(vec![
+            ".", "..", "%2e%2e", "../admin", "a/b", "?x=1", "#frag", " a", "a ", "\u{0}", "\u{202e}", "é", "+",
+            "%", "node-0", "\\", ";", "..;", "./.",
+        ]).prop_map(str::to_string),
+    ]) {
+        for built in [protocol::get_node(&ident, None), protocol::get_allocation(&ident)] {
+            match built {
+                Ok(request) => {
+                    let segment = request.path.rsplit('/').next().unwrap();
+                    prop_assert!(request.path.matches('/').count() == 3, "{}", request.path);
+                    let unreserved = |b: u8| b.is_ascii_alphanumeric() || b"-._~%".contains(&b);
+                    prop_assert!(segment.bytes().all(unreserved), "{}", segment);
+                    prop_assert!(segment != "." && segment != "..", "{}", segment);
+                    prop_assert_eq!(support::percent_decode(segment), Some(ident.clone()));
+                }
+                Err(e) => {
+                    prop_assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+                    prop_assert!(ident.is_empty() || ident == "." || ident == ".." || ident.trim() != ident);
+                }
+            }
+        }
+    }
+
     /// A pager fed any pages: typed errors, and no page followed twice.
     #[test]
     fn pagers_refuse_what_does_not_advance(pages in prop::collection::vec(shaped_page(), 1..12)) {
