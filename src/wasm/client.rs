@@ -13,7 +13,7 @@ use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use super::io::{self, Exchange, Scope, Shared};
+use super::io::{self, Exchange, Scope, SharedSlot};
 use super::js::{self, object, opt_str, Options};
 use crate::engine::{
     self, Engine, Event, Outcome, Report, Settle, Step, TargetReport, WaitOptions, DEFAULT_CONCURRENCY,
@@ -31,11 +31,11 @@ struct Client {
     requested: Requested,
     version: Cell<Option<Microversion>>,
     /// A negotiation under way, shared by concurrent first calls.
-    negotiation: RefCell<Option<Rc<Shared<Result<Microversion, Error>>>>>,
+    negotiation: SharedSlot<Result<Microversion, Error>>,
     token: RefCell<Option<String>>,
     get_token: Option<Function>,
     /// A `getToken()` under way, shared by the calls that need a token.
-    token_request: RefCell<Option<Rc<Shared<Result<(), Error>>>>>,
+    token_request: SharedSlot<Result<(), Error>>,
     basic_auth: Option<String>,
     headers: Vec<(String, String)>,
     retry: RetryPolicy,
@@ -193,10 +193,10 @@ impl Client {
                 Requested::Pinned(v) => Some(v),
                 Requested::Latest => None,
             }),
-            negotiation: RefCell::new(None),
+            negotiation: SharedSlot::new(),
             token: RefCell::new(token),
             get_token: opts.function("getToken")?,
-            token_request: RefCell::new(None),
+            token_request: SharedSlot::new(),
             basic_auth,
             headers,
             retry: RetryPolicy {
@@ -248,18 +248,8 @@ impl Client {
         if self.get_token.is_none() || self.token.borrow().as_deref().is_some_and(|t| Some(t) != refused) {
             return Ok(true);
         }
-        let running = self.token_request.borrow().clone().filter(|t| !t.cancelled());
-        let task = running.unwrap_or_else(|| {
-            let me = self.clone();
-            let task = Shared::start(|own| async move { me.ask_token(&own).await });
-            *self.token_request.borrow_mut() = Some(task.clone());
-            task
-        });
-        let result = task.join(scope).await;
-        let mut slot = self.token_request.borrow_mut();
-        if result.is_some() && slot.as_ref().is_some_and(|t| Rc::ptr_eq(t, &task)) {
-            slot.take();
-        }
+        let me = self.clone();
+        let result = self.token_request.join(scope, |own| async move { me.ask_token(&own).await }).await;
         match result {
             Some(result) => result.map(|()| true),
             None if scope.aborted() => Err(Error::Aborted),
@@ -429,19 +419,8 @@ impl Client {
         if let Some(v) = self.version.get() {
             return Ok(Some(v));
         }
-        let running = self.negotiation.borrow().clone().filter(|n| !n.cancelled());
-        let task = running.unwrap_or_else(|| {
-            let me = self.clone();
-            let task = Shared::start(|own| async move { me.negotiate(&own).await });
-            *self.negotiation.borrow_mut() = Some(task.clone());
-            task
-        });
-        let result = task.join(scope).await;
-        let mut slot = self.negotiation.borrow_mut();
-        if result.is_some() && slot.as_ref().is_some_and(|n| Rc::ptr_eq(n, &task)) {
-            // Done: a failure is not kept, so the next call tries again.
-            slot.take();
-        }
+        let me = self.clone();
+        let result = self.negotiation.join(scope, |own| async move { me.negotiate(&own).await }).await;
         match result {
             Some(result) => result.map(Some),
             None if scope.aborted() => Err(Error::Aborted),

@@ -196,7 +196,7 @@ pub struct Shared<T> {
 
 impl<T: Clone + 'static> Shared<T> {
     /// Starts `task` on a scope of its own.
-    pub fn start<Fut: Future<Output = T> + 'static>(task: impl FnOnce(Rc<Scope>) -> Fut) -> Rc<Shared<T>> {
+    fn start<Fut: Future<Output = T> + 'static>(task: impl FnOnce(Rc<Scope>) -> Fut) -> Rc<Shared<T>> {
         let shared =
             Rc::new(Shared { scope: Scope::new(None), waiters: RefCell::default(), result: RefCell::default() });
         let running = task(shared.scope.clone());
@@ -213,13 +213,13 @@ impl<T: Clone + 'static> Shared<T> {
 
     /// Cancelled: every call waiting for it had gone (its result, if it
     /// has one by now, is only the cancellation's).
-    pub fn cancelled(&self) -> bool {
+    fn cancelled(&self) -> bool {
         self.scope.aborted()
     }
 
     /// The task's result, or `None` if `call` is aborted or past its deadline
     /// first.
-    pub async fn join(&self, call: &Rc<Scope>) -> Option<T> {
+    async fn join(&self, call: &Rc<Scope>) -> Option<T> {
         loop {
             if let Some(result) = self.result.borrow().clone() {
                 return Some(result);
@@ -240,6 +240,37 @@ impl<T: Clone + 'static> Shared<T> {
             drop(waiters);
             self.scope.cancel();
         }
+    }
+}
+
+/// Where a client keeps one kind of [`Shared`] task: the one running, if any.
+pub struct SharedSlot<T>(RefCell<Option<Rc<Shared<T>>>>);
+
+impl<T: Clone + 'static> SharedSlot<T> {
+    pub fn new() -> SharedSlot<T> {
+        SharedSlot(RefCell::new(None))
+    }
+
+    /// Joins the task running here, or starts `task` here; `None` if `call`
+    /// is aborted or past its deadline first. A finished task leaves the
+    /// slot, so a failure is not kept: the next call starts anew.
+    pub async fn join<Fut: Future<Output = T> + 'static>(
+        &self,
+        call: &Rc<Scope>,
+        task: impl FnOnce(Rc<Scope>) -> Fut,
+    ) -> Option<T> {
+        let running = self.0.borrow().clone().filter(|t| !t.cancelled());
+        let shared = running.unwrap_or_else(|| {
+            let started = Shared::start(task);
+            *self.0.borrow_mut() = Some(started.clone());
+            started
+        });
+        let result = shared.join(call).await;
+        let mut slot = self.0.borrow_mut();
+        if result.is_some() && slot.as_ref().is_some_and(|t| Rc::ptr_eq(t, &shared)) {
+            slot.take();
+        }
+        result
     }
 }
 
