@@ -305,10 +305,15 @@ struct Outgoing {
     purpose: Purpose,
     request: Request,
     retries: u32,
+    /// The round it belongs to: an answer that comes after its round ended
+    /// is dropped, never read into the next one.
+    round: u64,
 }
 
 #[derive(Debug)]
 struct Round {
+    /// Counts the rounds of the wait.
+    number: u64,
     /// Target indices checked in this round, in the caller's order.
     due: Vec<usize>,
     checks: Vec<Option<Check>>,
@@ -366,6 +371,7 @@ pub struct Engine {
     timers: Timers,
     targets: Vec<Target>,
     round: Option<Round>,
+    rounds: u64,
     in_flight: HashMap<RequestId, (Outgoing, Option<Millis>)>,
     retrying: Vec<(Millis, Outgoing)>,
     next_id: u64,
@@ -426,6 +432,7 @@ impl Engine {
             round: None,
             in_flight: HashMap::new(),
             retrying: Vec::new(),
+            rounds: 0,
             next_id: 0,
             requests: 0,
             retries: 0,
@@ -535,8 +542,17 @@ impl Engine {
         // The final check, due at the deadline itself, may start a little
         // after it: a JS timer never fires early, and often a bit late.
         let fresh = self.timers.deadline.is_some_and(|d| due_at == Some(d) && now <= d + LATE_TIMER_MS);
-        self.round =
-            Some(Round { checks: due.iter().map(|_| None).collect(), due, judged: 0, queue, listing, is_final, fresh });
+        self.rounds += 1;
+        self.round = Some(Round {
+            number: self.rounds,
+            checks: due.iter().map(|_| None).collect(),
+            due,
+            judged: 0,
+            queue,
+            listing,
+            is_final,
+            fresh,
+        });
     }
 
     /// Moves what is due into flight, within the concurrency cap: retries
@@ -563,7 +579,7 @@ impl Engine {
             if let Some(listing) = &mut round.listing {
                 if let Some(marker) = listing.next_page.take() {
                     let request = protocol::list_nodes(fields, self.options.page_size, marker.as_deref(), None);
-                    ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0 });
+                    ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0, round: round.number });
                 }
             }
             while self.in_flight.len() + ready.len() < self.options.concurrency {
@@ -575,7 +591,12 @@ impl Engine {
                     Subject::Allocation => protocol::get_allocation(ident),
                 };
                 if let Ok(request) = request {
-                    ready.push(Outgoing { purpose: Purpose::Check(position), request, retries: 0 });
+                    ready.push(Outgoing {
+                        purpose: Purpose::Check(position),
+                        request,
+                        retries: 0,
+                        round: round.number,
+                    });
                 }
             }
         }
@@ -600,9 +621,9 @@ impl Engine {
     /// sent; their targets stay unsettled (the round ends once what is in
     /// flight is in, and the wait with it).
     fn leave_unsent(&mut self, now: Millis) {
-        let unsent: Vec<Purpose> = self.retrying.drain(..).map(|(_, outgoing)| outgoing.purpose).collect();
-        for purpose in unsent {
-            self.deliver(purpose, Check::Unanswered, now);
+        let unsent: Vec<Outgoing> = self.retrying.drain(..).map(|(_, outgoing)| outgoing).collect();
+        for outgoing in unsent {
+            self.deliver_for(outgoing, Check::Unanswered, now);
         }
         let Some(round) = &mut self.round else { return };
         let page_unsent = round.listing.as_mut().is_some_and(|l| l.next_page.take().is_some());
@@ -637,7 +658,7 @@ impl Engine {
                 // final check, and after it time has run out.
                 let at = now.saturating_add(delay);
                 let at = match self.timers.deadline {
-                    Some(deadline) if now >= deadline => return self.deliver(outgoing.purpose, Check::Unanswered, now),
+                    Some(deadline) if now >= deadline => return self.deliver_for(outgoing, Check::Unanswered, now),
                     Some(deadline) => at.min(deadline),
                     None => at,
                 };
@@ -656,13 +677,24 @@ impl Engine {
             }
             other => Check::Failed(protocol::reply_error(&other)),
         };
-        self.deliver(outgoing.purpose, check, now);
+        self.deliver_for(outgoing, check, now);
+    }
+
+    /// Delivers what became of a request, if its round is still on.
+    fn deliver_for(&mut self, outgoing: Outgoing, check: Check, now: Millis) {
+        if self.round.as_ref().is_some_and(|r| r.number == outgoing.round) {
+            self.deliver(outgoing.purpose, check, now);
+        }
     }
 
     fn deliver(&mut self, purpose: Purpose, check: Check, now: Millis) {
         let Some(round) = &mut self.round else { return };
         match purpose {
-            Purpose::Check(position) => round.checks[position] = Some(check),
+            Purpose::Check(position) => {
+                if let Some(slot) = round.checks.get_mut(position) {
+                    *slot = Some(check);
+                }
+            }
             Purpose::Page => {
                 let Some(listing) = &mut round.listing else { return };
                 let page = match &check {

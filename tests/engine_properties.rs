@@ -7,7 +7,7 @@
 //!
 //! `PROPTEST_CASES` sets the number of cases of each property (defaults
 //! below); the seed is fixed (`PROPTEST_RNG_SEED` changes it), so a run
-//! replays exactly. docs/reliability-rust.md has the budgets and figures.
+//! replays exactly. docs/reliability.md has the budgets and figures.
 
 mod support;
 

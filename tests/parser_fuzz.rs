@@ -8,7 +8,7 @@
 //!
 //! `PROPTEST_CASES` sets the number of cases of each property (default
 //! below); the seed is fixed (`PROPTEST_RNG_SEED` changes it).
-//! docs/reliability-rust.md has the budgets and the long run's figures.
+//! docs/reliability.md has the budgets and the long run's figures.
 
 mod support;
 
