@@ -415,7 +415,7 @@ matrix('a Content-Length longer than the body (the body ends early), then answer
 matrix('a Content-Length shorter than the body: cut JSON, not retried', GETS, {
   fault: { kind: 'length', by: -16 },
   fast: true,
-  expect: fails(InvalidResponseError, /not valid JSON/),
+  expect: fails(InvalidResponseError, /must be a JSON object; got bytes/),
   server: checks(attempts(1)),
 });
 
@@ -433,15 +433,17 @@ matrix('a slow drip past requestTimeout: settles by the deadline, drips cancelle
 
 // ---------------------------------------------------------------- bodies
 
+// python-ironicclient's words: what Python made of the body (raw bytes for
+// JSON that does not parse, None for a type that is not JSON).
 const BODIES = [
-  ['malformed JSON', { kind: 'malformed' }, InvalidResponseError, /not valid JSON/],
-  ['an HTML page with 200', { kind: 'body', body: '<html><body>login</body></html>', contentType: 'text/html' }, InvalidResponseError, /not valid JSON/],
-  ['an empty 200', { kind: 'body', body: '' }, InvalidResponseError, /empty body/],
+  ['malformed JSON', { kind: 'malformed' }, InvalidResponseError, /must be a JSON object; got bytes/],
+  ['an HTML page with 200', { kind: 'body', body: '<html><body>login</body></html>', contentType: 'text/html' }, InvalidResponseError, /must be a JSON object; got NoneType/],
+  ['an empty 200', { kind: 'body', body: '' }, InvalidResponseError, /must be a JSON object; got bytes/],
   ['null', { kind: 'body', body: 'null' }, InvalidResponseError, /must be a JSON object; got NoneType/],
   ['a list', { kind: 'body', body: '[]' }, InvalidResponseError, /must be a JSON object; got list/],
   ['a string', { kind: 'body', body: '"active"' }, InvalidResponseError, /must be a JSON object/],
   ['a number', { kind: 'body', body: '42' }, InvalidResponseError, /must be a JSON object/],
-  ['a deep nest', { kind: 'body', body: '{"a":'.repeat(100_000) }, InvalidResponseError, /not valid JSON/],
+  ['a deep nest', { kind: 'body', body: '{"a":'.repeat(100_000) }, InvalidResponseError, /must be a JSON object; got bytes/],
   ['an HTML 502 from a proxy', { kind: 'html', status: 502 }, IronicHttpError, /\(HTTP 502\)/],
 ];
 for (const [name, fault, Kind, message] of BODIES) {
