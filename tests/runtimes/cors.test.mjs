@@ -64,7 +64,11 @@ async function reportWith(name, settings = {}) {
   }
 }
 
-const FAILED_FETCH = { error: 'ConnectionError', message: 'Error contacting Ironic server: Failed to fetch' };
+// A refused preflight is a plain network failure to the page; the message says it may be CORS.
+const FAILED_FETCH = {
+  error: 'ConnectionError',
+  message: "Error contacting Ironic server: Failed to fetch (in a browser this is also how a request refused by CORS looks: see the README's Browsers and CORS)",
+};
 const WORKS = {
   microversion: { value: '1.115' },
   listNodes: { value: [['cors-1', 'enroll']] },
