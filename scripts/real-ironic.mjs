@@ -93,15 +93,15 @@ export async function ensureVenv({ quiet = false } = {}) {
 
 // Debian's python3 has the venv module but not ensurepip: that comes with
 // the python3-venv package. Installed the way setup.mjs installs Chromium.
-async function ensurePythonVenv(say) {
+export async function ensurePythonVenv(say, log = INSTALL_LOG) {
   if ((await exec('python3', ['-c', 'import venv, ensurepip'], { check: false })) === 0) return;
   if ((await exec('apt-get', ['--version'], { check: false })) !== 0) {
     throw new Error('python3 cannot make a venv (no venv/ensurepip module) and there is no apt-get: install python3 with venv support');
   }
   say('installing python3-venv (Debian package)');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  await exec('apt-get', ['update'], { log: INSTALL_LOG, env });
-  await exec('apt-get', ['install', '-y', '--no-install-recommends', 'python3-venv'], { log: INSTALL_LOG, env });
+  await exec('apt-get', ['update'], { log, env });
+  await exec('apt-get', ['install', '-y', '--no-install-recommends', 'python3-venv'], { log, env });
 }
 
 // The schema is the same for every run: made once (2-3 s) and copied. In
@@ -121,7 +121,7 @@ async function makeSchema() {
 }
 
 // A lock file holding its owner's PID; a lock whose owner is gone is taken over.
-async function withLock(file, fn) {
+export async function withLock(file, fn) {
   for (;;) {
     try {
       closeSync(openSync(file, 'wx'));
@@ -154,8 +154,13 @@ async function withLock(file, fn) {
  *   cors       [cors] allowed_origin (its own lines after the first: more
  *              [cors] settings, `key = value`), or no [cors] at all
  *   port       a fixed port instead of a free one
+ *   keystone   `auth_strategy = keystone` against a running Keystone instead
+ *              of noauth: { authUrl, username, password, projectName,
+ *              userDomainName, projectDomainName } of the service user that
+ *              keystonemiddleware validates tokens with (it needs the admin
+ *              or service role); see real-keystone.mjs
  */
-export async function startIronic({ name = 'ironic', maxLimit, fake = FAKE_DELAYS, cors, port } = {}) {
+export async function startIronic({ name = 'ironic', maxLimit, fake = FAKE_DELAYS, cors, port, keystone } = {}) {
   await ensureVenv();
   const dir = join(DIR, 'run', name);
   stopLeftover(dir);
@@ -166,7 +171,7 @@ export async function startIronic({ name = 'ironic', maxLimit, fake = FAKE_DELAY
   // A port picked free can be taken before Ironic binds it: then try another.
   for (let attempt = 1; ; attempt++) {
     const chosen = port ?? (await freePort());
-    writeFileSync(join(dir, 'ironic.conf'), config({ dir, port: chosen, maxLimit, fake, cors }));
+    writeFileSync(join(dir, 'ironic.conf'), config({ dir, port: chosen, maxLimit, fake, cors, keystone }));
     try {
       return await launch(dir, chosen);
     } catch (e) {
@@ -238,10 +243,10 @@ async function launch(dir, port) {
   return { url, port, dir, pid: child.pid, log: join(dir, 'ironic.log'), stop };
 }
 
-function config({ dir, port, maxLimit, fake, cors }) {
+function config({ dir, port, maxLimit, fake, cors, keystone }) {
   const lines = [
     '[DEFAULT]',
-    'auth_strategy = noauth',
+    `auth_strategy = ${keystone ? 'keystone' : 'noauth'}`,
     // Only the all-in-one `ironic` process can do without a message bus.
     'rpc_transport = none',
     'host = localhost',
@@ -298,10 +303,31 @@ function config({ dir, port, maxLimit, fake, cors }) {
     '[oslo_concurrency]',
     `lock_path = ${join(dir, 'locks')}`,
     ...(cors ? ['[cors]', `allowed_origin = ${cors}`] : []),
+    ...(keystone ? keystoneAuthtoken(keystone) : []),
     '[fake]',
     ...Object.entries(fake).map(([k, v]) => `${k} = ${v}`),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+// keystonemiddleware's section. `GET /` and `GET /v1` stay unauthenticated
+// (startIronic's readiness check relies on it); everything else needs a token.
+function keystoneAuthtoken({ authUrl, username, password, projectName, userDomainName = 'Default', projectDomainName = 'Default' }) {
+  return [
+    '[keystone_authtoken]',
+    'auth_type = password',
+    `auth_url = ${authUrl}`,
+    // What a 401 names in `WWW-Authenticate: Keystone uri="..."`.
+    `www_authenticate_uri = ${authUrl}`,
+    `username = ${username}`,
+    `password = ${password}`,
+    `user_domain_name = ${userDomainName}`,
+    `project_name = ${projectName}`,
+    `project_domain_name = ${projectDomainName}`,
+    // Validations are cached for 300 s by default, so a revoked token would
+    // keep working that long: no cache, every request is checked with Keystone.
+    'token_cache_time = -1',
+  ];
 }
 
 // A run whose caller was killed before it could stop it: its PID is in the
@@ -322,8 +348,9 @@ function stopLeftover(dir) {
 }
 
 // ----------------------------------------------------------------- helpers
+// (also used by real-keystone.mjs)
 
-function killGroup(pgid, signal) {
+export function killGroup(pgid, signal) {
   try {
     process.kill(-pgid, signal);
   } catch {
@@ -331,7 +358,7 @@ function killGroup(pgid, signal) {
   }
 }
 
-function groupAlive(pgid) {
+export function groupAlive(pgid) {
   try {
     process.kill(-pgid, 0);
     return true;
@@ -349,7 +376,7 @@ function alive(pid) {
   }
 }
 
-async function answers(url) {
+export async function answers(url) {
   try {
     const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
     await r.arrayBuffer();
@@ -359,7 +386,7 @@ async function answers(url) {
   }
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.on('error', reject);
@@ -370,7 +397,7 @@ function freePort() {
   });
 }
 
-function tail(file, lines = 30) {
+export function tail(file, lines = 30) {
   try {
     return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
   } catch {
@@ -379,7 +406,7 @@ function tail(file, lines = 30) {
 }
 
 /** Runs a command; resolves to its exit code (rejects on failure when `check`). Output goes to `log` or nowhere. */
-function exec(cmd, args, { log, check = true, env } = {}) {
+export function exec(cmd, args, { log, check = true, env } = {}) {
   return new Promise((resolve, reject) => {
     const out = log ? openSync(log, 'a') : 'ignore';
     const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', out, out], env });
