@@ -191,45 +191,16 @@ async function launch(dir, port) {
     cwd: dir, detached: true, stdio: ['ignore', out, out],
   });
   closeSync(out);
-  const pidFile = join(dir, 'ironic.pid');
-  writeFileSync(pidFile, String(child.pid));
-  let exited = null;
-  const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve((exited = { code, signal }))));
-  // Whatever ends the caller ends Ironic too: its exit, or a signal (which
-  // then goes on to do what it would have done).
-  const killNow = () => killGroup(child.pid, 'SIGKILL');
-  process.once('exit', killNow);
-  const onSignal = (signal) => {
-    // Someone else handles it (the CLI stops gracefully): leave them time to.
-    if (process.listenerCount(signal) > 0) return killGroup(child.pid, 'SIGTERM');
-    killNow();
-    process.kill(process.pid, signal);
-  };
-  for (const signal of SIGNALS) process.once(signal, onSignal);
-
-  let stopping = null;
-  const stop = () => (stopping ??= (async () => {
-    killGroup(child.pid, 'SIGTERM');
-    // Ironic takes ~4 s to stop gracefully; past 15 s it is not going to.
-    const deadline = performance.now() + 15_000;
-    while ((!exited || groupAlive(child.pid)) && performance.now() < deadline) await sleep(100);
-    if (!exited || groupAlive(child.pid)) {
-      killGroup(child.pid, 'SIGKILL');
-      await exit;
-      while (groupAlive(child.pid)) await sleep(50);
-    }
-    process.removeListener('exit', killNow);
-    for (const signal of SIGNALS) process.removeListener(signal, onSignal);
-    rmSync(pidFile, { force: true });
-  })());
+  const { stop, exited } = supervise(child, join(dir, 'ironic.pid'), 15_000);
 
   const url = `http://127.0.0.1:${port}`;
   const deadline = performance.now() + 90_000;
   for (;;) {
-    if (exited) {
+    const ended = exited();
+    if (ended) {
       await stop();
       const log = tail(join(dir, 'ironic.log')) + tail(consoleLog);
-      const e = new Error(`Ironic exited (${exited.code ?? exited.signal}) before answering; logs in ${dir}:\n${log}`);
+      const e = new Error(`Ironic exited (${ended.code ?? ended.signal}) before answering; logs in ${dir}:\n${log}`);
       e.addressInUse = /Address already in use|EADDRINUSE|Errno 98/.test(log);
       throw e;
     }
@@ -349,6 +320,44 @@ function stopLeftover(dir) {
 
 // ----------------------------------------------------------------- helpers
 // (also used by real-keystone.mjs)
+
+/**
+ * Keeps a server started in its own process group (`detached`) tied to this
+ * process: its PID is written to `pidFile` (so a later run can stop a
+ * leftover), and whatever ends the caller ends the server too: its exit, or a
+ * signal (which then goes on to do what it would have done). `stop()` sends
+ * SIGTERM and, past `graceMs`, SIGKILL; `exited()` tells whether it ended.
+ */
+export function supervise(child, pidFile, graceMs) {
+  writeFileSync(pidFile, String(child.pid));
+  let exited = null;
+  const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve((exited = { code, signal }))));
+  const killNow = () => killGroup(child.pid, 'SIGKILL');
+  process.once('exit', killNow);
+  const onSignal = (signal) => {
+    // Someone else handles it (a CLI stops gracefully): leave them time to.
+    if (process.listenerCount(signal) > 0) return killGroup(child.pid, 'SIGTERM');
+    killNow();
+    process.kill(process.pid, signal);
+  };
+  for (const signal of SIGNALS) process.once(signal, onSignal);
+
+  let stopping = null;
+  const stop = () => (stopping ??= (async () => {
+    killGroup(child.pid, 'SIGTERM');
+    const deadline = performance.now() + graceMs;
+    while ((!exited || groupAlive(child.pid)) && performance.now() < deadline) await sleep(100);
+    if (!exited || groupAlive(child.pid)) {
+      killGroup(child.pid, 'SIGKILL');
+      await exit;
+      while (groupAlive(child.pid)) await sleep(50);
+    }
+    process.removeListener('exit', killNow);
+    for (const signal of SIGNALS) process.removeListener(signal, onSignal);
+    rmSync(pidFile, { force: true });
+  })());
+  return { stop, exited: () => exited };
+}
 
 export function killGroup(pgid, signal) {
   try {

@@ -30,7 +30,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { ROOT, main } from './lib.mjs';
 import {
-  answers, ensurePythonVenv, exec, freePort, groupAlive, killGroup, startIronic, tail, withLock,
+  answers, ensurePythonVenv, exec, freePort, killGroup, startIronic, supervise, tail, withLock,
 } from './real-ironic.mjs';
 
 export const DIR = join(ROOT, '.cache', 'real-keystone');
@@ -201,8 +201,6 @@ function config({ dir, tokenExpiration }) {
   return `${lines.join('\n')}\n`;
 }
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
 async function launch(dir, port, conf, corsOrigin, whenBound) {
   const consoleLog = join(dir, 'console.log');
   const out = openSync(consoleLog, 'a');
@@ -236,33 +234,7 @@ async function launch(dir, port, conf, corsOrigin, whenBound) {
     'keystone_gunicorn:application',
   ], { cwd: dir, detached: true, stdio: ['ignore', out, out], env });
   closeSync(out);
-  const pidFile = join(dir, 'keystone.pid');
-  writeFileSync(pidFile, String(child.pid));
-  let exited = null;
-  const exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve((exited = { code, signal }))));
-  const killNow = () => killGroup(child.pid, 'SIGKILL');
-  process.once('exit', killNow);
-  const onSignal = (signal) => {
-    if (process.listenerCount(signal) > 0) return killGroup(child.pid, 'SIGTERM');
-    killNow();
-    process.kill(process.pid, signal);
-  };
-  for (const signal of SIGNALS) process.once(signal, onSignal);
-
-  let stopping = null;
-  const stop = () => (stopping ??= (async () => {
-    killGroup(child.pid, 'SIGTERM');
-    const deadline = performance.now() + 10_000;
-    while ((!exited || groupAlive(child.pid)) && performance.now() < deadline) await sleep(100);
-    if (!exited || groupAlive(child.pid)) {
-      killGroup(child.pid, 'SIGKILL');
-      await exit;
-      while (groupAlive(child.pid)) await sleep(50);
-    }
-    process.removeListener('exit', killNow);
-    for (const signal of SIGNALS) process.removeListener(signal, onSignal);
-    rmSync(pidFile, { force: true });
-  })());
+  const { stop, exited } = supervise(child, join(dir, 'keystone.pid'), 10_000);
 
   const root = `http://127.0.0.1:${port}`;
   const failed = async (why) => {
@@ -275,7 +247,8 @@ async function launch(dir, port, conf, corsOrigin, whenBound) {
   // gunicorn's master binds before its worker imports Keystone (seconds).
   const deadline = performance.now() + 90_000;
   while (!/Listening at:/.test(tail(consoleLog, 200))) {
-    if (exited) throw await failed(`exited (${exited.code ?? exited.signal}) before listening`);
+    const ended = exited();
+    if (ended) throw await failed(`exited (${ended.code ?? ended.signal}) before listening`);
     if (performance.now() > deadline) throw await failed('did not listen within 90 s');
     await sleep(50);
   }
@@ -285,7 +258,8 @@ async function launch(dir, port, conf, corsOrigin, whenBound) {
     throw await failed(`could not be bootstrapped: ${e.message}`);
   }
   for (;;) {
-    if (exited) throw await failed(`exited (${exited.code ?? exited.signal}) before answering`);
+    const ended = exited();
+    if (ended) throw await failed(`exited (${ended.code ?? ended.signal}) before answering`);
     if (await answers(`${root}/v3`)) break;
     if (performance.now() > deadline) throw await failed('did not answer GET /v3 within 90 s');
     await sleep(100);
