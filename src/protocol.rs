@@ -140,19 +140,24 @@ pub fn renegotiate(
     min: Option<&str>,
     max: Option<&str>,
 ) -> Result<Microversion, Error> {
-    let best = negotiate(requested, min, max)?;
-    let range = |h: Option<&str>| h.and_then(Microversion::parse).unwrap_or(best);
+    match (requested, negotiate(requested, min, max)?) {
+        (Requested::Latest, best) if best != sent => Ok(best),
+        _ => Err(refusal(requested, sent, min, max)),
+    }
+}
+
+/// python-ironicclient's `UnsupportedVersion` for a 406 to a request sent
+/// at `sent`, with the server's range (already known to parse).
+pub fn refusal(requested: Requested, sent: Microversion, min: Option<&str>, max: Option<&str>) -> Error {
+    let range = |h: Option<&str>| h.and_then(Microversion::parse).unwrap_or(sent);
     match requested {
-        Requested::Pinned(v) => Err(unsupported(v, range(min), range(max))),
-        Requested::Latest if best != sent => Ok(best),
-        Requested::Latest => {
-            let max = range(max).min(Microversion::LATEST_KNOWN);
-            Err(Error::UnsupportedVersion(fill(&format!(
-                "No API version was specified or the requested operation was not supported by the client's \
-                 negotiated API version {sent}.  Supported version range is: {} to {max}",
-                range(min)
-            ))))
-        }
+        Requested::Pinned(v) => unsupported(v, range(min), range(max)),
+        Requested::Latest => Error::UnsupportedVersion(fill(&format!(
+            "No API version was specified or the requested operation was not supported by the client's \
+             negotiated API version {sent}.  Supported version range is: {} to {}",
+            range(min),
+            range(max).min(Microversion::LATEST_KNOWN)
+        ))),
     }
 }
 

@@ -318,11 +318,12 @@ impl Client {
                         }
                         // Refused again: the version it was just told to use.
                         Ok(best) => {
-                            return Reply::Unusable(
-                                protocol::renegotiate(self.requested, best, min.as_deref(), max.as_deref())
-                                    .err()
-                                    .unwrap_or(Error::UnsupportedVersion(format!("Ironic refused API version {best}"))),
-                            )
+                            return Reply::Unusable(protocol::refusal(
+                                self.requested,
+                                best,
+                                min.as_deref(),
+                                max.as_deref(),
+                            ))
                         }
                         Err(e) => return Reply::Unusable(e),
                     }
