@@ -29,11 +29,7 @@ import { ROOT, main } from './lib.mjs';
 export const DIR = join(ROOT, '.cache', 'real-ironic');
 export const VENV = join(DIR, 'venv');
 export const PYTHON = join(VENV, 'bin', 'python');
-const STAMP = join(VENV, '.complete');
 const SCHEMA = join(DIR, 'schema.db');
-const SCHEMA_STAMP = join(DIR, 'schema.json');
-const INSTALL_LOG = join(DIR, 'install.log');
-const INSTALL_LOCK = join(DIR, 'install.lock');
 
 /** What the venv holds. Changing this list makes the next run rebuild it. */
 export const REQUIREMENTS = ['ironic==39.*', 'python-ironicclient==6.3.*'];
@@ -59,41 +55,69 @@ export const FAKE_DELAYS = {
 
 // ---------------------------------------------------------------- the venv
 
+/** Makes the venv and the schema unless they are there (see ensureServiceVenv). */
+export function ensureVenv({ quiet = false } = {}) {
+  return ensureServiceVenv({
+    name: 'real-ironic',
+    dir: DIR,
+    requirements: REQUIREMENTS,
+    migrate: (conf, log) => exec(join(VENV, 'bin', 'ironic-dbsync'), ['--config-file', conf, 'create_schema'], { log }),
+    quiet,
+  });
+}
+
 /**
- * Makes the venv unless a complete one is there: python3 -m venv, then pip
- * installs REQUIREMENTS from PyPI, then an empty database gets the schema.
- * Safe to call from several processes at once (one installs, the others wait).
+ * Makes `dir`/venv unless a complete one is there (python3 -m venv, then pip
+ * installs `requirements` from PyPI), and `dir`/schema.db: an empty SQLite
+ * database given its schema by `migrate(confFile, log)` (seconds, so made once
+ * and copied for each run), in WAL journal mode (kept in the file), so that
+ * reads do not make writes fail with "database is locked" as often. Safe to
+ * call from several processes at once (one installs, the others wait).
  */
-export async function ensureVenv({ quiet = false } = {}) {
-  const wantedVenv = JSON.stringify({ requirements: REQUIREMENTS });
-  const wantedSchema = JSON.stringify({ requirements: REQUIREMENTS, journal: 'wal' });
-  const venvComplete = () => existsSync(STAMP) && readFileSync(STAMP, 'utf8') === wantedVenv;
-  const schemaComplete = () => existsSync(SCHEMA_STAMP) && readFileSync(SCHEMA_STAMP, 'utf8') === wantedSchema;
+export async function ensureServiceVenv({ name, dir, requirements, migrate, quiet = false }) {
+  const venv = join(dir, 'venv');
+  const stamp = join(venv, '.complete');
+  const schemaStamp = join(dir, 'schema.json');
+  const log = join(dir, 'install.log');
+  const wantedVenv = JSON.stringify({ requirements });
+  const wantedSchema = JSON.stringify({ requirements, journal: 'wal' });
+  const venvComplete = () => existsSync(stamp) && readFileSync(stamp, 'utf8') === wantedVenv;
+  const schemaComplete = () => existsSync(schemaStamp) && readFileSync(schemaStamp, 'utf8') === wantedSchema;
   if (venvComplete() && schemaComplete()) return;
-  mkdirSync(DIR, { recursive: true });
-  await withLock(INSTALL_LOCK, async () => {
-    const say = (s) => quiet || console.error(`real-ironic: ${s}`);
+  mkdirSync(dir, { recursive: true });
+  await withLock(join(dir, 'install.lock'), async () => {
+    const say = (s) => quiet || console.error(`${name}: ${s}`);
     if (!venvComplete()) { // (or made by another process while we waited)
       const started = performance.now();
-      await ensurePythonVenv(say);
-      rmSync(VENV, { recursive: true, force: true });
-      say(`creating ${VENV} and installing ${REQUIREMENTS.join(' ')} from PyPI (1-2 minutes; output in ${INSTALL_LOG})`);
-      writeFileSync(INSTALL_LOG, '');
-      await exec('python3', ['-m', 'venv', VENV], { log: INSTALL_LOG });
-      await exec(join(VENV, 'bin', 'pip'), ['install', '--disable-pip-version-check', '--no-input', ...REQUIREMENTS], { log: INSTALL_LOG });
-      writeFileSync(STAMP, wantedVenv);
+      await ensurePythonVenv(say, log);
+      rmSync(venv, { recursive: true, force: true });
+      say(`creating ${venv} and installing ${requirements.join(' ')} from PyPI (a minute or two; output in ${log})`);
+      writeFileSync(log, '');
+      await exec('python3', ['-m', 'venv', venv], { log });
+      await exec(join(venv, 'bin', 'pip'), ['install', '--disable-pip-version-check', '--no-input', ...requirements], { log });
+      writeFileSync(stamp, wantedVenv);
       say(`installed in ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
     if (!schemaComplete()) {
-      await makeSchema();
-      writeFileSync(SCHEMA_STAMP, wantedSchema);
+      const work = join(dir, 'schema');
+      const db = join(work, 'schema.db');
+      rmSync(work, { recursive: true, force: true });
+      mkdirSync(work, { recursive: true });
+      const conf = join(work, 'migrate.conf');
+      writeFileSync(conf, `[DEFAULT]\nlog_dir = ${work}\nlog_file = migrate.log\nuse_stderr = false\n[database]\nconnection = sqlite:///${db}\n`);
+      await migrate(conf, log);
+      const wal = 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL").fetchall()';
+      await exec(join(venv, 'bin', 'python'), ['-c', wal, db], { log });
+      copyFileSync(db, join(dir, 'schema.db'));
+      rmSync(work, { recursive: true, force: true });
+      writeFileSync(schemaStamp, wantedSchema);
     }
   });
 }
 
 // Debian's python3 has the venv module but not ensurepip: that comes with
 // the python3-venv package. Installed the way setup.mjs installs Chromium.
-export async function ensurePythonVenv(say, log = INSTALL_LOG) {
+async function ensurePythonVenv(say, log) {
   if ((await exec('python3', ['-c', 'import venv, ensurepip'], { check: false })) === 0) return;
   if ((await exec('apt-get', ['--version'], { check: false })) !== 0) {
     throw new Error('python3 cannot make a venv (no venv/ensurepip module) and there is no apt-get: install python3 with venv support');
@@ -102,22 +126,6 @@ export async function ensurePythonVenv(say, log = INSTALL_LOG) {
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   await exec('apt-get', ['update'], { log, env });
   await exec('apt-get', ['install', '-y', '--no-install-recommends', 'python3-venv'], { log, env });
-}
-
-// The schema is the same for every run: made once (2-3 s) and copied. In
-// SQLite's WAL journal mode (kept in the file), so that the API's reads do not
-// make the conductor's writes fail with "database is locked" as often.
-async function makeSchema() {
-  const dir = join(DIR, 'schema');
-  const db = join(dir, 'ironic.db');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const conf = join(dir, 'ironic.conf');
-  writeFileSync(conf, `[DEFAULT]\nlog_dir = ${dir}\nlog_file = dbsync.log\nuse_stderr = false\n[database]\nconnection = sqlite:///${db}\n`);
-  await exec(join(VENV, 'bin', 'ironic-dbsync'), ['--config-file', conf, 'create_schema'], { log: INSTALL_LOG });
-  await exec(PYTHON, ['-c', 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL").fetchall()', db], { log: INSTALL_LOG });
-  copyFileSync(db, SCHEMA);
-  rmSync(dir, { recursive: true, force: true });
 }
 
 // A lock file holding its owner's PID; a lock whose owner is gone is taken over.

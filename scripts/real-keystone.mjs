@@ -30,17 +30,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { ROOT, main } from './lib.mjs';
 import {
-  answers, ensurePythonVenv, exec, freePort, killGroup, startIronic, supervise, tail, withLock,
+  answers, ensureServiceVenv, exec, freePort, killGroup, startIronic, supervise, tail,
 } from './real-ironic.mjs';
 
 export const DIR = join(ROOT, '.cache', 'real-keystone');
 export const VENV = join(DIR, 'venv');
 const BIN = join(VENV, 'bin');
-const STAMP = join(VENV, '.complete');
 const SCHEMA = join(DIR, 'schema.db');
-const SCHEMA_STAMP = join(DIR, 'schema.json');
-const INSTALL_LOG = join(DIR, 'install.log');
-const INSTALL_LOCK = join(DIR, 'install.lock');
 
 /** What the venv holds. Changing this list makes the next run rebuild it. */
 export const REQUIREMENTS = ['keystone==30.*', 'gunicorn==27.*'];
@@ -51,52 +47,15 @@ export const DOMAIN = 'default';
 
 // ---------------------------------------------------------------- the venv
 
-/**
- * Makes the venv unless a complete one is there: python3 -m venv, then pip
- * installs REQUIREMENTS from PyPI, then an empty database gets the schema.
- * Safe to call from several processes at once (one installs, the others wait).
- */
-export async function ensureVenv({ quiet = false } = {}) {
-  const wantedVenv = JSON.stringify({ requirements: REQUIREMENTS });
-  const wantedSchema = JSON.stringify({ requirements: REQUIREMENTS, journal: 'wal' });
-  const venvComplete = () => existsSync(STAMP) && readFileSync(STAMP, 'utf8') === wantedVenv;
-  const schemaComplete = () => existsSync(SCHEMA_STAMP) && readFileSync(SCHEMA_STAMP, 'utf8') === wantedSchema;
-  if (venvComplete() && schemaComplete()) return;
-  mkdirSync(DIR, { recursive: true });
-  await withLock(INSTALL_LOCK, async () => {
-    const say = (s) => quiet || console.error(`real-keystone: ${s}`);
-    if (!venvComplete()) { // (or made by another process while we waited)
-      const started = performance.now();
-      await ensurePythonVenv(say, INSTALL_LOG);
-      rmSync(VENV, { recursive: true, force: true });
-      say(`creating ${VENV} and installing ${REQUIREMENTS.join(' ')} from PyPI (about a minute; output in ${INSTALL_LOG})`);
-      writeFileSync(INSTALL_LOG, '');
-      await exec('python3', ['-m', 'venv', VENV], { log: INSTALL_LOG });
-      await exec(join(BIN, 'pip'), ['install', '--disable-pip-version-check', '--no-input', ...REQUIREMENTS], { log: INSTALL_LOG });
-      writeFileSync(STAMP, wantedVenv);
-      say(`installed in ${((performance.now() - started) / 1000).toFixed(0)} s`);
-    }
-    if (!schemaComplete()) {
-      await makeSchema();
-      writeFileSync(SCHEMA_STAMP, wantedSchema);
-    }
+/** Makes the venv and the schema unless they are there (see ensureServiceVenv). */
+export function ensureVenv({ quiet = false } = {}) {
+  return ensureServiceVenv({
+    name: 'real-keystone',
+    dir: DIR,
+    requirements: REQUIREMENTS,
+    migrate: (conf, log) => exec(join(BIN, 'keystone-manage'), ['--config-file', conf, 'db_sync'], { log }),
+    quiet,
   });
-}
-
-// db_sync runs Keystone's migrations (several seconds): once, then the file is
-// copied for each run. WAL journal mode (kept in the file), so that gunicorn's
-// threads reading do not make a write fail with "database is locked".
-async function makeSchema() {
-  const dir = join(DIR, 'schema');
-  const db = join(dir, 'keystone.db');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const conf = join(dir, 'keystone.conf');
-  writeFileSync(conf, `[DEFAULT]\nlog_dir = ${dir}\nlog_file = db_sync.log\nuse_stderr = false\n[database]\nconnection = sqlite:///${db}\n`);
-  await exec(join(BIN, 'keystone-manage'), ['--config-file', conf, 'db_sync'], { log: INSTALL_LOG });
-  await exec(join(BIN, 'python'), ['-c', 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL").fetchall()', db], { log: INSTALL_LOG });
-  copyFileSync(db, SCHEMA);
-  rmSync(dir, { recursive: true, force: true });
 }
 
 // ----------------------------------------------------------- one Keystone
