@@ -41,8 +41,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::json::Value;
-
+use crate::document::Document;
 use crate::error::{Error, Failure, HttpError, Seconds, Subject};
 use crate::protocol::{self, Pager, Reply, Request, RetryPolicy, MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
 use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
@@ -206,7 +205,7 @@ impl Outcome {
 
 /// One target at the end of the wait.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TargetReport {
+pub struct TargetReport<D> {
     pub ident: String,
     pub outcome: Outcome,
     /// What the last check showed.
@@ -215,24 +214,24 @@ pub struct TargetReport {
     pub polls: u32,
     /// The body that settled it, as the server sent it (for allocations,
     /// the allocation itself).
-    pub body: Option<Value>,
+    pub body: Option<D>,
     /// From the start of the wait until this target settled.
     pub elapsed_ms: Millis,
 }
 
-impl TargetReport {
+impl<D> TargetReport<D> {
     /// A target that settled without being checked (its action was refused,
     /// or sent and not waited for).
-    pub fn unchecked(ident: String, outcome: Outcome) -> TargetReport {
+    pub fn unchecked(ident: String, outcome: Outcome) -> TargetReport<D> {
         TargetReport { ident, outcome, seen: Seen::default(), polls: 0, body: None, elapsed_ms: 0 }
     }
 }
 
 /// The end of a wait.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+pub struct Report<D> {
     /// In the caller's order.
-    pub targets: Vec<TargetReport>,
+    pub targets: Vec<TargetReport<D>>,
     /// Requests sent, retries included.
     pub requests: u32,
     pub retries: u32,
@@ -269,7 +268,7 @@ pub struct Fetch {
 /// What the caller must do next.
 #[must_use]
 #[derive(Debug, PartialEq)]
-pub enum Step<'a> {
+pub enum Step<'a, D> {
     /// Send these now (they are in flight from this call on) and
     /// [`Engine::observe`] each reply.
     Fetch(Vec<Fetch>),
@@ -279,13 +278,13 @@ pub enum Step<'a> {
     Sleep { until: Option<Millis> },
     /// The wait is over; in-flight requests may be cancelled. Every later
     /// `step` returns the same report.
-    Done(&'a Report),
+    Done(&'a Report<D>),
 }
 
 /// What became of one target's check in the current round.
 #[derive(Debug)]
-enum Check {
-    Body(Value),
+enum Check<D> {
+    Body(D),
     NotFound(HttpError),
     Failed(Error),
     /// Time ran out while retrying: no answer, the target stays unsettled.
@@ -311,12 +310,12 @@ struct Outgoing {
 }
 
 #[derive(Debug)]
-struct Round {
+struct Round<D> {
     /// Counts the rounds of the wait.
     number: u64,
     /// Target indices checked in this round, in the caller's order.
     due: Vec<usize>,
-    checks: Vec<Option<Check>>,
+    checks: Vec<Option<Check<D>>>,
     /// `due` positions before this one are judged (python's order).
     judged: usize,
     /// Positions waiting for their own GET.
@@ -343,12 +342,12 @@ struct Listing {
 }
 
 #[derive(Debug, Clone)]
-struct Target {
+struct Target<D> {
     ident: String,
     outcome: Option<Outcome>,
     seen: Seen,
     polls: u32,
-    body: Option<Value>,
+    body: Option<D>,
     settled_at: Millis,
 }
 
@@ -363,14 +362,14 @@ struct Timers {
 /// A wait over one or many nodes, or an allocation. See the module docs for
 /// the drive loop.
 #[derive(Debug)]
-pub struct Engine {
+pub struct Engine<D> {
     options: WaitOptions,
     interval_ms: Millis,
     request_timeout_ms: Option<Millis>,
     started_at: Millis,
     timers: Timers,
-    targets: Vec<Target>,
-    round: Option<Round>,
+    targets: Vec<Target<D>>,
+    round: Option<Round<D>>,
     rounds: u64,
     in_flight: HashMap<RequestId, (Outgoing, Option<Millis>)>,
     retrying: Vec<(Millis, Outgoing)>,
@@ -378,7 +377,7 @@ pub struct Engine {
     requests: u32,
     retries: u32,
     events: VecDeque<Event>,
-    report: Option<Report>,
+    report: Option<Report<D>>,
 }
 
 /// The longest duration a caller may give, in seconds: JS timers hold at
@@ -402,10 +401,10 @@ pub fn millis(seconds: f64, what: &str, error: &str) -> Result<Millis, Error> {
     Ok((seconds * 1000.0).ceil() as Millis)
 }
 
-impl Engine {
+impl<D: Document> Engine<D> {
     /// Checks the options and starts the wait at `now`; the first check is
     /// due at once. Nothing is sent for invalid options.
-    pub fn new(mut options: WaitOptions, now: Millis) -> Result<Engine, Error> {
+    pub fn new(mut options: WaitOptions, now: Millis) -> Result<Engine<D>, Error> {
         let (timeout_ms, interval_ms, request_timeout_ms) = options.check()?;
         options.expected = options.expected.to_ascii_lowercase();
         let targets = options
@@ -448,7 +447,7 @@ impl Engine {
     }
 
     /// Advances to `now` and says what to do.
-    pub fn step(&mut self, now: Millis) -> Step<'_> {
+    pub fn step(&mut self, now: Millis) -> Step<'_, D> {
         if self.report.is_none() {
             self.expire_requests(now);
         }
@@ -501,7 +500,7 @@ impl Engine {
     }
 
     /// The report, once the wait is over.
-    pub fn report(&self) -> Option<&Report> {
+    pub fn report(&self) -> Option<&Report<D>> {
         self.report.as_ref()
     }
 
@@ -668,26 +667,26 @@ impl Engine {
             }
         }
         let check = match reply {
-            Reply::Response(r) if r.is_success() => match r.json() {
+            Reply::Response(r) if r.is_success() => match r.json::<D>() {
                 Ok(body) => Check::Body(body),
                 Err(e) => Check::Failed(e),
             },
             Reply::Response(r) if r.status == 404 && outgoing.purpose != Purpose::Page => {
-                Check::NotFound(r.http_error())
+                Check::NotFound(r.http_error::<D>())
             }
-            other => Check::Failed(protocol::reply_error(&other)),
+            other => Check::Failed(protocol::reply_error::<D>(&other)),
         };
         self.deliver_for(outgoing, check, now);
     }
 
     /// Delivers what became of a request, if its round is still on.
-    fn deliver_for(&mut self, outgoing: Outgoing, check: Check, now: Millis) {
+    fn deliver_for(&mut self, outgoing: Outgoing, check: Check<D>, now: Millis) {
         if self.round.as_ref().is_some_and(|r| r.number == outgoing.round) {
             self.deliver(outgoing.purpose, check, now);
         }
     }
 
-    fn deliver(&mut self, purpose: Purpose, check: Check, now: Millis) {
+    fn deliver(&mut self, purpose: Purpose, check: Check<D>, now: Millis) {
         let Some(round) = &mut self.round else { return };
         match purpose {
             Purpose::Check(position) => {
@@ -706,14 +705,12 @@ impl Engine {
                     Ok(Some((nodes, marker))) => {
                         for node in nodes {
                             // A UUID match first, as Ironic resolves idents.
-                            for key in ["uuid", "name"] {
-                                let Some(positions) =
-                                    node.get(key).and_then(Value::as_str).and_then(|k| listing.positions.get(k))
-                                else {
+                            for ident in [&node.uuid, &node.name] {
+                                let Some(positions) = ident.as_ref().and_then(|k| listing.positions.get(k)) else {
                                     continue;
                                 };
                                 for &p in positions {
-                                    round.checks[p].get_or_insert_with(|| Check::Body(node.clone()));
+                                    round.checks[p].get_or_insert_with(|| Check::Body(node.body.clone()));
                                 }
                             }
                         }
@@ -759,7 +756,7 @@ impl Engine {
     }
 
     /// One target's check -> its outcome if it settled. Emits progress.
-    fn judge(&mut self, index: usize, check: Check, now: Millis) -> Option<Outcome> {
+    fn judge(&mut self, index: usize, check: Check<D>, now: Millis) -> Option<Outcome> {
         let target = &self.targets[index];
         let (verdict, seen, body) = match check {
             Check::Unanswered => return None,
@@ -877,13 +874,13 @@ impl Engine {
     }
 }
 
-fn fill_missing(round: &mut Round, check: impl Fn() -> Check) {
+fn fill_missing<D>(round: &mut Round<D>, check: impl Fn() -> Check<D>) {
     for position in round.unanswered() {
         round.checks[position] = Some(check());
     }
 }
 
-impl Round {
+impl<D> Round<D> {
     /// Positions with no answer yet. Judged ones are not: their checks were
     /// taken when they were judged.
     fn unanswered(&self) -> Vec<usize> {

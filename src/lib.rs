@@ -9,6 +9,7 @@
 //!   long to sleep, when it is over).
 //! - [`protocol`]: Ironic REST without I/O: requests, responses, error
 //!   bodies, microversions, retries.
+//! - [`document`]: the JSON documents the core reads, parsed by the runtime.
 //! - [`error`]: the one error type; messages are python-ironicclient's.
 //!
 //! The wasm shell (`src/wasm`, wasm32 only) performs the fetches and timers
@@ -16,7 +17,7 @@
 
 pub mod engine;
 pub mod error;
-pub mod json;
+pub mod document;
 pub mod protocol;
 pub mod states;
 pub mod verdict;

@@ -5,8 +5,10 @@
 //! mistyped field), the row returns [`Error::InvalidBody`] naming the field,
 //! and, like it, only when the row actually needs that field.
 
+use serde::Deserialize;
+
+use crate::document::{present, Document, Present};
 use crate::error::{Error, Failure, Subject};
-use crate::json::Value;
 use crate::states::{is_failure_state, is_hold_state};
 
 /// How to judge a node against the state waited for.
@@ -42,49 +44,74 @@ pub struct Seen {
     pub last_error: Option<String>,
 }
 
+/// What the table reads of a node.
+#[derive(Deserialize)]
+#[serde(bound = "D: Document")]
+struct NodeView<D> {
+    #[serde(default, deserialize_with = "present")]
+    provision_state: Present<D>,
+    #[serde(default, deserialize_with = "present")]
+    target_provision_state: Present<D>,
+    #[serde(default, deserialize_with = "present")]
+    last_error: Present<D>,
+}
+
+/// What the table reads of an allocation.
+#[derive(Deserialize)]
+#[serde(bound = "D: Document")]
+struct AllocationView<D> {
+    #[serde(default, deserialize_with = "present")]
+    state: Present<D>,
+    #[serde(default, deserialize_with = "present")]
+    last_error: Present<D>,
+}
+
 /// Judges one `GET /v1/nodes/{id}` body (or one entry of a list page).
-pub fn judge_node(ident: &str, body: &Value, rule: &NodeRule) -> Result<(Verdict, Seen), Error> {
-    let node = as_object(body)?;
-    // Row 2: python-ironicclient drops falsy bodies, so `{}` keeps waiting.
-    if !node.truthy() {
+pub fn judge_node<D: Document>(ident: &str, body: &D, rule: &NodeRule) -> Result<(Verdict, Seen), Error> {
+    let node: NodeView<D> = read(body)?;
+    // Row 2: python-ironicclient drops falsy bodies, so `{}` keeps waiting
+    // (only a body without provision_state can be `{}`).
+    if node.provision_state.is_none() && !body.truthy() {
         return Ok((Verdict::Waiting, Seen::default()));
     }
-    let field = Field { subject: Subject::Node, ident, body: node };
-    let state_value = field.required("provision_state")?;
+    let field = Field { subject: Subject::Node, ident };
+    let state_value = field.required("provision_state", &node.provision_state)?;
+    let state = state_value.as_string();
     let mut seen = Seen {
-        state: state_value.as_str().map(str::to_string),
-        target_state: node.get("target_provision_state").and_then(Value::as_str).map(str::to_string),
-        last_error: node.get("last_error").and_then(text),
+        state: state.clone(),
+        target_state: node.target_provision_state.as_ref().and_then(D::as_string),
+        last_error: node.last_error.as_ref().and_then(text),
     };
     // Row 4: equality first, so waiting for `error` succeeds on `error`.
-    if state_value.as_str() == Some(rule.expected) {
+    if state.as_deref() == Some(rule.expected) {
         return Ok((Verdict::Reached, seen));
     }
-    let state = state_value.as_str().ok_or_else(|| field.invalid("provision_state", state_value))?;
+    let state = state.ok_or_else(|| field.invalid("provision_state", state_value))?;
     // Row 5: failure states, carrying last_error.
-    if is_failure_state(state) {
-        let last_error = field.last_error()?;
+    if is_failure_state(&state) {
+        let last_error = field.last_error(&node.last_error)?;
         seen.last_error.clone_from(&last_error);
         let failure = Failure {
             subject: Subject::Node,
             ident: ident.to_string(),
             expected: rule.expected.to_string(),
-            state: state.to_string(),
+            state,
             last_error,
             unexpected_stable: false,
         };
         return Ok((Verdict::Failed(failure), seen));
     }
-    if rule.hold_is_terminal && is_hold_state(state) {
+    if rule.hold_is_terminal && is_hold_state(&state) {
         return Ok((Verdict::Held, seen));
     }
     // Row 6: no target means the node rests; Python's `not` decides.
-    if rule.fail_on_unexpected_state && !field.required("target_provision_state")?.truthy() {
+    if rule.fail_on_unexpected_state && !field.required("target_provision_state", &node.target_provision_state)?.truthy()
+    {
         let failure = Failure {
             subject: Subject::Node,
             ident: ident.to_string(),
             expected: rule.expected.to_string(),
-            state: state.to_string(),
+            state,
             last_error: seen.last_error.clone(),
             unexpected_stable: true,
         };
@@ -95,29 +122,29 @@ pub fn judge_node(ident: &str, body: &Value, rule: &NodeRule) -> Result<(Verdict
 
 /// Judges one `GET /v1/allocations/{id}` body: `active` is reached, `error`
 /// failed, anything else (known or not) keeps waiting.
-pub fn judge_allocation(ident: &str, body: &Value) -> Result<(Verdict, Seen), Error> {
-    let allocation = as_object(body)?;
-    if !allocation.truthy() {
+pub fn judge_allocation<D: Document>(ident: &str, body: &D) -> Result<(Verdict, Seen), Error> {
+    let allocation: AllocationView<D> = read(body)?;
+    if allocation.state.is_none() && !body.truthy() {
         return Ok((Verdict::Waiting, Seen::default()));
     }
-    let field = Field { subject: Subject::Allocation, ident, body: allocation };
-    let state_value = field.required("state")?;
-    let state = state_value.as_str().ok_or_else(|| field.invalid("state", state_value))?;
+    let field = Field { subject: Subject::Allocation, ident };
+    let state_value = field.required("state", &allocation.state)?;
+    let state = state_value.as_string().ok_or_else(|| field.invalid("state", state_value))?;
     let mut seen = Seen {
-        state: Some(state.to_string()),
+        state: Some(state.clone()),
         target_state: None,
-        last_error: allocation.get("last_error").and_then(text),
+        last_error: allocation.last_error.as_ref().and_then(text),
     };
-    match state {
+    match state.as_str() {
         "active" => Ok((Verdict::Reached, seen)),
         "error" => {
-            let last_error = field.last_error()?;
+            let last_error = field.last_error(&allocation.last_error)?;
             seen.last_error.clone_from(&last_error);
             let failure = Failure {
                 subject: Subject::Allocation,
                 ident: ident.to_string(),
                 expected: "active".to_string(),
-                state: state.to_string(),
+                state,
                 last_error,
                 unexpected_stable: false,
             };
@@ -127,11 +154,12 @@ pub fn judge_allocation(ident: &str, body: &Value) -> Result<(Verdict, Seen), Er
     }
 }
 
-/// Row 1: anything but a JSON object is not an answer.
-pub fn as_object(body: &Value) -> Result<&Value, Error> {
-    match body {
-        Value::Object(_) => Ok(body),
-        other => Err(crate::protocol::not_an_object(other.python_type())),
+/// Row 1: anything but a JSON object is not an answer; an object is read
+/// into the view `T`.
+pub fn read<D: Document, T: serde::de::DeserializeOwned>(body: &D) -> Result<T, Error> {
+    match body.python_type() {
+        "dict" => body.view().ok_or_else(|| crate::protocol::not_an_object("dict")),
+        other => Err(crate::protocol::not_an_object(other)),
     }
 }
 
@@ -139,21 +167,20 @@ pub fn as_object(body: &Value) -> Result<&Value, Error> {
 struct Field<'a> {
     subject: Subject,
     ident: &'a str,
-    body: &'a Value,
 }
 
-impl<'a> Field<'a> {
-    fn required(&self, name: &'static str) -> Result<&'a Value, Error> {
-        self.body.get(name).ok_or_else(|| self.error(name, "is missing"))
+impl Field<'_> {
+    fn required<'v, D: Document>(&self, name: &'static str, value: &'v Present<D>) -> Result<&'v D, Error> {
+        value.as_ref().ok_or_else(|| self.error(name, "is missing"))
     }
 
-    fn invalid(&self, name: &'static str, value: &Value) -> Error {
-        self.error(name, if value.is_null() { "is null" } else { "is not a string" })
+    fn invalid<D: Document>(&self, name: &'static str, value: &D) -> Error {
+        self.error(name, if value.python_type() == "NoneType" { "is null" } else { "is not a string" })
     }
 
     /// `last_error`, which a failure message cannot do without.
-    fn last_error(&self) -> Result<Option<String>, Error> {
-        Ok(text(self.required("last_error")?))
+    fn last_error<D: Document>(&self, value: &Present<D>) -> Result<Option<String>, Error> {
+        Ok(text(self.required("last_error", value)?))
     }
 
     fn error(&self, field: &'static str, problem: &'static str) -> Error {
@@ -163,11 +190,11 @@ impl<'a> Field<'a> {
 
 /// A field rendered as `%s` would: strings as-is, null as `None` (kept as
 /// `None` here), anything else as its JSON text.
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
+fn text<D: Document>(v: &D) -> Option<String> {
+    match v.python_type() {
+        "NoneType" => None,
+        "str" => v.as_string(),
+        _ => Some(v.to_json()),
     }
 }
 
@@ -175,13 +202,7 @@ fn text(v: &Value) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// Test bodies are written with serde_json's `json!` and read back
-    /// through the core's own parser.
-    macro_rules! json {
-        ($($t:tt)+) => {
-            crate::json::Value::parse(&serde_json::json!($($t)+).to_string()).unwrap()
-        };
-    }
+    use serde_json::{json, Value};
 
     const ACTIVE: NodeRule = NodeRule { expected: "active", fail_on_unexpected_state: true, hold_is_terminal: false };
 
@@ -286,11 +307,11 @@ mod tests {
     #[test]
     fn row6_stable_state_without_target_is_unexpected() {
         for target in [
-            serde_json::json!(null),
-            serde_json::json!(""),
-            serde_json::json!(false),
-            serde_json::json!(0),
-            serde_json::json!([]),
+            json!(null),
+            json!(""),
+            json!(false),
+            json!(0),
+            json!([]),
         ] {
             let body = json!({"provision_state": "available", "target_provision_state": target, "last_error": null});
             assert_eq!(node(body), Ok(failed("available", None, true)));

@@ -3,10 +3,15 @@
 
 use std::collections::HashMap;
 
-use ironic_wait::engine::{Engine, Event, Outcome, Report, Settle, Step, WaitOptions};
+use ironic_wait::engine::{Event, Outcome, Settle, WaitOptions};
 use ironic_wait::error::{Error, Subject};
 use ironic_wait::protocol::{Reply, Request, Response, RetryPolicy};
 use serde_json::{json, Value};
+
+/// Natively the engine reads serde_json's documents.
+type Engine = ironic_wait::engine::Engine<Value>;
+type Report = ironic_wait::engine::Report<Value>;
+type Step<'a> = ironic_wait::engine::Step<'a, Value>;
 
 /// A node's life as seen by successive GETs: the nth check of a node shows
 /// its nth state (the last one repeats). `Hang` answers nothing.

@@ -13,13 +13,18 @@ mod support;
 
 use std::collections::{HashMap, HashSet};
 
-use ironic_wait::engine::{Engine, Event, Millis, Outcome, Report, RequestId, Settle, Step, WaitOptions, MAX_SECONDS};
+use ironic_wait::engine::{Event, Millis, Outcome, RequestId, Settle, WaitOptions, MAX_SECONDS};
 use ironic_wait::error::{Error, HttpError, Subject};
 use ironic_wait::protocol::{Reply, Request, Response, RetryPolicy};
 use ironic_wait::states::{is_failure_state, FAILURE_STATES, HOLD_STATES, STABLE_STATES};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};
+
+/// Natively the engine reads serde_json's documents.
+type Engine = ironic_wait::engine::Engine<Value>;
+type Report = ironic_wait::engine::Report<Value>;
+type Step<'a> = ironic_wait::engine::Step<'a, Value>;
 use support::{
     allocation_document, error_document, node_document, node_entry, page_document, percent_decode, percent_encode,
     proptest_config, query_param, uuid_of, Rng,

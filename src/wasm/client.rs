@@ -19,7 +19,8 @@ use crate::engine::{
     self, Engine, Event, Outcome, Report, Settle, Step, TargetReport, WaitOptions, DEFAULT_CONCURRENCY,
 };
 use crate::error::{Error, Seconds, Subject};
-use crate::json::Value;
+use super::document::Json;
+use crate::document::Document;
 use crate::protocol::{self, Microversion, Pager, ProvisionArgs, Reply, Request, Requested, Response, RetryPolicy};
 use crate::states::Action;
 use crate::verdict::Seen;
@@ -349,7 +350,7 @@ impl Client {
             };
             let retry_at = self.retry.delay_ms(retries, &reply).map(|delay| js::now().saturating_add(delay));
             let Some(at) = retry_at.filter(|&at| scope.deadline.get().is_none_or(|d| at <= d)) else {
-                return Err(protocol::reply_error(&reply));
+                return Err(protocol::reply_error::<Json>(&reply));
             };
             retries += 1;
             scope.retries.set(scope.retries.get() + 1);
@@ -408,7 +409,7 @@ impl Client {
     }
 
     /// One request whose answer must be JSON; errors rejected for JS.
-    async fn fetch_json(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request) -> Result<Value, JsValue> {
+    async fn fetch_json(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request) -> Result<Json, JsValue> {
         self.exchange(scope, request).await.and_then(|r| r.json()).map_err(|e| reject(scope, e, None))
     }
 
@@ -456,11 +457,11 @@ impl Client {
             let reply = io::send(scope, exchange).await;
             if let Reply::Response(r) = &reply {
                 if r.is_success() || r.max_version.is_some() || r.status == 406 {
-                    return Ok(protocol::version_range(r));
+                    return Ok(protocol::version_range::<Json>(r));
                 }
             }
             let Some(delay) = self.retry.delay_ms(retries, &reply) else {
-                return Err(protocol::reply_error(&reply));
+                return Err(protocol::reply_error::<Json>(&reply));
             };
             retries += 1;
             scope.pause(js::now() + delay).await;
@@ -538,7 +539,7 @@ impl Client {
         }
         // With settle `all`, a refused PUT is that node's outcome (and one
         // the deadline left unsent is timed out); the others are waited for.
-        let settled: Vec<Option<TargetReport>> = idents
+        let settled: Vec<Option<TargetReport<Json>>> = idents
             .iter()
             .zip(results)
             .enumerate()
@@ -593,7 +594,8 @@ impl Client {
         let (opts, scope) = call(&options)?;
         let prepared = (|| {
             let given = Options::new(&fields, "allocation fields")?;
-            let mut body = Vec::new();
+            // Ironic's names for the caller's camelCase ones.
+            let body = js_sys::Object::new();
             for key in given.keys() {
                 let field = match key.as_str() {
                     "resourceClass" => "resource_class",
@@ -602,10 +604,10 @@ impl Client {
                     other => return Err(Error::InvalidArgument(format!("Unknown allocation field {other}"))),
                 };
                 if let Some(value) = given.json(&key)? {
-                    body.push((field.to_string(), value));
+                    let _ = js_sys::Reflect::set(&body, &field.into(), &value.0);
                 }
             }
-            let request = protocol::create_allocation(body)?;
+            let request = protocol::create_allocation(&Json(body.into()))?;
             // The wait is checked before the POST; its identifier comes after.
             let wait = match wait_option(&opts)? {
                 Some(timeout) => {
@@ -624,9 +626,9 @@ impl Client {
         scope.deadline.set(wait.as_ref().and_then(|w| deadline(started, w.timeout)));
         let created = self.fetch_json(&scope, &request).await?;
         let Some(mut w) = wait else {
-            return Ok(object(&[("allocation", js::to_js(&created)), ("report", JsValue::NULL)]));
+            return Ok(object(&[("allocation", created.0), ("report", JsValue::NULL)]));
         };
-        let id = created.get("uuid").and_then(Value::as_str).map(str::to_string);
+        let id = js_sys::Reflect::get(&created.0, &"uuid".into()).ok().and_then(|u| u.as_string());
         let id = id
             .ok_or_else(|| reject(&scope, Error::InvalidResponse("The created allocation has no uuid".into()), None))?;
         w.idents = vec![id];
@@ -661,8 +663,10 @@ impl Client {
         })();
         let request = prepared.map_err(|e| reject(&scope, e, None))?;
         let node = self.fetch_json(&scope, &request).await?;
-        crate::verdict::as_object(&node).map_err(|e| reject(&scope, e, None))?;
-        Ok(js::to_js(&node))
+        if node.python_type() != "dict" {
+            return Err(reject(&scope, protocol::not_an_object(node.python_type()), None));
+        }
+        Ok(node.0)
     }
 
     /// All pages (or one page of `limit`), following the marker.
@@ -694,7 +698,7 @@ impl Client {
             let page = self.fetch_json(&scope, &request).await?;
             let (nodes, next) = pager.page(&page).map_err(|e| reject(&scope, e, None))?;
             for node in nodes {
-                all.push(&js::to_js(node));
+                all.push(&node.body.0);
             }
             match next {
                 Some(next) if limit.is_none() => marker = Some(next),
@@ -719,7 +723,7 @@ impl Client {
         scope: &Rc<Scope>,
         mut w: WaitOptions,
         on_progress: Option<Function>,
-        settled: Vec<Option<TargetReport>>,
+        settled: Vec<Option<TargetReport<Json>>>,
         started: u64,
     ) -> JsResult {
         let version = self.version(scope).await.map_err(|e| reject(scope, e, None))?;
@@ -727,7 +731,7 @@ impl Client {
         w.retry = self.retry;
         w.request_timeout = self.request_timeout;
         let subject = w.subject;
-        let mut engine = Engine::new(w, started).map_err(|e| reject(scope, e, None))?;
+        let mut engine = Engine::<Json>::new(w, started).map_err(|e| reject(scope, e, None))?;
         if version.is_none() {
             // The negotiation took all the time: no check could be made.
             engine.time_out(js::now());
@@ -900,7 +904,7 @@ fn event_to_js(event: &Event, idents: &[String], subject: Subject) -> JsValue {
     ])
 }
 
-fn report_to_js(report: &Report, subject: Subject, scope: &Scope) -> JsValue {
+fn report_to_js(report: &Report<Json>, subject: Subject, scope: &Scope) -> JsValue {
     let key = if subject == Subject::Node { "node" } else { "allocation" };
     let targets: Array = report
         .targets
@@ -916,7 +920,7 @@ fn report_to_js(report: &Report, subject: Subject, scope: &Scope) -> JsValue {
                 ("elapsed", seconds(t.elapsed_ms)),
             ];
             if subject == Subject::Allocation {
-                entries.push(("body", t.body.as_ref().map_or(JsValue::NULL, js::to_js)));
+                entries.push(("body", t.body.as_ref().map_or(JsValue::NULL, |b| b.0.clone())));
             }
             match &t.outcome {
                 Outcome::Error(e) => entries.push(("error", error_to_js(e, None))),

@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
 use crate::error::Error;
-use crate::json::Value;
+use super::document::Json;
 
 #[wasm_bindgen]
 extern "C" {
@@ -70,16 +70,13 @@ pub fn opt_str(s: Option<&str>) -> JsValue {
     s.map_or(JsValue::NULL, JsValue::from_str)
 }
 
-/// A core JSON value -> JS value, through JSON text.
-pub fn to_js(v: &Value) -> JsValue {
-    JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL)
-}
-
-/// A JS value -> core JSON, through `JSON.stringify` (so `undefined` and
-/// functions drop out as they would on the wire).
-pub fn from_js(v: &JsValue, what: &str) -> Result<Value, Error> {
+/// A caller's JSON data, as it would go on the wire: `JSON.stringify`
+/// then `JSON.parse` (so `undefined` and functions drop out, and the value
+/// is ours, not the caller's).
+pub fn json_data(v: &JsValue, what: &str) -> Result<Json, Error> {
     let text = JSON::stringify(v).ok().and_then(|s| s.as_string());
-    text.and_then(|t| Value::parse(&t).ok()).ok_or_else(|| Error::InvalidArgument(format!("{what} must be JSON data")))
+    let parsed = text.and_then(|t| JSON::parse(&t).ok());
+    parsed.map(Json).ok_or_else(|| Error::InvalidArgument(format!("{what} must be JSON data")))
 }
 
 /// Text for any thrown JS value: an Error's message (and its `cause`, where
@@ -160,8 +157,8 @@ impl Options {
         self.typed(key, "a function", |v| v.dyn_ref::<Function>().cloned())
     }
 
-    pub fn json(&self, key: &str) -> Result<Option<Value>, Error> {
-        self.get(key).map(|v| from_js(&v, &format!("Option {key}"))).transpose()
+    pub fn json(&self, key: &str) -> Result<Option<Json>, Error> {
+        self.get(key).map(|v| json_data(&v, &format!("Option {key}"))).transpose()
     }
 
     /// A list of strings, or one string as a list of one.

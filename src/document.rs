@@ -1,0 +1,181 @@
+//! The JSON documents the core reads. It parses none itself: the runtime
+//! that received the body parses it (`JSON.parse` in the wasm shell,
+//! serde_json natively), and the core reads only the few fields a decision
+//! needs, into typed views (`#[derive(Deserialize)]` structs of
+//! [`Present`] fields). A body handed back to the caller (a node that
+//! settled, an allocation) is the runtime's own document, never rebuilt.
+
+use std::fmt;
+
+use serde::de::{DeserializeOwned, Deserializer};
+
+/// A parsed JSON document of the runtime's.
+pub trait Document: Clone + fmt::Debug + DeserializeOwned + 'static {
+    /// JSON text -> a document; `None` when the text is not JSON.
+    fn parse(text: &str) -> Option<Self>;
+
+    /// A typed view of an object; `None` when the document does not fit
+    /// it (views are made of [`Present`] fields, so any object fits).
+    fn view<T: DeserializeOwned>(&self) -> Option<T>;
+
+    /// What Python's `json` would make of it, by its type's name
+    /// (`dict`, `list`, `str`, `int`, `float`, `bool`, `NoneType`), as
+    /// python-ironicclient's messages name it.
+    fn python_type(&self) -> &'static str;
+
+    /// Python's truthiness: `null`, `false`, `0`, `""`, `[]` and `{}` are false.
+    fn truthy(&self) -> bool;
+
+    /// The string, when it is one.
+    fn as_string(&self) -> Option<String>;
+
+    /// The items, when it is a list.
+    fn items(&self) -> Option<Vec<Self>>;
+
+    /// The document as JSON text, for request bodies and for a field shown
+    /// as `%s` shows it.
+    fn to_json(&self) -> String;
+}
+
+/// A field of a typed view: `None` when the object has no such member,
+/// `Some` whatever its value, `null` included (a missing field and a null
+/// one are different rows of the decision table). Use as
+/// `#[serde(default, deserialize_with = "present")] field: Present<D>`.
+pub type Present<D> = Option<D>;
+
+pub fn present<'de, D: Document, De: Deserializer<'de>>(deserializer: De) -> Result<Present<D>, De::Error> {
+    D::deserialize(deserializer).map(Some)
+}
+
+/// `value` as a JSON string literal, for the request bodies the core writes.
+pub fn quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[(c as usize) >> 4] as char);
+                out.push(HEX[(c as usize) & 15] as char);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A JSON object's text from members already written as JSON.
+pub fn object(members: &[(&str, String)]) -> String {
+    let mut out = String::from("{");
+    for (i, (key, value)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&quote(key));
+        out.push(':');
+        out.push_str(value);
+    }
+    out.push('}');
+    out
+}
+
+/// Natively (tests, doctests, a Rust embedder) documents are serde_json's.
+#[cfg(not(target_arch = "wasm32"))]
+impl Document for serde_json::Value {
+    fn parse(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+
+    fn view<T: DeserializeOwned>(&self) -> Option<T> {
+        T::deserialize(self).ok()
+    }
+
+    fn python_type(&self) -> &'static str {
+        use serde_json::Value::*;
+        match self {
+            Null => "NoneType",
+            Bool(_) => "bool",
+            Number(n) if n.is_f64() => "float",
+            Number(_) => "int",
+            String(_) => "str",
+            Array(_) => "list",
+            Object(_) => "dict",
+        }
+    }
+
+    fn truthy(&self) -> bool {
+        use serde_json::Value::*;
+        match self {
+            Null => false,
+            Bool(b) => *b,
+            Number(n) => n.as_f64() != Some(0.0),
+            String(s) => !s.is_empty(),
+            Array(a) => !a.is_empty(),
+            Object(o) => !o.is_empty(),
+        }
+    }
+
+    fn as_string(&self) -> Option<String> {
+        self.as_str().map(str::to_string)
+    }
+
+    fn items(&self) -> Option<Vec<Self>> {
+        self.as_array().cloned()
+    }
+
+    fn to_json(&self) -> String {
+        self.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn quote_escapes_what_json_must() {
+        let text = "a\"b\\c\n\t\u{1}é";
+        assert_eq!(serde_json::from_str::<String>(&quote(text)).unwrap(), text);
+    }
+
+    #[test]
+    fn object_is_json() {
+        let text = object(&[("target", quote("active")), ("steps", "[1, 2]".into())]);
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), json!({"target": "active", "steps": [1, 2]}));
+    }
+
+    #[test]
+    fn truthiness_and_type_names_are_pythons() {
+        let falsy = [json!(null), json!(false), json!(0), json!(-0.0), json!(""), json!([]), json!({})];
+        assert!(falsy.iter().all(|v| !v.truthy()));
+        let truthy = [json!(true), json!(1), json!(0.5), json!("x"), json!([0]), json!({"a": null})];
+        assert!(truthy.iter().all(Document::truthy));
+        let types: Vec<_> = [json!(null), json!(1), json!(1.5), json!("s"), json!([]), json!({}), json!(true)]
+            .iter()
+            .map(Document::python_type)
+            .collect();
+        assert_eq!(types, ["NoneType", "int", "float", "str", "list", "dict", "bool"]);
+    }
+
+    #[test]
+    fn a_view_tells_missing_from_null() {
+        #[derive(serde::Deserialize)]
+        struct View {
+            #[serde(default, deserialize_with = "present")]
+            a: Present<serde_json::Value>,
+            #[serde(default, deserialize_with = "present")]
+            b: Present<serde_json::Value>,
+        }
+        let view: View = json!({"a": null, "c": 1}).view().unwrap();
+        assert_eq!(view.a, Some(json!(null)));
+        assert_eq!(view.b, None);
+    }
+}

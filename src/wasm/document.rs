@@ -1,0 +1,74 @@
+//! The core's documents in the wasm: values `JSON.parse` made. The core's
+//! typed views read them through serde-wasm-bindgen, which fetches only the
+//! fields a view names; what goes back to the caller is the same object.
+
+use js_sys::{Array, Object, JSON};
+use serde::de::{Deserialize, DeserializeOwned, Deserializer};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::document::Document;
+
+/// A JSON value of the runtime's.
+#[derive(Clone, Debug)]
+pub struct Json(pub JsValue);
+
+impl<'de> Deserialize<'de> for Json {
+    /// Kept as it is: a field of a view holds the JS value itself.
+    fn deserialize<De: Deserializer<'de>>(deserializer: De) -> Result<Json, De::Error> {
+        serde_wasm_bindgen::preserve::deserialize(deserializer).map(Json)
+    }
+}
+
+impl Document for Json {
+    fn parse(text: &str) -> Option<Json> {
+        JSON::parse(text).ok().map(Json)
+    }
+
+    fn view<T: DeserializeOwned>(&self) -> Option<T> {
+        serde_wasm_bindgen::from_value(self.0.clone()).ok()
+    }
+
+    fn python_type(&self) -> &'static str {
+        let v = &self.0;
+        if v.is_string() {
+            "str"
+        } else if v.is_null() || v.is_undefined() {
+            "NoneType"
+        } else if v.as_bool().is_some() {
+            "bool"
+        } else if let Some(n) = v.as_f64() {
+            // JSON.parse keeps no trace of `1.0`; a whole number reads as int.
+            if n.fract() == 0.0 {
+                "int"
+            } else {
+                "float"
+            }
+        } else if Array::is_array(v) {
+            "list"
+        } else {
+            "dict"
+        }
+    }
+
+    fn truthy(&self) -> bool {
+        match self.python_type() {
+            // JS calls every object true; Python calls empty ones false.
+            "dict" => Object::keys(self.0.unchecked_ref::<Object>()).length() > 0,
+            "list" => self.0.unchecked_ref::<Array>().length() > 0,
+            _ => self.0.is_truthy(),
+        }
+    }
+
+    fn as_string(&self) -> Option<String> {
+        self.0.as_string()
+    }
+
+    fn items(&self) -> Option<Vec<Json>> {
+        let array = self.0.dyn_ref::<Array>()?;
+        Some(array.iter().map(Json).collect())
+    }
+
+    fn to_json(&self) -> String {
+        JSON::stringify(&self.0).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "null".into())
+    }
+}
