@@ -14,8 +14,9 @@ pub trait Document: Clone + fmt::Debug + DeserializeOwned + 'static {
     /// JSON text -> a document; `None` when the text is not JSON.
     fn parse(text: &str) -> Option<Self>;
 
-    /// A typed view of an object; `None` when the document does not fit
-    /// it (views are made of [`Present`] fields, so any object fits).
+    /// A typed view of an object; `None` when the document is no object
+    /// (views are made of [`Present`] fields, so any object fits; serde
+    /// would fill a struct from a list by position, which a view must not).
     fn view<T: DeserializeOwned>(&self) -> Option<T>;
 
     /// What Python's `json` would make of it, by its type's name
@@ -94,6 +95,7 @@ impl Document for serde_json::Value {
     }
 
     fn view<T: DeserializeOwned>(&self) -> Option<T> {
+        self.as_object()?;
         T::deserialize(self).ok()
     }
 
@@ -177,5 +179,6 @@ mod tests {
         let view: View = json!({"a": null, "c": 1}).view().unwrap();
         assert_eq!(view.a, Some(json!(null)));
         assert_eq!(view.b, None);
+        assert!(json!([1, 2]).view::<View>().is_none(), "a list is no object, whatever serde would make of it");
     }
 }

@@ -14,7 +14,8 @@
 //! use ironic_wait::protocol::{Reply, Response};
 //!
 //! let options = WaitOptions::nodes(vec!["n1".into()], "active");
-//! let mut engine = Engine::new(options, 0).unwrap();
+//! // Natively, bodies are read as serde_json documents (see `document`).
+//! let mut engine = Engine::<serde_json::Value>::new(options, 0).unwrap();
 //! let mut now = 0;
 //! let mut polls = 0;
 //! let report = loop {
@@ -85,7 +86,8 @@ pub struct WaitOptions {
     /// Requests in flight at once.
     pub concurrency: usize,
     /// From this many unfinished nodes on, a round is one paginated list
-    /// instead of one GET per node.
+    /// instead of one GET per node; once a list has shown how many pages
+    /// the fleet takes, rounds keep listing while that is fewer requests.
     pub list_threshold: usize,
     /// Page size of those lists.
     pub page_size: u32,
@@ -371,6 +373,8 @@ pub struct Engine<D> {
     targets: Vec<Target<D>>,
     round: Option<Round<D>>,
     rounds: u64,
+    /// Pages the last complete node list took.
+    list_pages: Option<u32>,
     in_flight: HashMap<RequestId, (Outgoing, Option<Millis>)>,
     retrying: Vec<(Millis, Outgoing)>,
     next_id: u64,
@@ -432,6 +436,7 @@ impl<D: Document> Engine<D> {
             in_flight: HashMap::new(),
             retrying: Vec::new(),
             rounds: 0,
+            list_pages: None,
             next_id: 0,
             requests: 0,
             retries: 0,
@@ -529,7 +534,10 @@ impl<D: Document> Engine<D> {
     fn start_round(&mut self, now: Millis) {
         let due_at = self.timers.next_round.take();
         let due: Vec<usize> = (0..self.targets.len()).filter(|&i| self.targets[i].outcome.is_none()).collect();
-        let listing = (self.options.subject == Subject::Node && due.len() >= self.options.list_threshold).then(|| {
+        // A list costs the pages the last one took; GETs cost one a node.
+        let fewer_requests = self.list_pages.is_some_and(|pages| due.len() > pages as usize);
+        let lists = due.len() >= self.options.list_threshold || fewer_requests;
+        let listing = (self.options.subject == Subject::Node && lists).then(|| {
             let mut positions: HashMap<String, Vec<usize>> = HashMap::new();
             for (position, &target) in due.iter().enumerate() {
                 positions.entry(self.targets[target].ident.clone()).or_default().push(position);
@@ -714,10 +722,15 @@ impl<D: Document> Engine<D> {
                                 }
                             }
                         }
-                        let missing = round.checks.iter().any(Option::is_none);
+                        self.list_pages = Some(listing.pager.pages());
                         // Stop paging once every due node is found.
+                        let missing = round.has_unanswered();
                         match marker {
-                            Some(marker) if missing => listing.next_page = Some(Some(marker)),
+                            Some(marker) if missing => {
+                                if let Some(listing) = &mut round.listing {
+                                    listing.next_page = Some(Some(marker));
+                                }
+                            }
                             _ => round.queue.extend(round.unanswered()),
                         }
                     }
@@ -885,5 +898,9 @@ impl<D> Round<D> {
     /// taken when they were judged.
     fn unanswered(&self) -> Vec<usize> {
         (self.judged..self.checks.len()).filter(|&p| self.checks[p].is_none()).collect()
+    }
+
+    fn has_unanswered(&self) -> bool {
+        (self.judged..self.checks.len()).any(|p| self.checks[p].is_none())
     }
 }

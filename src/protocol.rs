@@ -403,7 +403,7 @@ pub fn create_allocation<D: Document>(fields: &D) -> Result<Request, Error> {
         #[serde(default, deserialize_with = "present")]
         node: Present<D>,
     }
-    let required = (fields.python_type() == "dict").then(|| fields.view::<Required<D>>()).flatten();
+    let required = fields.view::<Required<D>>();
     let given = |field: &Option<D>| field.as_ref().is_some_and(|v| v.python_type() != "NoneType");
     if !required.is_some_and(|r| given(&r.resource_class) || given(&r.node)) {
         return Err(Error::InvalidArgument("resourceClass is required except when node is given".into()));
@@ -530,12 +530,11 @@ impl Response {
             description: Present<D>,
         }
         let text = |field: Option<D>| field.as_ref().and_then(D::as_string).filter(|s| !s.is_empty());
-        let fault = |d: &D| (d.python_type() == "dict").then(|| d.view::<Fault<D>>()).flatten();
+        let fault = |d: &D| d.view::<Fault<D>>();
         let json = self.content_type.as_deref().is_some_and(|t| t.starts_with("application/json"));
         let message = json
             .then(|| D::parse(&self.body))
             .flatten()
-            .filter(|d| d.python_type() == "dict")
             .and_then(|d| d.view::<ErrorBody<D>>()?.error_message)
             .and_then(|message| match message.python_type() {
                 "str" => {
@@ -667,7 +666,7 @@ pub fn parse_node_page<D: Document>(body: &D) -> Result<(Vec<Entry<D>>, Option<S
     let entries = nodes
         .into_iter()
         .map(|body| {
-            let idents = (body.python_type() == "dict").then(|| body.view::<Idents<D>>()).flatten();
+            let idents = body.view::<Idents<D>>();
             let (uuid, name) = idents.map_or((None, None), |i| (text(i.uuid), text(i.name)));
             Entry { body, uuid, name }
         })
@@ -689,6 +688,11 @@ pub struct Pager {
 }
 
 impl Pager {
+    /// Pages read so far.
+    pub fn pages(&self) -> u32 {
+        self.pages
+    }
+
     /// One page's entries and the marker of the next page, if there is one
     /// to follow.
     pub fn page<D: Document>(&mut self, body: &D) -> Result<(Vec<Entry<D>>, Option<String>), Error> {

@@ -581,19 +581,31 @@ fn below_1_8_lists_use_detail_and_gets_take_all_fields() {
 }
 
 #[test]
-fn the_list_mode_switches_by_unsettled_nodes_per_round() {
-    // 50 nodes: round 1 lists; 30 settle, so round 2 has 20 single GETs.
+fn rounds_list_while_that_takes_fewer_requests_than_one_get_a_node() {
+    // 50 nodes in pages of 10. Round 1 lists (5 pages); 30 settle, and
+    // round 2 lists again (5 pages, not 20 GETs); 18 more settle, and
+    // round 3 sends 2 GETs (not 5 pages).
     let idents = names(50);
     let fleet: Vec<(&str, Vec<Answer>)> = idents
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            (n.as_str(), if i < 30 { vec![State("active")] } else { vec![State("deploying"), State("active")] })
+            let answers = match i {
+                0..30 => vec![State("active")],
+                30..48 => vec![State("deploying"), State("active")],
+                _ => vec![State("deploying"), State("deploying"), State("active")],
+            };
+            (n.as_str(), answers)
         })
         .collect();
-    let t = drive(WaitOptions::nodes(idents.clone(), "active"), &mut FakeIronic::new(&fleet));
-    assert_eq!(t.paths_with("/v1/nodes?"), 1);
-    assert_eq!(t.sent.iter().filter(|(at, p)| *at == 2000 && p.starts_with("/v1/nodes/n")).count(), 20);
+    let options = WaitOptions { page_size: 10, ..WaitOptions::nodes(idents.clone(), "active") };
+    let t = drive(options, &mut FakeIronic::new(&fleet));
+    assert_eq!(t.outcomes(), vec!["reached"; 50]);
+    let lists_at = |at| t.sent.iter().filter(|(when, p)| *when == at && p.starts_with("/v1/nodes?")).count();
+    let gets_at = |at| t.sent.iter().filter(|(when, p)| *when == at && p.starts_with("/v1/nodes/n")).count();
+    assert_eq!((lists_at(0), gets_at(0)), (5, 0));
+    assert_eq!((lists_at(2000), gets_at(2000)), (5, 0));
+    assert_eq!((lists_at(4000), gets_at(4000)), (0, 2));
 }
 
 // ---- retries -------------------------------------------------------------

@@ -25,6 +25,9 @@ impl Document for Json {
     }
 
     fn view<T: DeserializeOwned>(&self) -> Option<T> {
+        if !self.0.is_object() || Array::is_array(&self.0) {
+            return None;
+        }
         serde_wasm_bindgen::from_value(self.0.clone()).ok()
     }
 
