@@ -13,7 +13,9 @@ const VERSION = { 'X-OpenStack-Ironic-API-Version': '1.115' };
 
 /** The command that runs client `name` (ironic-wait, floor or a Python peer) on a config file. */
 export function clientCommand(name, python) {
-  if (name === 'ironic-wait' || name === 'floor') return [process.execPath, here('./client.mjs'), name];
+  // BENCH_CPU_PROF=DIR: each JS client writes a V8 CPU profile there (for Chrome DevTools).
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  if (name === 'ironic-wait' || name === 'floor') return [process.execPath, ...profile, here('./client.mjs'), name];
   return [python, here('./peer.py'), name];
 }
 

@@ -151,7 +151,10 @@ mod tests {
     #[test]
     fn object_is_json() {
         let text = object(&[("target", quote("active")), ("steps", "[1, 2]".into())]);
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), json!({"target": "active", "steps": [1, 2]}));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            json!({"target": "active", "steps": [1, 2]})
+        );
     }
 
     #[test]

@@ -510,6 +510,21 @@ impl<D: Document> Engine<D> {
     }
 
     /// The identifiers, in the caller's order (events name targets by index).
+    /// Target `index` as the report shows it: final from its last event
+    /// (the one with an outcome) on, so a shell can make report entries as
+    /// targets settle, not all at the end.
+    pub fn target_report(&self, index: usize) -> TargetReport<D> {
+        let t = &self.targets[index];
+        TargetReport {
+            ident: t.ident.clone(),
+            outcome: t.outcome.clone().unwrap_or(Outcome::Stopped),
+            seen: t.seen.clone(),
+            polls: t.polls,
+            body: t.body.clone(),
+            elapsed_ms: t.settled_at.saturating_sub(self.started_at),
+        }
+    }
+
     pub fn idents(&self) -> &[String] {
         &self.options.idents
     }
@@ -865,18 +880,7 @@ impl<D: Document> Engine<D> {
         self.in_flight.clear();
         self.retrying.clear();
         self.timers.next_round = None;
-        let targets = self
-            .targets
-            .iter()
-            .map(|t| TargetReport {
-                ident: t.ident.clone(),
-                outcome: t.outcome.clone().unwrap_or(Outcome::Stopped),
-                seen: t.seen.clone(),
-                polls: t.polls,
-                body: t.body.clone(),
-                elapsed_ms: t.settled_at.saturating_sub(self.started_at),
-            })
-            .collect();
+        let targets = (0..self.targets.len()).map(|index| self.target_report(index)).collect();
         self.report = Some(Report {
             targets,
             requests: self.requests,

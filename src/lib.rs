@@ -15,9 +15,9 @@
 //! The wasm shell (`src/wasm`, wasm32 only) performs the fetches and timers
 //! the engine asks for and exports the JS API.
 
+pub mod document;
 pub mod engine;
 pub mod error;
-pub mod document;
 pub mod protocol;
 pub mod states;
 pub mod verdict;

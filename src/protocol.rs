@@ -128,9 +128,8 @@ pub fn version_range<D: Document>(response: &Response) -> (Option<String>, Optio
         #[serde(default, deserialize_with = "present")]
         min_version: Present<D>,
     }
-    let version = D::parse(&response.body)
-        .and_then(|d| d.view::<V1<D>>()?.version)
-        .and_then(|v| v.view::<Version<D>>());
+    let version =
+        D::parse(&response.body).and_then(|d| d.view::<V1<D>>()?.version).and_then(|v| v.view::<Version<D>>());
     let text = |field: Option<D>| field.as_ref().and_then(D::as_string);
     match version {
         Some(v) => (text(v.min_version), text(v.version)),
@@ -1008,7 +1007,11 @@ mod tests {
         let html = Response { content_type: Some("text/html".into()), ..response(200, "{}") };
         assert_eq!(got(html), "API response body must be a JSON object; got NoneType");
         let vendor = Response { content_type: Some("application/json-patch".into()), ..response(200, "{}") };
-        assert_eq!(vendor.json::<Value>(), Ok(json!({})), "python-ironicclient looks for the text anywhere in the type");
+        assert_eq!(
+            vendor.json::<Value>(),
+            Ok(json!({})),
+            "python-ironicclient looks for the text anywhere in the type"
+        );
     }
 
     #[test]
@@ -1145,7 +1148,8 @@ mod tests {
             refused("service", ProvisionArgs::default()),
             "service needs exactly one of serviceSteps and runbook"
         );
-        let rb = ProvisionArgs::<Value> { runbook: Some("r".into()), disable_ramdisk: Some(true), ..Default::default() };
+        let rb =
+            ProvisionArgs::<Value> { runbook: Some("r".into()), disable_ramdisk: Some(true), ..Default::default() };
         assert_eq!(refused("clean", rb), "You cannot supply runbook and disableRamdisk together");
         assert_eq!(refused("rescue", ProvisionArgs::default()), "rescue needs a rescuePassword");
         let drive = ProvisionArgs { config_drive: Some(json!("x")), ..Default::default() };

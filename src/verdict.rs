@@ -105,7 +105,8 @@ pub fn judge_node<D: Document>(ident: &str, body: &D, rule: &NodeRule) -> Result
         return Ok((Verdict::Held, seen));
     }
     // Row 6: no target means the node rests; Python's `not` decides.
-    if rule.fail_on_unexpected_state && !field.required("target_provision_state", &node.target_provision_state)?.truthy()
+    if rule.fail_on_unexpected_state
+        && !field.required("target_provision_state", &node.target_provision_state)?.truthy()
     {
         let failure = Failure {
             subject: Subject::Node,
@@ -306,13 +307,7 @@ mod tests {
 
     #[test]
     fn row6_stable_state_without_target_is_unexpected() {
-        for target in [
-            json!(null),
-            json!(""),
-            json!(false),
-            json!(0),
-            json!([]),
-        ] {
+        for target in [json!(null), json!(""), json!(false), json!(0), json!([])] {
             let body = json!({"provision_state": "available", "target_provision_state": target, "last_error": null});
             assert_eq!(node(body), Ok(failed("available", None, true)));
         }

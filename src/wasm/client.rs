@@ -13,14 +13,15 @@ use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use super::document::Json;
 use super::io::{self, Exchange, Scope, SharedSlot};
-use super::js::{self, object, opt_str, Options};
+use super::js::{self, Options};
+use super::report::{self, Totals};
+use crate::document::Document;
 use crate::engine::{
     self, Engine, Event, Outcome, Report, Settle, Step, TargetReport, WaitOptions, DEFAULT_CONCURRENCY,
 };
 use crate::error::{Error, Seconds, Subject};
-use super::document::Json;
-use crate::document::Document;
 use crate::protocol::{self, Microversion, Pager, ProvisionArgs, Reply, Request, Requested, Response, RetryPolicy};
 use crate::states::Action;
 use crate::verdict::Seen;
@@ -64,7 +65,7 @@ impl RawClient {
     /// Throws a `{ kind, message }` object for invalid options.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<RawClient, JsValue> {
-        Client::new(&options).map(|c| RawClient { inner: Rc::new(c) }).map_err(|e| error_to_js(&e, None))
+        Client::new(&options).map(|c| RawClient { inner: Rc::new(c) }).map_err(|e| report::error(&e, None))
     }
 
     pub fn provision(&self, nodes: JsValue, action: JsValue, options: JsValue) -> Promise {
@@ -117,8 +118,8 @@ impl RawClient {
 
 /// A call's options and its scope; an already aborted signal rejects now.
 fn call(options: &JsValue) -> Result<(Options, Rc<Scope>), JsValue> {
-    let opts = Options::new(options, "options").map_err(|e| error_to_js(&e, None))?;
-    let signal = opts.signal().map_err(|e| error_to_js(&e, None))?;
+    let opts = Options::new(options, "options").map_err(|e| report::error(&e, None))?;
+    let signal = opts.signal().map_err(|e| report::error(&e, None))?;
     let scope = Scope::new(signal);
     if scope.aborted() {
         return Err(scope.abort_reason());
@@ -569,7 +570,7 @@ impl Client {
                     .collect();
                 let elapsed_ms = js::now().saturating_sub(started);
                 let report = Report { targets, requests: 0, retries: 0, elapsed_ms, error: None };
-                Ok(report_to_js(&report, Subject::Node, &scope))
+                Ok(report_of(&report, Subject::Node, &scope))
             }
         }
     }
@@ -626,7 +627,7 @@ impl Client {
         scope.deadline.set(wait.as_ref().and_then(|w| deadline(started, w.timeout)));
         let created = self.fetch_json(&scope, &request).await?;
         let Some(mut w) = wait else {
-            return Ok(object(&[("allocation", created.0), ("report", JsValue::NULL)]));
+            return Ok(report::to_js(&Created { allocation: created.0, report: JsValue::NULL }));
         };
         let id = js_sys::Reflect::get(&created.0, &"uuid".into()).ok().and_then(|u| u.as_string());
         let id = id
@@ -635,7 +636,7 @@ impl Client {
         let report = self.run(&scope, w, on_progress, Vec::new(), started).await?;
         let allocation = js_sys::Reflect::get(&report, &"allocation".into()).ok();
         let body = allocation.and_then(|a| js_sys::Reflect::get(&a, &"body".into()).ok());
-        Ok(object(&[("allocation", body.unwrap_or(JsValue::NULL)), ("report", report)]))
+        Ok(report::to_js(&Created { allocation: body.unwrap_or(JsValue::NULL), report }))
     }
 
     async fn wait_for_allocation(self: Rc<Self>, id: JsValue, options: JsValue) -> JsResult {
@@ -736,14 +737,22 @@ impl Client {
             // The negotiation took all the time: no check could be made.
             engine.time_out(js::now());
         }
+        // Each target's report entry, made from its last event.
+        let mut entries: Vec<Option<JsValue>> = vec![None; engine.idents().len()];
+        let mut take_events = |engine: &mut Engine<Json>| {
+            while let Some(event) = engine.poll_event() {
+                notify(&on_progress, &event, engine.idents(), subject);
+                if event.outcome.is_some() {
+                    entries[event.target] = Some(report::entry(&engine.target_report(event.target), subject));
+                }
+            }
+        };
         loop {
             let replies: Vec<_> = scope.inbox.borrow_mut().drain(..).collect();
             for (id, reply) in replies {
                 engine.observe(id, reply, js::now());
             }
-            while let Some(event) = engine.poll_event() {
-                notify(&on_progress, &event, engine.idents(), subject);
-            }
+            take_events(&mut engine);
             // After the events: a callback may have aborted.
             if scope.aborted() {
                 engine.abort(js::now());
@@ -764,23 +773,39 @@ impl Client {
                         scope.sleep(until).await;
                     }
                 }
-                Step::Done(report) => {
-                    scope.cancel_all();
-                    let mut report = report.clone();
-                    while let Some(event) = engine.poll_event() {
-                        notify(&on_progress, &event, engine.idents(), subject);
-                    }
-                    if !settled.is_empty() {
-                        let mut waited = report.targets.into_iter();
-                        report.targets = settled.into_iter().filter_map(|s| s.or_else(|| waited.next())).collect();
-                    }
-                    let js_report = report_to_js(&report, subject, scope);
-                    return match report.error {
-                        Some(e) => Err(reject(scope, e, Some(&js_report))),
-                        None => Ok(js_report),
-                    };
-                }
+                Step::Done(_) => break,
             }
+        }
+        scope.cancel_all();
+        take_events(&mut engine);
+        let Some(report) = engine.report() else { unreachable!("the loop ends when the engine is done") };
+        let mut waited = entries
+            .into_iter()
+            .zip(&report.targets)
+            .map(|(entry, t)| entry.unwrap_or_else(|| report::entry(t, subject)));
+        let settled_first = settled.iter().filter_map(Option::as_ref);
+        let ok = report.error.is_none()
+            && settled_first.chain(&report.targets).all(|t| matches!(t.outcome, Outcome::Reached | Outcome::Accepted));
+        let entries = if settled.is_empty() {
+            waited.collect()
+        } else {
+            settled
+                .iter()
+                .map(|s| {
+                    s.as_ref().map_or_else(|| waited.next().unwrap_or(JsValue::NULL), |t| report::entry(t, subject))
+                })
+                .collect()
+        };
+        let totals = Totals {
+            ok,
+            requests: scope.requests.get(),
+            retries: report.retries + scope.retries.get(),
+            elapsed_ms: report.elapsed_ms,
+        };
+        let js_report = report::report(entries, subject, totals);
+        match &report.error {
+            Some(e) => Err(reject(scope, e.clone(), Some(&js_report))),
+            None => Ok(js_report),
         }
     }
 }
@@ -879,122 +904,37 @@ fn whole_number(opts: &Options, key: &str, default: usize) -> Result<usize, Erro
     }
 }
 
-fn seconds(ms: u64) -> JsValue {
-    JsValue::from_f64(ms as f64 / 1000.0)
-}
-
 /// Calls `onProgress`; a throwing callback must not break the wait.
 fn notify(on_progress: &Option<Function>, event: &Event, idents: &[String], subject: Subject) {
     if let Some(f) = on_progress {
-        let _ = f.call1(&JsValue::UNDEFINED, &event_to_js(event, idents, subject));
+        let ident = idents.get(event.target).map_or("", String::as_str);
+        let _ = f.call1(&JsValue::UNDEFINED, &report::event(event, ident, subject));
     }
 }
 
-fn event_to_js(event: &Event, idents: &[String], subject: Subject) -> JsValue {
-    let ident = idents.get(event.target).map_or("", String::as_str);
-    let key = if subject == Subject::Node { "node" } else { "allocation" };
-    object(&[
-        (key, ident.into()),
-        ("state", opt_str(event.seen.state.as_deref())),
-        ("targetState", opt_str(event.seen.target_state.as_deref())),
-        ("lastError", opt_str(event.seen.last_error.as_deref())),
-        ("elapsed", seconds(event.elapsed_ms)),
-        ("done", event.outcome.is_some().into()),
-        ("outcome", opt_str(event.outcome.as_ref().map(|o| o.name()))),
-    ])
+/// The report of a wait that sent its actions only, or whose actions were
+/// all refused.
+fn report_of(report: &Report<Json>, subject: Subject, scope: &Scope) -> JsValue {
+    let ok = report.targets.iter().all(|t| matches!(t.outcome, Outcome::Reached | Outcome::Accepted));
+    let entries = report.targets.iter().map(|t| report::entry(t, subject)).collect();
+    let totals =
+        Totals { ok, requests: scope.requests.get(), retries: scope.retries.get(), elapsed_ms: report.elapsed_ms };
+    report::report(entries, subject, totals)
 }
 
-fn report_to_js(report: &Report<Json>, subject: Subject, scope: &Scope) -> JsValue {
-    let key = if subject == Subject::Node { "node" } else { "allocation" };
-    let targets: Array = report
-        .targets
-        .iter()
-        .map(|t| {
-            let mut entries = vec![
-                (key, JsValue::from_str(&t.ident)),
-                ("outcome", t.outcome.name().into()),
-                ("state", opt_str(t.seen.state.as_deref())),
-                ("targetState", opt_str(t.seen.target_state.as_deref())),
-                ("lastError", opt_str(t.seen.last_error.as_deref())),
-                ("polls", t.polls.into()),
-                ("elapsed", seconds(t.elapsed_ms)),
-            ];
-            if subject == Subject::Allocation {
-                entries.push(("body", t.body.as_ref().map_or(JsValue::NULL, |b| b.0.clone())));
-            }
-            match &t.outcome {
-                Outcome::Error(e) => entries.push(("error", error_to_js(e, None))),
-                Outcome::NotFound(e) => entries.push(("error", error_to_js(&Error::Http(e.clone()), None))),
-                _ => {}
-            }
-            object(&entries)
-        })
-        .collect();
-    let ok = report.error.is_none()
-        && report.targets.iter().all(|t| matches!(t.outcome, Outcome::Reached | Outcome::Accepted));
-    let listed: JsValue = match subject {
-        Subject::Node => targets.into(),
-        Subject::Allocation => targets.get(0),
-    };
-    object(&[
-        ("ok", ok.into()),
-        (if subject == Subject::Node { "nodes" } else { "allocation" }, listed),
-        ("requests", scope.requests.get().into()),
-        ("retries", (report.retries + scope.retries.get()).into()),
-        ("elapsed", seconds(report.elapsed_ms)),
-    ])
+/// `createAllocation`'s answer.
+#[derive(serde::Serialize)]
+struct Created {
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    allocation: JsValue,
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    report: JsValue,
 }
 
 /// An error as the JS layer receives it; an abort is the signal's reason.
 fn reject(scope: &Scope, e: Error, report: Option<&JsValue>) -> JsValue {
     match e {
         Error::Aborted if scope.aborted() => scope.abort_reason(),
-        e => error_to_js(&e, report),
+        e => report::error(&e, report),
     }
-}
-
-fn error_to_js(e: &Error, report: Option<&JsValue>) -> JsValue {
-    let kind = match e {
-        Error::UnknownAction(_) | Error::WaitNotSupported(_) | Error::InvalidArgument(_) => "InvalidArgument",
-        Error::InvalidResponse(_) | Error::InvalidBody { .. } => "InvalidResponse",
-        Error::Http(_) => "IronicHttpError",
-        Error::Connection(_) => "ConnectionError",
-        Error::Auth(_) => "AuthError",
-        Error::UnsupportedVersion(_) => "UnsupportedVersion",
-        Error::StateTransitionFailed(_) => "StateTransitionFailed",
-        Error::StateTransitionTimeout { .. } => "StateTransitionTimeout",
-        Error::Aborted => "Aborted",
-    };
-    let mut entries = vec![("kind", JsValue::from_str(kind)), ("message", e.to_string().into())];
-    match e {
-        Error::Http(h) => {
-            entries.push(("status", h.status.into()));
-            entries.push(("requestId", opt_str(h.request_id.as_deref())));
-            entries.push(("detail", h.message.as_str().into()));
-        }
-        Error::InvalidBody { ident, field, .. } => {
-            entries.push(("target", ident.as_str().into()));
-            entries.push(("field", (*field).into()));
-        }
-        Error::StateTransitionFailed(f) => {
-            let key = if f.subject == Subject::Node { "node" } else { "allocation" };
-            entries.push((key, f.ident.as_str().into()));
-            entries.push(("expected", f.expected.as_str().into()));
-            entries.push(("state", f.state.as_str().into()));
-            entries.push(("lastError", opt_str(f.last_error.as_deref())));
-            entries.push(("unexpectedStable", f.unexpected_stable.into()));
-        }
-        Error::StateTransitionTimeout { subject, idents, expected, timeout } => {
-            let list: Array = idents.iter().map(|i| JsValue::from_str(i)).collect();
-            let key = if *subject == Subject::Node { "nodes" } else { "allocations" };
-            entries.push((key, list.into()));
-            entries.push(("expected", expected.as_str().into()));
-            entries.push(("timeout", timeout.0.into()));
-        }
-        _ => {}
-    }
-    if let Some(report) = report {
-        entries.push(("report", report.clone()));
-    }
-    object(&entries)
 }

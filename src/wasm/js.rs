@@ -1,14 +1,13 @@
 //! Bindings to the JS globals every runtime has (never `window`), and the
 //! conversions between JS values and the core's types.
 
-use std::cell::RefCell;
 
 use js_sys::{Array, Function, Object, Reflect, JSON};
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
-use crate::error::Error;
 use super::document::Json;
+use crate::error::Error;
 
 #[wasm_bindgen]
 extern "C" {
@@ -39,35 +38,6 @@ pub fn set_timeout(handler: &Function, ms: u64) -> JsValue {
 /// no `performance`); the engine only needs differences.
 pub fn now() -> u64 {
     performance_now().unwrap_or_else(|_| js_sys::Date::now()).max(0.0) as u64
-}
-
-/// A plain JS object from key/value pairs. Keys are names in the code, each
-/// made a JS string once: a report of many nodes repeats them all.
-pub fn object(entries: &[(&'static str, JsValue)]) -> JsValue {
-    thread_local! {
-        static KEYS: RefCell<Vec<(&'static str, JsValue)>> = const { RefCell::new(Vec::new()) };
-    }
-    let o = Object::new();
-    KEYS.with(|keys| {
-        let mut keys = keys.borrow_mut();
-        for (k, v) in entries {
-            let key = match keys.iter().find(|(name, _)| std::ptr::eq(*name, *k)) {
-                Some((_, key)) => key.clone(),
-                None => {
-                    let key = JsValue::from_str(k);
-                    keys.push((k, key.clone()));
-                    key
-                }
-            };
-            // Defining a property on a fresh plain object cannot fail.
-            let _ = Reflect::set(&o, &key, v);
-        }
-    });
-    o.into()
-}
-
-pub fn opt_str(s: Option<&str>) -> JsValue {
-    s.map_or(JsValue::NULL, JsValue::from_str)
 }
 
 /// A caller's JSON data, as it would go on the wire: `JSON.stringify`

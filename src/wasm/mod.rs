@@ -4,12 +4,14 @@
 //! - `js`: bindings to JS globals and value conversions.
 //! - `io`: one call's fetches, timers, wake-ups and abort wiring.
 //! - `document`: the core's documents in the wasm: what `JSON.parse` made.
+//! - `report`: reports, progress events and errors as JS objects (serde).
 //! - `client`: the exported `RawClient` and the drive loop.
 
 mod client;
 mod document;
 mod io;
 mod js;
+mod report;
 
 use wasm_bindgen::prelude::*;
 
