@@ -3,11 +3,13 @@
 //!
 //! - `js`: bindings to JS globals and value conversions.
 //! - `io`: one call's fetches, timers, wake-ups and abort wiring.
+//! - `options`: the client's and each method's options, read with serde.
 //! - `client`: the exported `RawClient` and the drive loop.
 
 mod client;
 mod io;
 mod js;
+mod options;
 
 use wasm_bindgen::prelude::*;
 
