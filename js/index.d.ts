@@ -7,8 +7,10 @@
 // own data properties (a getter is refused, not called); lists are arrays of
 // at most 1,000,000 strings; JSON data (steps, config drive, allocation
 // fields) is cloned through JSON text. Strings must be well-formed Unicode
-// (no lone UTF-16 surrogate). Anything else is an `InvalidArgumentError` of
-// that call, and nothing is sent.
+// (no lone UTF-16 surrogate). An option the constructor or method does not
+// take (a misspelt name) is refused, as is a value of the wrong type; an
+// option set to `undefined` or `null` is absent. Anything else is an
+// `InvalidArgumentError` of that call, naming the option, and nothing is sent.
 
 /** The version of the ironic-wait build (the Rust crate's version). */
 export function version(): string;

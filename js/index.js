@@ -269,102 +269,65 @@ function progressListener(onProgress) {
   };
 }
 
-// Option kinds: each reads one option's value (never `undefined`/`null`:
-// those mean absent and are dropped) into plain data or refuses it.
-const STRING = (what, v) => {
-  if (typeof v !== 'string') throw refuse(`${what} must be a string`);
-  return wellFormed(what, v);
-};
-const NUMBER = (what, v) => {
-  if (typeof v !== 'number') throw refuse(`${what} must be a number`);
-  return v;
-};
-const BOOLEAN = (what, v) => {
-  if (typeof v !== 'boolean') throw refuse(`${what} must be a boolean`);
-  return v;
-};
-const WAIT = (what, v) => {
-  if (typeof v !== 'boolean' && typeof v !== 'number') throw refuse(`${what} must be true, false or a timeout in seconds`);
-  return v;
-};
-const STRINGS = (what, v) => strings(what, v);
-const JSON_DATA = jsonData;
-const SIGNAL = abortSignal;
-const callback = (wrap) => (what, v) => {
-  if (typeof v !== 'function') throw refuse(`${what} must be a function`);
-  return wrap(v);
-};
-const TOKEN_SOURCE = callback(tokenSource);
-const PROGRESS = callback(progressListener);
-/** An object of named strings, read one level deep (`basicAuth`). */
-const record = (fields) => (what, v) => readOptions(what, v, fields, (key) => `${what}.${key}`);
-/** `headers`: any names, string values. */
-const HEADERS = (what, v) => {
-  const given = plainObject(what, v);
-  const headers = {};
-  for (const name of keysOf(what, given)) {
-    wellFormed(`A name in ${what}`, name);
-    const value = ownValue(`${what} ${name}`, given, name);
-    if (value !== undefined && value !== null) headers[name] = STRING(`Header ${name}`, value);
+/** A stand-in for an option value that is no data (a function, a Symbol, a BigInt, a class instance): the wasm refuses it as of the wrong type, naming the option, without the caller's object. */
+const NOT_DATA = Symbol('not data');
+/** Lists and objects inside an option value, at most this deep (`headers`, `basicAuth`, `fields`: 1). */
+const MAX_DEPTH = 2;
+
+/** Option values that must stay JS values: callbacks, wrapped here (the wasm checks where each is allowed). */
+const CALLBACKS = { __proto__: null, getToken: tokenSource, onProgress: progressListener };
+/** Option values that are JSON data for the server, cloned as they would go on the wire. */
+const JSON_OPTIONS = ['configDrive', 'cleanSteps', 'deploySteps', 'serviceSteps'];
+
+/**
+ * An option value as plain data: strings (well-formed), numbers, booleans,
+ * and fresh lists and null-prototype objects of those, read from own data
+ * properties (a getter is refused, not called); anything else is NOT_DATA.
+ * Which names and types each option takes is the wasm's to say.
+ */
+function data(what, value, depth = 0) {
+  if (typeof value === 'string') return wellFormed(what, value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return value;
+  if (typeof value !== 'object' || depth >= MAX_DEPTH) return NOT_DATA;
+  if (readable(what, () => isArray(value))) {
+    const length = readable(what, () => value.length);
+    if (!Number.isSafeInteger(length) || length > MAX_ITEMS) throw refuse(`${what} has more than ${MAX_ITEMS} items`);
+    const copy = [];
+    for (let i = 0; i < length; i++) copy.push(data(`${what}[${i}]`, ownValue(`${what}[${i}]`, value, i), depth + 1));
+    return copy;
   }
-  return headers;
-};
+  const plain = readable(what, () => {
+    const proto = getPrototypeOf(value);
+    return proto === null || getPrototypeOf(proto) === null;
+  });
+  return plain ? readOptions(what, value, (key) => `${what}.${key}`, depth + 1) : NOT_DATA;
+}
 
-const WAIT_TUNING = {
-  pollInterval: NUMBER,
-  settle: STRING,
-  holdIsTerminal: BOOLEAN,
-  failOnUnexpectedState: BOOLEAN,
-  concurrency: NUMBER,
-  listThreshold: NUMBER,
-  signal: SIGNAL,
-  onProgress: PROGRESS,
-};
-
-/** The options each entry reads (index.d.ts documents them); any other key is ignored, unread. */
-const OPTIONS = {
-  client: {
-    endpoint: STRING,
-    token: STRING,
-    getToken: TOKEN_SOURCE,
-    basicAuth: record({ username: STRING, password: STRING }),
-    microversion: STRING,
-    maxRetries: NUMBER,
-    retryInterval: NUMBER,
-    requestTimeout: NUMBER,
-    maxResponseBytes: NUMBER,
-    headers: HEADERS,
-    userAgent: STRING,
-  },
-  provision: {
-    ...WAIT_TUNING,
-    wait: WAIT,
-    configDrive: JSON_DATA,
-    cleanSteps: JSON_DATA,
-    deploySteps: JSON_DATA,
-    serviceSteps: JSON_DATA,
-    runbook: STRING,
-    rescuePassword: STRING,
-    disableRamdisk: BOOLEAN,
-  },
-  waitForProvisionState: { ...WAIT_TUNING, timeout: NUMBER },
-  createAllocation: { wait: WAIT, pollInterval: NUMBER, signal: SIGNAL, onProgress: PROGRESS },
-  waitForAllocation: { timeout: NUMBER, pollInterval: NUMBER, signal: SIGNAL, onProgress: PROGRESS },
-  getNode: { fields: STRINGS, signal: SIGNAL },
-  listNodes: { fields: STRINGS, limit: NUMBER, provisionState: STRING, signal: SIGNAL },
-  microversion: { signal: SIGNAL },
-};
-
-/** Reads the options `kinds` names from `value` into a fresh object. */
-function readOptions(what, value, kinds, name = (key) => `Option ${key}`) {
+/**
+ * A plain object's own enumerable data properties, read once into a fresh
+ * null-prototype object (so a key `__proto__` is a key like any other);
+ * `undefined`/`null` values mean absent and are dropped.
+ */
+function readOptions(what, value, name = (key) => `Option ${key}`, depth = 0) {
   const given = plainObject(what, value);
-  const options = {};
+  const options = Object.create(null);
   if (!given) return options;
-  for (const key of ownKeys(kinds)) {
-    const v = ownValue(name(key), given, key);
-    if (v !== undefined && v !== null) options[key] = kinds[key](name(key), v);
+  for (const key of keysOf(what, given)) {
+    const option = name(wellFormed(`A key of ${what}`, key));
+    const v = ownValue(option, given, key);
+    if (v === undefined || v === null) continue;
+    if (depth > 0) options[key] = data(option, v, depth);
+    else if (key === 'signal') options[key] = abortSignal(option, v);
+    else if (CALLBACKS[key]) options[key] = callback(option, v, CALLBACKS[key]);
+    else if (JSON_OPTIONS.includes(key)) options[key] = jsonData(option, v);
+    else options[key] = data(option, v);
   }
   return options;
+}
+
+function callback(what, value, wrap) {
+  if (typeof value !== 'function') throw refuse(`${what} must be a function`);
+  return wrap(value);
 }
 
 /** createAllocation's fields: every key is passed on (the wasm refuses unknown ones), each value as JSON data. */
@@ -412,7 +375,7 @@ export class IronicClient {
   #raw;
 
   constructor(options = {}) {
-    const given = readOptions('IronicClient options', options, OPTIONS.client);
+    const given = readOptions('IronicClient options', options);
     // Browsers refuse to let pages set User-Agent; elsewhere identify ourselves.
     if (given.userAgent === undefined && sendsUserAgent) given.userAgent = `ironic-wait/${version()}`;
     try {
@@ -431,9 +394,9 @@ export class IronicClient {
    * own reason, as is (as fetch does), whatever the wasm answers later: its
    * cancelled work winds down behind it.
    */
-  async #call(method, args, options, kinds) {
+  async #call(method, args, options) {
     const raw = this.#raw;
-    const given = readOptions('options', options, kinds);
+    const given = readOptions('options', options);
     const signal = given.signal;
     if (!signal) return this.#settle(raw[method](...args, given));
     if (aborted(signal)) throw reasonOf(signal);
@@ -462,31 +425,31 @@ export class IronicClient {
   }
 
   async provision(nodes, action, options) {
-    return this.#call('provision', [strings('nodes', nodes), identifier('action', action)], options, OPTIONS.provision);
+    return this.#call('provision', [strings('nodes', nodes), identifier('action', action)], options);
   }
 
   async waitForProvisionState(nodes, expectedState, options) {
     const expected = identifier('expectedState', expectedState, 'expectedState must be a provision state');
-    return this.#call('waitForProvisionState', [strings('nodes', nodes), expected], options, OPTIONS.waitForProvisionState);
+    return this.#call('waitForProvisionState', [strings('nodes', nodes), expected], options);
   }
 
   async createAllocation(fields, options) {
-    return this.#call('createAllocation', [allocationFields(fields)], options, OPTIONS.createAllocation);
+    return this.#call('createAllocation', [allocationFields(fields)], options);
   }
 
   async waitForAllocation(id, options) {
-    return this.#call('waitForAllocation', [identifier('id', id)], options, OPTIONS.waitForAllocation);
+    return this.#call('waitForAllocation', [identifier('id', id)], options);
   }
 
   async getNode(id, options) {
-    return this.#call('getNode', [identifier('id', id)], options, OPTIONS.getNode);
+    return this.#call('getNode', [identifier('id', id)], options);
   }
 
   async listNodes(options) {
-    return this.#call('listNodes', [], options, OPTIONS.listNodes);
+    return this.#call('listNodes', [], options);
   }
 
   async microversion(options) {
-    return this.#call('microversion', [], options, OPTIONS.microversion);
+    return this.#call('microversion', [], options);
   }
 }

@@ -15,7 +15,8 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::document::Json;
 use super::io::{self, Exchange, Scope, SharedSlot};
-use super::js::{self, Options};
+use super::js;
+use super::options::{self, CallOptions, Wait};
 use super::report::{self, Totals};
 use crate::document::Document;
 use crate::engine::{
@@ -107,7 +108,7 @@ impl RawClient {
     pub fn microversion(&self, options: JsValue) -> Promise {
         let c = self.inner.clone();
         future_to_promise(async move {
-            let (_, scope) = call(&options)?;
+            let (_, scope) = call::<options::Microversion>(&options)?;
             let version = c.version(&scope).await.map_err(|e| reject(&scope, e, None))?;
             // Only a call with a deadline can miss the version; this has none.
             let version = version.ok_or_else(|| reject(&scope, Error::Aborted, None))?;
@@ -117,10 +118,9 @@ impl RawClient {
 }
 
 /// A call's options and its scope; an already aborted signal rejects now.
-fn call(options: &JsValue) -> Result<(Options, Rc<Scope>), JsValue> {
-    let opts = Options::new(options, "options").map_err(|e| report::error(&e, None))?;
-    let signal = opts.signal().map_err(|e| report::error(&e, None))?;
-    let scope = Scope::new(signal);
+fn call<T: CallOptions>(options: &JsValue) -> Result<(T, Rc<Scope>), JsValue> {
+    let opts: T = options::read(options, "options", "Option ").map_err(|e| report::error(&e, None))?;
+    let scope = Scope::new(opts.signal());
     if scope.aborted() {
         return Err(scope.abort_reason());
     }
@@ -129,62 +129,50 @@ fn call(options: &JsValue) -> Result<(Options, Rc<Scope>), JsValue> {
 
 impl Client {
     fn new(options: &JsValue) -> Result<Client, Error> {
-        let opts = Options::new(options, "IronicClient options")?;
-        let endpoint = endpoint(&opts.string("endpoint")?.unwrap_or_default())?;
-        let requested = match opts.string("microversion")? {
-            Some(v) => Requested::parse(&v)?,
+        let opts: options::Client = options::read(options, "IronicClient options", "Option ")?;
+        let endpoint = endpoint(&opts.endpoint.unwrap_or_default())?;
+        let requested = match &opts.microversion {
+            Some(v) => Requested::parse(v)?,
             None => Requested::Latest,
         };
-        let basic_auth = match opts.get("basicAuth") {
+        let basic_auth = match &opts.basic_auth {
             Some(auth) => {
-                let auth = Options::new(&auth, "basicAuth")?;
-                let user = auth.string("username")?.unwrap_or_default();
-                if user.contains(':')
-                    || user.chars().chain(auth.string("password")?.unwrap_or_default().chars()).any(char::is_control)
-                {
+                let auth: options::BasicAuth = options::read(auth, "Option basicAuth", "Option basicAuth.")?;
+                let (user, password) = (auth.username.unwrap_or_default(), auth.password.unwrap_or_default());
+                if user.contains(':') || user.chars().chain(password.chars()).any(char::is_control) {
                     return Err(Error::InvalidArgument(
                         "basicAuth: the username must not contain ':' and neither part a control character".into(),
                     ));
                 }
-                Some(protocol::basic_auth(&user, &auth.string("password")?.unwrap_or_default()))
+                Some(protocol::basic_auth(&user, &password))
             }
             None => None,
         };
-        let mut headers = Vec::new();
-        if let Some(h) = opts.get("headers") {
-            let h = Options::new(&h, "headers")?;
-            for name in h.keys() {
-                let value = h.string(&name)?.unwrap_or_default();
-                if !is_header_name(&name) {
-                    return Err(Error::InvalidArgument(
-                        "Option headers: a header name is not a valid HTTP token".into(),
-                    ));
-                }
-                check_header_value(&value, &format!("Option headers: the value of {name}"))?;
-                headers.push((name, value));
-            }
-        }
-        let token = opts.string("token")?;
+        let headers = match &opts.headers {
+            Some(given) => header_list(given)?,
+            None => Vec::new(),
+        };
+        let token = opts.token;
         if let Some(token) = &token {
             check_header_value(token, "Option token")?;
         }
-        let seconds = |key: &str, default: f64| -> Result<f64, Error> {
-            let v = opts.number(key)?.unwrap_or(default);
+        let seconds = |key: &str, given: Option<f64>, default: f64| -> Result<f64, Error> {
+            let v = given.unwrap_or(default);
             let message = format!("Option {key} must be a non-negative number of seconds");
             engine::millis(v, &format!("Option {key}"), &message)?;
             Ok(v)
         };
-        let max_retries = opts.number("maxRetries")?.unwrap_or(5.0);
+        let max_retries = opts.max_retries.unwrap_or(5.0);
         if !(0.0..=1000.0).contains(&max_retries) || max_retries.fract() != 0.0 {
             return Err(Error::InvalidArgument("Option maxRetries must be a whole number from 0 to 1000".into()));
         }
-        let max_body = opts.number("maxResponseBytes")?.unwrap_or(DEFAULT_MAX_BODY);
+        let max_body = opts.max_response_bytes.unwrap_or(DEFAULT_MAX_BODY);
         if !(1024.0..=2_147_483_647.0).contains(&max_body) || max_body.fract() != 0.0 {
             return Err(Error::InvalidArgument(
                 "Option maxResponseBytes must be a whole number from 1024 to 2147483647".into(),
             ));
         }
-        let user_agent = opts.string("userAgent")?;
+        let user_agent = opts.user_agent;
         if let Some(ua) = &user_agent {
             check_header_value(ua, "Option userAgent")?;
         }
@@ -197,15 +185,15 @@ impl Client {
             }),
             negotiation: SharedSlot::new(),
             token: RefCell::new(token),
-            get_token: opts.function("getToken")?,
+            get_token: opts.get_token,
             token_request: SharedSlot::new(),
             basic_auth,
             headers,
             retry: RetryPolicy {
                 max_retries: max_retries as u32,
-                interval_ms: (seconds("retryInterval", 2.0)? * 1000.0) as u64,
+                interval_ms: (seconds("retryInterval", opts.retry_interval, 2.0)? * 1000.0) as u64,
             },
-            request_timeout: seconds("requestTimeout", 60.0)?,
+            request_timeout: seconds("requestTimeout", opts.request_timeout, 60.0)?,
             user_agent,
             max_body: max_body as usize,
         })
@@ -473,18 +461,21 @@ impl Client {
     }
 
     async fn provision(self: Rc<Self>, nodes: JsValue, action: JsValue, options: JsValue) -> JsResult {
-        let (opts, scope) = call(&options)?;
+        let (opts, scope) = call::<options::Provision>(&options)?;
         let prepared = (|| {
             let idents = js::strings(&nodes, "nodes")?;
             let action = Action::named(&js::text(&action).unwrap_or_default())?;
+            let json = |value: &Option<JsValue>, key: &str| {
+                value.as_ref().map(|v| js::json_data(v, &format!("Option {key}"))).transpose()
+            };
             let args = ProvisionArgs {
-                config_drive: opts.json("configDrive")?,
-                clean_steps: opts.json("cleanSteps")?,
-                deploy_steps: opts.json("deploySteps")?,
-                service_steps: opts.json("serviceSteps")?,
-                runbook: opts.string("runbook")?,
-                rescue_password: opts.string("rescuePassword")?,
-                disable_ramdisk: opts.boolean("disableRamdisk")?,
+                config_drive: json(&opts.config_drive, "configDrive")?,
+                clean_steps: json(&opts.clean_steps, "cleanSteps")?,
+                deploy_steps: json(&opts.deploy_steps, "deploySteps")?,
+                service_steps: json(&opts.service_steps, "serviceSteps")?,
+                runbook: opts.runbook.clone(),
+                rescue_password: opts.rescue_password.clone(),
+                disable_ramdisk: opts.disable_ramdisk,
             };
             if idents.is_empty() {
                 return Err(Error::InvalidArgument("nodes must name at least one node".into()));
@@ -492,20 +483,19 @@ impl Client {
             let requests =
                 idents.iter().map(|i| protocol::provision(i, action, &args)).collect::<Result<Vec<_>, _>>()?;
             // Every wait option is checked before the first PUT.
-            let wait = wait_option(&opts)?;
-            let wait = match wait {
-                Some(timeout) => {
+            let wait = match opts.wait {
+                Some(Wait::Seconds(timeout)) => {
                     let (expected, interval) = action.wait()?;
-                    let mut w = wait_options(&opts, WaitOptions::nodes(idents.clone(), expected))?;
+                    let mut w = wait_options(&opts.tuning(), WaitOptions::nodes(idents.clone(), expected))?;
                     w.timeout = timeout;
-                    w.poll_interval = opts.number("pollInterval")?.unwrap_or(interval as f64);
+                    w.poll_interval = opts.poll_interval.unwrap_or(interval as f64);
                     w.check()?;
                     Some(w)
                 }
-                None => None,
+                Some(Wait::SendOnly) | None => None,
             };
-            let concurrency = whole_number(&opts, "concurrency", DEFAULT_CONCURRENCY)?;
-            Ok((idents, requests, wait, opts.function("onProgress")?, concurrency, settle_option(&opts)?))
+            let concurrency = whole_number(opts.concurrency, "concurrency", DEFAULT_CONCURRENCY)?;
+            Ok((idents, requests, wait, opts.on_progress.clone(), concurrency, settle_option(opts.settle.as_deref())?))
         })();
         let (idents, requests, wait, on_progress, concurrency, settle) =
             prepared.map_err(|e| reject(&scope, e, None))?;
@@ -576,50 +566,36 @@ impl Client {
     }
 
     async fn wait_for_nodes(self: Rc<Self>, nodes: JsValue, expected: JsValue, options: JsValue) -> JsResult {
-        let (opts, scope) = call(&options)?;
+        let (opts, scope) = call::<options::WaitForNodes>(&options)?;
         let prepared = (|| {
             let idents = js::strings(&nodes, "nodes")?;
             let expected = js::text(&expected)
                 .ok_or_else(|| Error::InvalidArgument("expectedState must be a provision state".into()))?;
-            let mut w = wait_options(&opts, WaitOptions::nodes(idents, &expected))?;
-            w.timeout = opts.number("timeout")?.unwrap_or(0.0);
-            w.poll_interval = opts.number("pollInterval")?.unwrap_or(2.0);
+            let mut w = wait_options(&opts.tuning(), WaitOptions::nodes(idents, &expected))?;
+            w.timeout = opts.timeout.unwrap_or(0.0);
+            w.poll_interval = opts.poll_interval.unwrap_or(2.0);
             w.check()?;
-            Ok((w, opts.function("onProgress")?))
+            Ok((w, opts.on_progress.clone()))
         })();
         let (w, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
         self.wait(&scope, w, on_progress).await
     }
 
     async fn create_allocation(self: Rc<Self>, fields: JsValue, options: JsValue) -> JsResult {
-        let (opts, scope) = call(&options)?;
+        let (opts, scope) = call::<options::CreateAllocation>(&options)?;
         let prepared = (|| {
-            let given = Options::new(&fields, "allocation fields")?;
-            // Ironic's names for the caller's camelCase ones.
-            let body = js_sys::Object::new();
-            for key in given.keys() {
-                let field = match key.as_str() {
-                    "resourceClass" => "resource_class",
-                    "candidateNodes" => "candidate_nodes",
-                    "traits" | "name" | "node" | "owner" | "extra" | "uuid" => key.as_str(),
-                    other => return Err(Error::InvalidArgument(format!("Unknown allocation field {other}"))),
-                };
-                if let Some(value) = given.json(&key)? {
-                    let _ = js_sys::Reflect::set(&body, &field.into(), &value.0);
-                }
-            }
-            let request = protocol::create_allocation(&Json(body.into()))?;
+            let request = protocol::create_allocation(&allocation_body(&fields)?)?;
             // The wait is checked before the POST; its identifier comes after.
-            let wait = match wait_option(&opts)? {
-                Some(timeout) => {
-                    let poll_interval = opts.number("pollInterval")?.unwrap_or(1.0);
+            let wait = match opts.wait {
+                Some(Wait::Seconds(timeout)) => {
+                    let poll_interval = opts.poll_interval.unwrap_or(1.0);
                     let w = WaitOptions { timeout, poll_interval, ..WaitOptions::allocation("new".into()) };
                     w.check()?;
                     Some(w)
                 }
-                None => None,
+                Some(Wait::SendOnly) | None => None,
             };
-            Ok((request, wait, opts.function("onProgress")?))
+            Ok((request, wait, opts.on_progress.clone()))
         })();
         let (request, wait, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
         let started = scope.started;
@@ -640,26 +616,26 @@ impl Client {
     }
 
     async fn wait_for_allocation(self: Rc<Self>, id: JsValue, options: JsValue) -> JsResult {
-        let (opts, scope) = call(&options)?;
+        let (opts, scope) = call::<options::WaitForAllocation>(&options)?;
         let prepared = (|| {
             let id = js::text(&id).ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
             let w = WaitOptions {
-                timeout: opts.number("timeout")?.unwrap_or(0.0),
-                poll_interval: opts.number("pollInterval")?.unwrap_or(1.0),
+                timeout: opts.timeout.unwrap_or(0.0),
+                poll_interval: opts.poll_interval.unwrap_or(1.0),
                 ..WaitOptions::allocation(id)
             };
             w.check()?;
-            Ok((w, opts.function("onProgress")?))
+            Ok((w, opts.on_progress.clone()))
         })();
         let (w, on_progress) = prepared.map_err(|e| reject(&scope, e, None))?;
         self.wait(&scope, w, on_progress).await
     }
 
     async fn get_node(self: Rc<Self>, id: JsValue, options: JsValue) -> JsResult {
-        let (opts, scope) = call(&options)?;
+        let (opts, scope) = call::<options::GetNode>(&options)?;
         let prepared = (|| {
             let id = js::text(&id).ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
-            let fields = opts.strings("fields")?.map(|f| protocol::field_list(&f)).transpose()?;
+            let fields = opts.fields.as_ref().map(|f| protocol::field_list(&f.0)).transpose()?;
             protocol::get_node(&id, fields.as_deref())
         })();
         let request = prepared.map_err(|e| reject(&scope, e, None))?;
@@ -672,15 +648,15 @@ impl Client {
 
     /// All pages (or one page of `limit`), following the marker.
     async fn list_nodes(self: Rc<Self>, options: JsValue) -> JsResult {
-        let (opts, scope) = call(&options)?;
+        let (opts, scope) = call::<options::ListNodes>(&options)?;
         let prepared = (|| {
-            let fields = opts.strings("fields")?.map(|f| protocol::field_list(&f)).transpose()?;
-            let limit = match opts.number("limit")? {
+            let fields = opts.fields.as_ref().map(|f| protocol::field_list(&f.0)).transpose()?;
+            let limit = match opts.limit {
                 Some(l) if l >= 1.0 && l.fract() == 0.0 => Some(l.min(protocol::MAX_PAGE_SIZE as f64) as u32),
                 Some(_) => return Err(Error::InvalidArgument("Option limit must be a whole number from 1".into())),
                 None => None,
             };
-            Ok((fields, limit, opts.string("provisionState")?))
+            Ok((fields, limit, opts.provision_state.clone()))
         })();
         let (fields, limit, state) = prepared.map_err(|e| reject(&scope, e, None))?;
         let version = self.version(&scope).await.map_err(|e| reject(&scope, e, None))?;
@@ -859,34 +835,20 @@ fn check_header_value(value: &str, what: &str) -> Result<(), Error> {
     }
 }
 
-/// `wait` as the CLI's `--wait`: absent/false = send only, true or 0 = no
-/// limit, N = seconds.
-fn wait_option(opts: &Options) -> Result<Option<f64>, Error> {
-    match opts.get("wait") {
-        None => Ok(None),
-        Some(w) => match (w.as_bool(), w.as_f64()) {
-            (Some(false), _) => Ok(None),
-            (Some(true), _) => Ok(Some(0.0)),
-            (_, Some(n)) => Ok(Some(n)),
-            _ => Err(Error::InvalidArgument("Option wait must be true, false or a timeout in seconds".into())),
-        },
-    }
-}
-
 /// The wait-tuning options shared by `provision` and the waits.
-fn wait_options(opts: &Options, base: WaitOptions) -> Result<WaitOptions, Error> {
+fn wait_options(tuning: &options::Tuning, base: WaitOptions) -> Result<WaitOptions, Error> {
     Ok(WaitOptions {
-        settle: settle_option(opts)?,
-        fail_on_unexpected_state: opts.boolean("failOnUnexpectedState")?.unwrap_or(true),
-        hold_is_terminal: opts.boolean("holdIsTerminal")?.unwrap_or(false),
-        concurrency: whole_number(opts, "concurrency", base.concurrency)?,
-        list_threshold: whole_number(opts, "listThreshold", base.list_threshold)?,
+        settle: settle_option(tuning.settle)?,
+        fail_on_unexpected_state: tuning.fail_on_unexpected_state.unwrap_or(true),
+        hold_is_terminal: tuning.hold_is_terminal.unwrap_or(false),
+        concurrency: whole_number(tuning.concurrency, "concurrency", base.concurrency)?,
+        list_threshold: whole_number(tuning.list_threshold, "listThreshold", base.list_threshold)?,
         ..base
     })
 }
 
-fn settle_option(opts: &Options) -> Result<Settle, Error> {
-    match opts.string("settle")?.as_deref() {
+fn settle_option(given: Option<&str>) -> Result<Settle, Error> {
+    match given {
         None | Some("first-failure") => Ok(Settle::FirstFailure),
         Some("all") => Ok(Settle::All),
         Some(other) => {
@@ -896,12 +858,60 @@ fn settle_option(opts: &Options) -> Result<Settle, Error> {
 }
 
 /// A count option: a whole number from 1.
-fn whole_number(opts: &Options, key: &str, default: usize) -> Result<usize, Error> {
-    match opts.number(key)? {
+fn whole_number(given: Option<f64>, key: &str, default: usize) -> Result<usize, Error> {
+    match given {
         None => Ok(default),
         Some(n) if n >= 1.0 && n.fract() == 0.0 => Ok(n.min(1e6) as usize),
         Some(_) => Err(Error::InvalidArgument(format!("Option {key} must be a whole number from 1"))),
     }
+}
+
+/// `headers`: the entries of the plain object js/index.js made, each name
+/// an HTTP token and each value a string fit for a header.
+fn header_list(given: &JsValue) -> Result<Vec<(String, String)>, Error> {
+    if !given.is_object() || Array::is_array(given) {
+        return Err(Error::InvalidArgument("Option headers must be an object".into()));
+    }
+    let mut headers = Vec::new();
+    for entry in js_sys::Object::entries(given.unchecked_ref()) {
+        let entry: Array = entry.unchecked_into();
+        let name = entry.get(0).as_string().unwrap_or_default();
+        if !is_header_name(&name) {
+            return Err(Error::InvalidArgument("Option headers: a header name is not a valid HTTP token".into()));
+        }
+        let Some(value) = entry.get(1).as_string() else {
+            return Err(Error::InvalidArgument(format!("Option headers: the value of {name} must be a string")));
+        };
+        check_header_value(&value, &format!("Option headers: the value of {name}"))?;
+        headers.push((name, value));
+    }
+    Ok(headers)
+}
+
+/// createAllocation's fields (JSON data, cloned by js/index.js) under
+/// Ironic's names, as the POST body, in the caller's order; `null` ones are
+/// left out.
+fn allocation_body(fields: &JsValue) -> Result<Json, Error> {
+    if !fields.is_object() || Array::is_array(fields) {
+        return Err(Error::InvalidArgument("allocation fields must be an object".into()));
+    }
+    let body = js_sys::Object::new();
+    for entry in js_sys::Object::entries(fields.unchecked_ref()) {
+        let entry: Array = entry.unchecked_into();
+        let key = entry.get(0).as_string().unwrap_or_default();
+        let field = match key.as_str() {
+            "resourceClass" => "resource_class",
+            "candidateNodes" => "candidate_nodes",
+            "traits" | "name" | "node" | "owner" | "extra" | "uuid" => key.as_str(),
+            other => return Err(Error::InvalidArgument(format!("Unknown allocation field {other}"))),
+        };
+        let value = entry.get(1);
+        if !value.is_undefined() && !value.is_null() {
+            let value = js::json_data(&value, &format!("Allocation field {key}"))?;
+            let _ = js_sys::Reflect::set(&body, &field.into(), &value.0);
+        }
+    }
+    Ok(Json(body.into()))
 }
 
 /// Calls `onProgress`; a throwing callback must not break the wait.

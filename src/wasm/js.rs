@@ -1,10 +1,8 @@
 //! Bindings to the JS globals every runtime has (never `window`), and the
 //! conversions between JS values and the core's types.
 
-
-use js_sys::{Array, Function, Object, Reflect, JSON};
+use js_sys::{Array, Function, Reflect, JSON};
 use wasm_bindgen::prelude::*;
-use web_sys::AbortSignal;
 
 use super::document::Json;
 use crate::error::Error;
@@ -75,70 +73,6 @@ pub fn is_permission_error(e: &JsValue) -> bool {
 pub fn text(v: &JsValue) -> Option<String> {
     let s = v.dyn_ref::<js_sys::JsString>()?;
     s.is_valid_utf16().then(|| String::from(s))
-}
-
-/// Typed reads of a JS options object. `undefined`/`null` options, and
-/// options set to `undefined`/`null`, read as absent.
-pub struct Options(JsValue);
-
-impl Options {
-    pub fn new(value: &JsValue, what: &str) -> Result<Options, Error> {
-        if value.is_undefined() || value.is_null() || (value.is_object() && !Array::is_array(value)) {
-            Ok(Options(value.clone()))
-        } else {
-            Err(Error::InvalidArgument(format!("{what} must be an object")))
-        }
-    }
-
-    /// The object's own keys (none for absent options).
-    pub fn keys(&self) -> Vec<String> {
-        match self.0.dyn_ref::<Object>() {
-            Some(o) => Object::keys(o).iter().filter_map(|k| k.as_string()).collect(),
-            None => Vec::new(),
-        }
-    }
-
-    pub fn get(&self, key: &str) -> Option<JsValue> {
-        if !self.0.is_object() {
-            return None;
-        }
-        Reflect::get(&self.0, &JsValue::from_str(key)).ok().filter(|v| !v.is_undefined() && !v.is_null())
-    }
-
-    fn typed<T>(&self, key: &str, kind: &str, read: impl Fn(&JsValue) -> Option<T>) -> Result<Option<T>, Error> {
-        self.get(key)
-            .map(|v| read(&v).ok_or_else(|| Error::InvalidArgument(format!("Option {key} must be {kind}"))))
-            .transpose()
-    }
-
-    pub fn string(&self, key: &str) -> Result<Option<String>, Error> {
-        self.typed(key, "a string of well-formed Unicode", text)
-    }
-
-    pub fn number(&self, key: &str) -> Result<Option<f64>, Error> {
-        self.typed(key, "a number", JsValue::as_f64)
-    }
-
-    pub fn boolean(&self, key: &str) -> Result<Option<bool>, Error> {
-        self.typed(key, "a boolean", JsValue::as_bool)
-    }
-
-    pub fn function(&self, key: &str) -> Result<Option<Function>, Error> {
-        self.typed(key, "a function", |v| v.dyn_ref::<Function>().cloned())
-    }
-
-    pub fn json(&self, key: &str) -> Result<Option<Json>, Error> {
-        self.get(key).map(|v| json_data(&v, &format!("Option {key}"))).transpose()
-    }
-
-    /// A list of strings, or one string as a list of one.
-    pub fn strings(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
-        self.get(key).map(|v| strings(&v, &format!("Option {key}"))).transpose()
-    }
-
-    pub fn signal(&self) -> Result<Option<AbortSignal>, Error> {
-        self.typed("signal", "an AbortSignal", |v| v.dyn_ref::<AbortSignal>().cloned())
-    }
 }
 
 /// One string, or an array of strings.

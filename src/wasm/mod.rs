@@ -5,12 +5,14 @@
 //! - `io`: one call's fetches, timers, wake-ups and abort wiring.
 //! - `document`: the core's documents in the wasm: what `JSON.parse` made.
 //! - `report`: reports, progress events and errors as JS objects (serde).
+//! - `options`: the client's and each method's options, read with serde.
 //! - `client`: the exported `RawClient` and the drive loop.
 
 mod client;
 mod document;
 mod io;
 mod js;
+mod options;
 mod report;
 
 use wasm_bindgen::prelude::*;

@@ -188,7 +188,7 @@ const NUMBER_RULES = {
 /** How `slot` judges `value` (one of VALUES). */
 function verdict(value, slot) {
   const { type } = slot;
-  if (type === 'unknown') return 'valid'; // an option nobody reads is never touched
+  if (type === 'unknown') return 'invalid'; // an option that is not known is refused
   // An item of a list must be a string.
   if (slot.item && !['string', 'control', 'getter', 'getter-stable'].includes(value.kind)) return 'invalid';
   switch (value.kind) {
@@ -208,8 +208,8 @@ function verdict(value, slot) {
     case 'signal':
       return type === 'signal' ? 'valid' : type === 'json' ? 'either' : 'invalid';
     case 'object':
-      // A plain object of unknown keys: fine as options, unless an option is required.
-      if (type === 'options') return value.name === 'a deep nest' || slot.required ? 'invalid' : 'valid';
+      // A plain object of unknown keys: refused as options.
+      if (type === 'options') return 'invalid';
       if (type === 'basicAuth') return value.name === 'a deep nest' ? 'invalid' : 'either';
       return 'invalid';
     case 'non-plain':
@@ -558,7 +558,7 @@ test('a getter that aborts the call, and one that mutates the arguments, are ref
 
 test('arguments are read once, when the call is made: changing them afterwards changes nothing', async () => {
   const list = ['n1'];
-  const options = { timeout: 5, pollInterval: 0.05, fields: ['uuid'] };
+  const options = { timeout: 5, pollInterval: 0.05, settle: 'all' };
   const waiting = settleWithin(client.waitForProvisionState(list, 'active', options), SETTLE_MS);
   list[0] = '..';
   list.push('e1');
