@@ -18,6 +18,9 @@ use serde_wasm_bindgen::Deserializer;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
+use super::document::Json;
+use super::js;
+use crate::engine::{Settle, WaitOptions};
 use crate::error::Error;
 
 /// `value` (absent, or a plain object) read into `T`. `what` names the
@@ -337,3 +340,62 @@ macro_rules! tuning {
 }
 
 tuning!(Provision, WaitForNodes);
+
+// ---- the options as the core takes them ----------------------------------
+
+/// The wait-tuning options shared by `provision` and the waits.
+pub fn wait_options(tuning: &Tuning, base: WaitOptions) -> Result<WaitOptions, Error> {
+    Ok(WaitOptions {
+        settle: settle_option(tuning.settle)?,
+        fail_on_unexpected_state: tuning.fail_on_unexpected_state.unwrap_or(true),
+        hold_is_terminal: tuning.hold_is_terminal.unwrap_or(false),
+        concurrency: whole_number(tuning.concurrency, "concurrency", base.concurrency)?,
+        list_threshold: whole_number(tuning.list_threshold, "listThreshold", base.list_threshold)?,
+        ..base
+    })
+}
+
+pub fn settle_option(given: Option<&str>) -> Result<Settle, Error> {
+    match given {
+        None | Some("first-failure") => Ok(Settle::FirstFailure),
+        Some("all") => Ok(Settle::All),
+        Some(other) => {
+            Err(Error::InvalidArgument(format!("Option settle must be 'first-failure' or 'all', got \"{other}\"")))
+        }
+    }
+}
+
+/// A count option: a whole number from 1.
+pub fn whole_number(given: Option<f64>, key: &str, default: usize) -> Result<usize, Error> {
+    match given {
+        None => Ok(default),
+        Some(n) if n >= 1.0 && n.fract() == 0.0 => Ok(n.min(1e6) as usize),
+        Some(_) => Err(Error::InvalidArgument(format!("Option {key} must be a whole number from 1"))),
+    }
+}
+
+/// createAllocation's fields (JSON data, cloned by js/index.js) under
+/// Ironic's names, as the POST body, in the caller's order; `null` ones are
+/// left out.
+pub fn allocation_body(fields: &JsValue) -> Result<Json, Error> {
+    if !fields.is_object() || Array::is_array(fields) {
+        return Err(Error::InvalidArgument("allocation fields must be an object".into()));
+    }
+    let body = js_sys::Object::new();
+    for entry in js_sys::Object::entries(fields.unchecked_ref()) {
+        let entry: Array = entry.unchecked_into();
+        let key = entry.get(0).as_string().unwrap_or_default();
+        let field = match key.as_str() {
+            "resourceClass" => "resource_class",
+            "candidateNodes" => "candidate_nodes",
+            "traits" | "name" | "node" | "owner" | "extra" | "uuid" => key.as_str(),
+            other => return Err(Error::InvalidArgument(format!("Unknown allocation field {other}"))),
+        };
+        let value = entry.get(1);
+        if !value.is_undefined() && !value.is_null() {
+            let value = js::json_data(&value, &format!("Allocation field {key}"))?;
+            let _ = js_sys::Reflect::set(&body, &field.into(), &value.0);
+        }
+    }
+    Ok(Json(body.into()))
+}

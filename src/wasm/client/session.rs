@@ -1,0 +1,251 @@
+//! One endpoint's requests: the token (given, or from `getToken()`, shared
+//! by concurrent calls), sending with python-ironicclient's retries, and the
+//! microversion negotiation (`GET /v1`, shared by concurrent first calls).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use js_sys::Promise;
+use wasm_bindgen::JsValue;
+
+use super::{check_header_value, reject, Client};
+use crate::error::Error;
+use crate::protocol::{self, Microversion, Reply, Request, Response};
+use crate::wasm::document::Json;
+use crate::wasm::io::{self, Exchange, Scope};
+use crate::wasm::js;
+
+impl Client {
+    /// Makes sure there is a token to send: with `getToken`, one is asked for
+    /// when there is none yet, or when `refused` (the token a 401 answered)
+    /// is still the current one. Concurrent calls share one `getToken()`.
+    /// `Ok(false)`: the call's deadline came first.
+    pub(super) async fn ensure_token(self: &Rc<Self>, scope: &Rc<Scope>, refused: Option<&str>) -> Result<bool, Error> {
+        if self.get_token.is_none() || self.token.borrow().as_deref().is_some_and(|t| Some(t) != refused) {
+            return Ok(true);
+        }
+        let me = self.clone();
+        let result = self.token_request.join(scope, |own| async move { me.ask_token(&own).await }).await;
+        match result {
+            Some(result) => result.map(|()| true),
+            None if scope.aborted() => Err(Error::Aborted),
+            None => Ok(false),
+        }
+    }
+
+    /// Calls `getToken()` (which may return a promise) and keeps its token.
+    pub(super) async fn ask_token(&self, scope: &Rc<Scope>) -> Result<(), Error> {
+        let Some(get_token) = &self.get_token else { return Ok(()) };
+        let failed = |e: &JsValue| Error::Auth(format!("getToken() failed: {}", js::describe(e)));
+        let token = get_token.call0(&JsValue::UNDEFINED).map_err(|e| failed(&e))?;
+        let token = scope.settle(Promise::resolve(&token)).await.ok_or(Error::Aborted)?.map_err(|e| failed(&e))?;
+        let token = js::text(&token).ok_or_else(|| Error::Auth("getToken() must return a string".into()))?;
+        check_header_value(&token, "The token from getToken()").map_err(|e| Error::Auth(e.to_string()))?;
+        *self.token.borrow_mut() = Some(token);
+        Ok(())
+    }
+
+    /// One request with auth and version handling, no retries: a 401 gets
+    /// a fresh token from `getToken()` once, a 406 is renegotiated from the
+    /// 406's own version headers once (a pinned version is an error then).
+    /// What stops it from being sent (an abort, a failed negotiation or
+    /// token) is a final [`Reply::Unusable`]; past the call's deadline it
+    /// is `TimedOut`.
+    pub(super) async fn send(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request, timeout_at: Option<u64>) -> Reply {
+        let mut refreshed = false;
+        let mut renegotiated = false;
+        let mut refused: Option<String> = None;
+        loop {
+            match self.ensure_token(scope, refused.as_deref()).await {
+                Ok(true) => {}
+                Ok(false) => return Reply::TimedOut,
+                Err(e) => return Reply::Unusable(e),
+            }
+            let version = match self.version(scope).await {
+                Ok(Some(v)) => v,
+                Ok(None) => return Reply::TimedOut,
+                Err(e) => return Reply::Unusable(e),
+            };
+            let headers = self.headers(Some(version), request);
+            let sent_token = self.token.borrow().clone();
+            let url = self.url(request);
+            let exchange = Exchange { url: &url, request, headers: &headers, timeout_at, max_body: self.max_body };
+            let reply = io::send(scope, exchange).await;
+            match &reply {
+                Reply::Response(r) if r.status == 401 && !refreshed && self.get_token.is_some() => {
+                    refreshed = true;
+                    refused = sent_token;
+                }
+                Reply::Response(r) if r.status == 406 => {
+                    // Like python-ironicclient, ask `GET /v1` for the range
+                    // when the 406 does not carry it.
+                    let range = match r.max_version {
+                        Some(_) => Ok((r.min_version.clone(), r.max_version.clone())),
+                        None => self.server_range(scope).await,
+                    };
+                    let (min, max) = match range {
+                        Ok(range) => range,
+                        Err(e) => return Reply::Unusable(e),
+                    };
+                    match protocol::renegotiate(self.requested, version, min.as_deref(), max.as_deref()) {
+                        Ok(best) if !renegotiated => {
+                            renegotiated = true;
+                            self.version.set(Some(best));
+                        }
+                        // Refused again: the version it was just told to use.
+                        Ok(best) => {
+                            return Reply::Unusable(protocol::refusal(
+                                self.requested,
+                                best,
+                                min.as_deref(),
+                                max.as_deref(),
+                            ))
+                        }
+                        Err(e) => return Reply::Unusable(e),
+                    }
+                }
+                _ => return reply,
+            }
+        }
+    }
+
+    /// One request with python-ironicclient's retries; the answer must be
+    /// a success. A retry that cannot start before the call's deadline is
+    /// not made: the last answer's error stands.
+    pub(super) async fn exchange(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request) -> Result<Response, Error> {
+        let mut retries = 0;
+        loop {
+            let reply = self.send(scope, request, self.request_timeout_at()).await;
+            if scope.aborted() {
+                return Err(Error::Aborted);
+            }
+            let reply = match reply {
+                Reply::Response(r) if r.is_success() => return Ok(r),
+                other => other,
+            };
+            let retry_at = self.retry.delay_ms(retries, &reply).map(|delay| js::now().saturating_add(delay));
+            let Some(at) = retry_at.filter(|&at| scope.deadline.get().is_none_or(|d| at <= d)) else {
+                return Err(protocol::reply_error::<Json>(&reply));
+            };
+            retries += 1;
+            scope.retries.set(scope.retries.get() + 1);
+            scope.pause(at).await;
+            if scope.aborted() {
+                return Err(Error::Aborted);
+            }
+        }
+    }
+
+    /// Sends every request (the provision PUTs), `concurrency` at a time,
+    /// and gives each one's result: `None` for a request never sent because
+    /// the call's deadline came first. python-ironicclient sends them one by
+    /// one and stops at the first error; with `stop_at_error`, after an
+    /// error no new request starts, those in flight finish, and the error of
+    /// the first failed request in the caller's order is returned. An abort
+    /// ends it at once (what is in flight is cancelled by the scope).
+    pub(super) async fn send_each(
+        self: &Rc<Self>,
+        scope: &Rc<Scope>,
+        requests: Vec<Request>,
+        concurrency: usize,
+        stop_at_error: bool,
+    ) -> Result<Vec<Option<Result<(), Error>>>, Error> {
+        // Per request: `None` until it is answered, then its result.
+        type Results = Rc<RefCell<Vec<Option<Result<(), Error>>>>>;
+        let results: Results = Rc::new(RefCell::new(vec![None; requests.len()]));
+        let in_flight = Rc::new(Cell::new(0usize));
+        let mut pending = requests.into_iter().enumerate();
+        loop {
+            if scope.aborted() {
+                return Err(Error::Aborted);
+            }
+            let stop = scope.expired() || stop_at_error && results.borrow().iter().any(|r| matches!(r, Some(Err(_))));
+            while !stop && in_flight.get() < concurrency {
+                let Some((i, request)) = pending.next() else { break };
+                in_flight.set(in_flight.get() + 1);
+                let (me, scope, results, in_flight) = (self.clone(), scope.clone(), results.clone(), in_flight.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    let result = me.exchange(&scope, &request).await.map(drop);
+                    results.borrow_mut()[i] = Some(result);
+                    in_flight.set(in_flight.get() - 1);
+                    scope.wake();
+                });
+            }
+            if in_flight.get() == 0 {
+                break;
+            }
+            scope.sleep(scope.deadline.get()).await;
+        }
+        let results = results.take();
+        match results.iter().flatten().find_map(|r| r.as_ref().err()) {
+            Some(first) if stop_at_error => Err(first.clone()),
+            _ => Ok(results),
+        }
+    }
+
+    /// One request whose answer must be JSON; errors rejected for JS.
+    pub(super) async fn fetch_json(self: &Rc<Self>, scope: &Rc<Scope>, request: &Request) -> Result<Json, JsValue> {
+        self.exchange(scope, request).await.and_then(|r| r.json()).map_err(|e| reject(scope, e, None))
+    }
+
+    /// The microversion to speak: pinned, or negotiated once from `GET /v1`
+    /// by a task that concurrent first calls share. Each call stops waiting
+    /// at its abort or deadline (`Ok(None)` then); when the last one has
+    /// gone, the negotiation is cancelled and the next call starts anew.
+    pub(super) async fn version(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Option<Microversion>, Error> {
+        if let Some(v) = self.version.get() {
+            return Ok(Some(v));
+        }
+        let me = self.clone();
+        let result = self.negotiation.join(scope, |own| async move { me.negotiate(&own).await }).await;
+        match result {
+            Some(result) => result.map(Some),
+            None if scope.aborted() => Err(Error::Aborted),
+            None => Ok(None),
+        }
+    }
+
+    pub(super) async fn negotiate(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Microversion, Error> {
+        // `getToken` is asked before the first request, this one included.
+        self.ensure_token(scope, None).await?;
+        let (min, max) = self.server_range(scope).await?;
+        let v = protocol::negotiate(self.requested, min.as_deref(), max.as_deref())?;
+        self.version.set(Some(v));
+        Ok(v)
+    }
+
+    /// The server's version range from `GET /v1` (sent with no version),
+    /// with python-ironicclient's retries.
+    pub(super) async fn server_range(
+        self: &Rc<Self>,
+        scope: &Rc<Scope>,
+    ) -> Result<(Option<String>, Option<String>), Error> {
+        let request = protocol::version_document();
+        let url = self.url(&request);
+        let mut retries = 0;
+        loop {
+            let headers = self.headers(None, &request);
+            let exchange = Exchange {
+                url: &url,
+                request: &request,
+                headers: &headers,
+                timeout_at: self.request_timeout_at(),
+                max_body: self.max_body,
+            };
+            let reply = io::send(scope, exchange).await;
+            if let Reply::Response(r) = &reply {
+                if r.is_success() || r.max_version.is_some() || r.status == 406 {
+                    return Ok(protocol::version_range::<Json>(r));
+                }
+            }
+            let Some(delay) = self.retry.delay_ms(retries, &reply) else {
+                return Err(protocol::reply_error::<Json>(&reply));
+            };
+            retries += 1;
+            scope.pause(js::now() + delay).await;
+            if scope.aborted() {
+                return Err(Error::Aborted);
+            }
+        }
+    }
+}
