@@ -11,6 +11,8 @@
 //! the signal's reason.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use js_sys::{Array, Function, Promise};
@@ -63,6 +65,13 @@ pub struct RawClient {
 
 type JsResult = Result<JsValue, JsValue>;
 
+/// A call's promise. Boxed, so that one `future_to_promise` serves every
+/// method (each instance of it is kilobytes of wasm).
+fn promise(call: impl Future<Output = JsResult> + 'static) -> Promise {
+    let call: Pin<Box<dyn Future<Output = JsResult>>> = Box::pin(call);
+    future_to_promise(call)
+}
+
 #[wasm_bindgen]
 impl RawClient {
     /// Throws a `{ kind, message }` object for invalid options.
@@ -73,43 +82,43 @@ impl RawClient {
 
     pub fn provision(&self, nodes: JsValue, action: JsValue, options: JsValue) -> Promise {
         let c = self.inner.clone();
-        future_to_promise(async move { c.provision(nodes, action, options).await })
+        promise(async move { c.provision(nodes, action, options).await })
     }
 
     #[wasm_bindgen(js_name = waitForProvisionState)]
     pub fn wait_for_provision_state(&self, nodes: JsValue, expected: JsValue, options: JsValue) -> Promise {
         let c = self.inner.clone();
-        future_to_promise(async move { c.wait_for_nodes(nodes, expected, options).await })
+        promise(async move { c.wait_for_nodes(nodes, expected, options).await })
     }
 
     #[wasm_bindgen(js_name = createAllocation)]
     pub fn create_allocation(&self, fields: JsValue, options: JsValue) -> Promise {
         let c = self.inner.clone();
-        future_to_promise(async move { c.create_allocation(fields, options).await })
+        promise(async move { c.create_allocation(fields, options).await })
     }
 
     #[wasm_bindgen(js_name = waitForAllocation)]
     pub fn wait_for_allocation(&self, id: JsValue, options: JsValue) -> Promise {
         let c = self.inner.clone();
-        future_to_promise(async move { c.wait_for_allocation(id, options).await })
+        promise(async move { c.wait_for_allocation(id, options).await })
     }
 
     #[wasm_bindgen(js_name = getNode)]
     pub fn get_node(&self, id: JsValue, options: JsValue) -> Promise {
         let c = self.inner.clone();
-        future_to_promise(async move { c.get_node(id, options).await })
+        promise(async move { c.get_node(id, options).await })
     }
 
     #[wasm_bindgen(js_name = listNodes)]
     pub fn list_nodes(&self, options: JsValue) -> Promise {
         let c = self.inner.clone();
-        future_to_promise(async move { c.list_nodes(options).await })
+        promise(async move { c.list_nodes(options).await })
     }
 
     /// The microversion in use, negotiating it first if needed.
     pub fn microversion(&self, options: JsValue) -> Promise {
         let c = self.inner.clone();
-        future_to_promise(async move {
+        promise(async move {
             let (_, scope) = call::<options::Microversion>(&options)?;
             let version = c.version(&scope).await.map_err(|e| reject(&scope, e, None))?;
             // Only a call with a deadline can miss the version; this has none.
