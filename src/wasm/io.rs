@@ -367,7 +367,7 @@ async fn fetch(exchange: &Exchange<'_>, signal: &AbortSignal) -> Result<Reply, J
     let request: web_sys::Request = request
         .map_err(|e| match e {
             gloo_net::Error::JsError(e) => js_sys::Error::new(&e.message),
-            e => js_sys::Error::new(&e.to_string()),
+            gloo_net::Error::GlooError(message) => js_sys::Error::new(&message),
         })?
         .into();
     // Sent through our own binding of the global `fetch`, not gloo-net's
