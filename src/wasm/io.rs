@@ -6,11 +6,13 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::{Rc, Weak};
 
-use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
+use gloo_net::http::{Headers, Method, RequestBuilder};
+use gloo_timers::callback::Timeout;
+use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, AbortSignal, ReadableStreamDefaultReader, RequestInit, RequestRedirect};
+use web_sys::{AbortController, AbortSignal, ReadableStreamDefaultReader, RequestRedirect};
 
 use super::js;
 use crate::engine::RequestId;
@@ -121,12 +123,16 @@ impl Scope {
         let mut resolve_fn = None;
         let promise = Promise::new(&mut |resolve, _reject| resolve_fn = Some(resolve));
         let Some(resolve) = resolve_fn else { return };
-        let timer = until.map(|at| js::set_timeout(&resolve, at.saturating_sub(js::now())));
+        // Dropped (woken, or this future dropped) before it fires, the
+        // timer is cleared.
+        let _timer = until.map(|at| {
+            let resolve = resolve.clone();
+            Timeout::new(js::timer_ms(at.saturating_sub(js::now())), move || {
+                let _ = resolve.call0(&JsValue::UNDEFINED);
+            })
+        });
         self.sleepers.borrow_mut().push(resolve.clone());
         let _ = JsFuture::from(promise).await;
-        if let Some(timer) = timer {
-            js::clear_timeout(&timer);
-        }
         // Woken by the timer: leave the list.
         let me: &JsValue = &resolve;
         self.sleepers.borrow_mut().retain(|f| {
@@ -307,15 +313,13 @@ pub async fn send(scope: &Scope, exchange: Exchange<'_>) -> Reply {
     };
     let key = scope.register(&controller);
     scope.requests.set(scope.requests.get() + 1);
-    // The time limit aborts this fetch alone.
-    let timer = exchange.timeout_at.and_then(|at| {
-        let abort = Reflect::get(&controller, &"abort".into()).ok()?.dyn_into::<Function>().ok()?;
-        Some(js::set_timeout(&abort.bind0(&controller), at.saturating_sub(js::now())))
+    // The time limit aborts this fetch alone; cleared when dropped.
+    let timer = exchange.timeout_at.map(|at| {
+        let controller = controller.clone();
+        Timeout::new(js::timer_ms(at.saturating_sub(js::now())), move || controller.abort())
     });
     let reply = fetch(&exchange, &controller.signal()).await;
-    if let Some(timer) = timer {
-        js::clear_timeout(&timer);
-    }
+    drop(timer);
     scope.unregister(key);
     match reply {
         Ok(reply) => reply,
@@ -339,20 +343,40 @@ fn cors_hint(e: &JsValue) -> &'static str {
 }
 
 async fn fetch(exchange: &Exchange<'_>, signal: &AbortSignal) -> Result<Reply, JsValue> {
-    let init = RequestInit::new();
-    init.set_method(exchange.request.method.as_str());
-    let headers = Object::new();
+    let headers = Headers::new();
     for (name, value) in exchange.headers {
-        Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value))?;
+        // Checked when the client was made, so `set` cannot throw.
+        headers.set(name, value);
     }
-    init.set_headers(&headers);
-    if let Some(body) = &exchange.request.body {
-        init.set_body(&JsValue::from_str(body));
-    }
-    init.set_signal(Some(signal));
-    // Credentials never follow a redirect: a 3xx is an answer, not a hop.
-    init.set_redirect(RequestRedirect::Manual);
-    let response: web_sys::Response = JsFuture::from(js::fetch(exchange.url, &init)?).await?.dyn_into()?;
+    let builder = RequestBuilder::new(exchange.url)
+        .method(match exchange.request.method {
+            crate::protocol::Method::Get => Method::GET,
+            crate::protocol::Method::Put => Method::PUT,
+            crate::protocol::Method::Post => Method::POST,
+        })
+        .headers(headers)
+        .abort_signal(Some(signal))
+        // Credentials never follow a redirect: a 3xx is an answer, not a hop.
+        .redirect(RequestRedirect::Manual);
+    let request = match &exchange.request.body {
+        Some(body) => builder.body(body.as_str()),
+        None => builder.build(),
+    };
+    // A request that cannot be made (a URL `Request` refuses) is a failure
+    // of the connection, as `fetch` itself would report it.
+    let request: web_sys::Request = request
+        .map_err(|e| match e {
+            gloo_net::Error::JsError(e) => js_sys::Error::new(&e.message),
+            gloo_net::Error::GlooError(message) => js_sys::Error::new(&message),
+        })?
+        .into();
+    // Sent through our own binding of the global `fetch`, not gloo-net's
+    // `Request::send`: that one keeps only a rejection's name and message
+    // (Node's "fetch failed" then loses its `cause`, e.g. "connect
+    // ECONNREFUSED"), and traps (`unreachable!`) when `fetch` rejects with
+    // something that is not an `Error`, which a wrapped or polyfilled
+    // `fetch` may do.
+    let response: web_sys::Response = JsFuture::from(js::fetch(&request)?).await?.dyn_into()?;
     let header = |name: &str| response.headers().get(name).ok().flatten();
     let request_id = header("x-openstack-request-id").or_else(|| header("openstack-request-id"));
     let status = response.status();

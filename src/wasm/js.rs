@@ -1,7 +1,7 @@
 //! Bindings to the JS globals every runtime has (never `window`), and the
 //! conversions between JS values and the core's types.
 
-use js_sys::{Array, Function, Reflect, JSON};
+use js_sys::{Array, Reflect, JSON};
 use wasm_bindgen::prelude::*;
 
 use super::document::Json;
@@ -9,27 +9,25 @@ use crate::error::Error;
 
 #[wasm_bindgen]
 extern "C" {
-    /// The global `fetch`; `catch` turns a synchronous throw (no fetch in
-    /// this runtime, a bad URL) into an `Err` instead of a trap.
+    /// The global `fetch` of a request gloo-net built (see `io::fetch` for
+    /// why not gloo-net's own `send`); `catch` turns a synchronous throw (no
+    /// fetch in this runtime) into an `Err` instead of a trap.
     #[wasm_bindgen(catch, js_name = fetch)]
-    pub fn fetch(url: &str, init: &web_sys::RequestInit) -> Result<js_sys::Promise, JsValue>;
+    pub fn fetch(request: &web_sys::Request) -> Result<js_sys::Promise, JsValue>;
     /// A monotonic clock: waits must not stretch or shrink when the wall
     /// clock is set.
     #[wasm_bindgen(catch, js_namespace = performance, js_name = now)]
     fn performance_now() -> Result<f64, JsValue>;
-    #[wasm_bindgen(js_name = setTimeout)]
-    fn set_timeout_raw(handler: &Function, ms: f64) -> JsValue;
-    #[wasm_bindgen(js_name = clearTimeout)]
-    pub fn clear_timeout(id: &JsValue);
 }
 
 /// The longest delay a JS timer holds: a longer one fires at once.
 const MAX_TIMER_MS: u64 = 2_147_483_647;
 
-/// `setTimeout(handler, ms)`, with `ms` cut to what a timer holds (callers
-/// of a longer one check the time when it fires and sleep again).
-pub fn set_timeout(handler: &Function, ms: u64) -> JsValue {
-    set_timeout_raw(handler, ms.min(MAX_TIMER_MS) as f64)
+/// A delay for a gloo-timers timer (`setTimeout`), cut to what a timer
+/// holds: callers of a longer one check the time when it fires and sleep
+/// again.
+pub fn timer_ms(ms: u64) -> u32 {
+    ms.min(MAX_TIMER_MS) as u32
 }
 
 /// Milliseconds on a monotonic clock (the wall clock where a runtime has

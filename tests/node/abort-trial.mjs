@@ -14,11 +14,12 @@ const now = () => performance.timeOrigin + performance.now();
 
 // Every fetch the package starts, with the instant it started: a fetch that
 // starts after the abort is a request sent after the abort, however fast the
-// server is. (The package calls the global fetch at each request.)
+// server is. (The package calls the global fetch at each request, with a
+// Request object.)
 const fetches = [];
 const platformFetch = globalThis.fetch;
 globalThis.fetch = function recordedFetch(input, init) {
-  fetches.push({ t: now(), url: String(input), method: init?.method ?? 'GET' });
+  fetches.push({ t: now(), url: String(input?.url ?? input), method: init?.method ?? input?.method ?? 'GET' });
   return Reflect.apply(platformFetch, this, [input, init]);
 };
 

@@ -122,7 +122,7 @@ export function recordFetches() {
     const original = globalThis.fetch;
     const starts = [];
     globalThis.fetch = Object.assign(function fetch(input, init) {
-      starts.push({ at: performance.now(), method: init?.method ?? 'GET', url: String(input?.url ?? input) });
+      starts.push({ at: performance.now(), method: init?.method ?? input?.method ?? 'GET', url: String(input?.url ?? input) });
       return original(input, init);
     }, { starts });
   }
