@@ -110,6 +110,7 @@ function startClient(command, configPath) {
           clearTimeout(timer);
         }
       },
+      exited,
       kill: () => child.kill('SIGKILL'),
     };
   });
@@ -164,6 +165,8 @@ export async function measureWait({ command, nodes, timing, timeoutMs }) {
     client = await startClient(command, configPath);
     await sim.call('start');
     const result = await client.go(timeoutMs);
+    // A client exits once it has answered; a profiled one writes its profile then.
+    if (process.env.BENCH_CPU_PROF) await client.exited;
     return figures(uuids, result, await sim.call('report'));
   } finally {
     client?.kill();

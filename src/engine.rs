@@ -115,7 +115,7 @@ impl WaitOptions {
             return Err(Error::InvalidArgument("Nothing to wait for: no identifiers given".into()));
         }
         for ident in &self.idents {
-            protocol::path_segment(ident)?;
+            protocol::check_ident(ident)?;
         }
         if self.concurrency == 0 {
             return Err(Error::InvalidArgument("Concurrency must be at least 1".into()));
@@ -334,8 +334,10 @@ struct Round<D> {
 /// A round that reads the node list instead of one GET per node.
 #[derive(Debug)]
 struct Listing {
-    /// Identifier -> positions in the round's `due`.
-    positions: HashMap<String, Vec<usize>>,
+    /// Target index -> its position in the round's `due`, if due.
+    positions: Vec<Option<usize>>,
+    /// Some due identifier is a name, so entries' names are read too.
+    names: bool,
     /// The page to ask for: `Some(None)` is the first, `Some(Some(marker))`
     /// a later one; `None` while one is in flight or when paging is over.
     next_page: Option<Option<String>>,
@@ -375,6 +377,9 @@ pub struct Engine<D> {
     rounds: u64,
     /// Pages the last complete node list took.
     list_pages: Option<u32>,
+    /// Identifier -> the targets it names, as Ironic resolves it: UUID-like
+    /// identifiers (matched against UUIDs), and names.
+    by_ident: (HashMap<String, Vec<usize>>, HashMap<String, Vec<usize>>),
     in_flight: HashMap<RequestId, (Outgoing, Option<Millis>)>,
     retrying: Vec<(Millis, Outgoing)>,
     next_id: u64,
@@ -411,6 +416,12 @@ impl<D: Document> Engine<D> {
     pub fn new(mut options: WaitOptions, now: Millis) -> Result<Engine<D>, Error> {
         let (timeout_ms, interval_ms, request_timeout_ms) = options.check()?;
         options.expected = options.expected.to_ascii_lowercase();
+        let (mut by_uuid, mut by_name) = (HashMap::new(), HashMap::new());
+        for (index, ident) in options.idents.iter().enumerate() {
+            let map: &mut HashMap<String, Vec<usize>> =
+                if protocol::is_uuid_like(ident) { &mut by_uuid } else { &mut by_name };
+            map.entry(ident.clone()).or_default().push(index);
+        }
         let targets = options
             .idents
             .iter()
@@ -437,6 +448,7 @@ impl<D: Document> Engine<D> {
             retrying: Vec::new(),
             rounds: 0,
             list_pages: None,
+            by_ident: (by_uuid, by_name),
             next_id: 0,
             requests: 0,
             retries: 0,
@@ -553,11 +565,12 @@ impl<D: Document> Engine<D> {
         let fewer_requests = self.list_pages.is_some_and(|pages| due.len() > pages as usize);
         let lists = due.len() >= self.options.list_threshold || fewer_requests;
         let listing = (self.options.subject == Subject::Node && lists).then(|| {
-            let mut positions: HashMap<String, Vec<usize>> = HashMap::new();
+            let mut positions = vec![None; self.targets.len()];
             for (position, &target) in due.iter().enumerate() {
-                positions.entry(self.targets[target].ident.clone()).or_default().push(position);
+                positions[target] = Some(position);
             }
-            Listing { positions, next_page: Some(None), pager: Pager::default() }
+            let names = due.iter().any(|&t| !protocol::is_uuid_like(&self.targets[t].ident));
+            Listing { positions, names, next_page: Some(None), pager: Pager::default() }
         });
         let queue = if listing.is_some() { VecDeque::new() } else { (0..due.len()).collect() };
         let is_final = self.timers.deadline.is_some_and(|d| now >= d);
@@ -720,19 +733,21 @@ impl<D: Document> Engine<D> {
             Purpose::Page => {
                 let Some(listing) = &mut round.listing else { return };
                 let page = match &check {
-                    Check::Body(body) => listing.pager.page(body).map(Some),
+                    Check::Body(body) => listing.pager.page(body, listing.names).map(Some),
                     Check::Failed(e) => Err(e.clone()),
                     Check::NotFound(_) | Check::Unanswered => Ok(None),
                 };
                 match page {
                     Ok(Some((nodes, marker))) => {
                         for node in nodes {
-                            // A UUID match first, as Ironic resolves idents.
-                            for ident in [&node.uuid, &node.name] {
-                                let Some(positions) = ident.as_ref().and_then(|k| listing.positions.get(k)) else {
+                            // Ironic finds a UUID-like identifier by UUID
+                            // only, any other by name.
+                            let (by_uuid, by_name) = &self.by_ident;
+                            for (ident, targets) in [(&node.uuid, by_uuid), (&node.name, by_name)] {
+                                let Some(targets) = ident.as_ref().and_then(|k| targets.get(k)) else {
                                     continue;
                                 };
-                                for &p in positions {
+                                for &p in targets.iter().filter_map(|&t| listing.positions[t].as_ref()) {
                                     round.checks[p].get_or_insert_with(|| Check::Body(node.body.clone()));
                                 }
                             }

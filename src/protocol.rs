@@ -245,10 +245,26 @@ impl Request {
 /// `a/b`, `?`, `#` and `%` are escaped, and `.`/`..`/empty are refused since
 /// URL parsers resolve them (even escaped) to another path.
 pub fn path_segment(ident: &str) -> Result<String, Error> {
+    check_ident(ident)?;
+    Ok(query_escape(ident))
+}
+
+/// An identifier that can name a node or an allocation in a path.
+pub fn check_ident(ident: &str) -> Result<(), Error> {
     if ident.is_empty() || ident.trim() != ident || ident == "." || ident == ".." {
         return Err(Error::InvalidArgument(format!("Invalid identifier \"{ident}\": expected a UUID or a name")));
     }
-    Ok(query_escape(ident))
+    Ok(())
+}
+
+/// Whether Ironic takes `ident` for a UUID (oslo's `is_uuid_like`: 32 hex
+/// digits, in any case, with or without the dashes): it then looks the node
+/// up by UUID only, never by name.
+pub fn is_uuid_like(ident: &str) -> bool {
+    let digits = ident.bytes().filter(|&b| b != b'-');
+    let hyphens_in_place =
+        ident.len() == 32 || (ident.len() == 36 && [8, 13, 18, 23].iter().all(|&i| ident.as_bytes()[i] == b'-'));
+    hyphens_in_place && digits.clone().count() == 32 && digits.clone().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `GET /v1/nodes/{ident}`, with only `fields` where given.
@@ -432,14 +448,18 @@ pub fn basic_auth(username: &str, password: &str) -> String {
 
 /// A query value, percent-encoded like a path segment.
 fn query_escape(value: &str) -> String {
-    value.bytes().fold(String::with_capacity(value.len()), |mut out, b| {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
         }
-        out
-    })
+    }
+    out
 }
 
 /// An HTTP answer as the shell read it.
@@ -631,7 +651,10 @@ pub struct Entry<D> {
 /// One page of `GET /v1/nodes`: the entries and the marker of the next page
 /// (the `next` link's `marker`; the link itself is not followed, since
 /// behind a proxy it may name a host the client cannot reach).
-pub fn parse_node_page<D: Document>(body: &D) -> Result<(Vec<Entry<D>>, Option<String>), Error> {
+///
+/// Each entry's `uuid` is read, and its `name` only with `names` (a name
+/// costs a string from the runtime, and a wait for UUIDs never needs one).
+pub fn parse_node_page<D: Document>(body: &D, names: bool) -> Result<(Vec<Entry<D>>, Option<String>), Error> {
     #[derive(Deserialize)]
     #[serde(bound = "D: Document")]
     struct Page<D> {
@@ -639,6 +662,12 @@ pub fn parse_node_page<D: Document>(body: &D) -> Result<(Vec<Entry<D>>, Option<S
         nodes: Present<D>,
         #[serde(default, deserialize_with = "present")]
         next: Present<D>,
+    }
+    #[derive(Deserialize)]
+    #[serde(bound = "D: Document")]
+    struct Uuid<D> {
+        #[serde(default, deserialize_with = "present")]
+        uuid: Present<D>,
     }
     #[derive(Deserialize)]
     #[serde(bound = "D: Document")]
@@ -665,8 +694,10 @@ pub fn parse_node_page<D: Document>(body: &D) -> Result<(Vec<Entry<D>>, Option<S
     let entries = nodes
         .into_iter()
         .map(|body| {
-            let idents = body.view::<Idents<D>>();
-            let (uuid, name) = idents.map_or((None, None), |i| (text(i.uuid), text(i.name)));
+            let (uuid, name) = match names {
+                true => body.view::<Idents<D>>().map_or((None, None), |i| (text(i.uuid), text(i.name))),
+                false => (body.view::<Uuid<D>>().and_then(|i| text(i.uuid)), None),
+            };
             Entry { body, uuid, name }
         })
         .collect();
@@ -694,8 +725,8 @@ impl Pager {
 
     /// One page's entries and the marker of the next page, if there is one
     /// to follow.
-    pub fn page<D: Document>(&mut self, body: &D) -> Result<(Vec<Entry<D>>, Option<String>), Error> {
-        let (nodes, marker) = parse_node_page(body)?;
+    pub fn page<D: Document>(&mut self, body: &D, names: bool) -> Result<(Vec<Entry<D>>, Option<String>), Error> {
+        let (nodes, marker) = parse_node_page(body, names)?;
         self.pages += 1;
         let mut fresh = false;
         for node in &nodes {
@@ -1034,14 +1065,14 @@ mod tests {
     #[test]
     fn node_pages_give_entries_and_the_next_marker() {
         let page = json!({"nodes": [{"uuid": "u1"}], "next": "http://ironic.internal:6385/v1/nodes?fields=uuid&limit=1&marker=u%2D1"});
-        let (nodes, marker) = parse_node_page(&page).unwrap();
+        let (nodes, marker) = parse_node_page(&page, true).unwrap();
         assert_eq!((nodes.len(), marker.as_deref()), (1, Some("u-1")));
         let last = json!({"nodes": []});
-        assert_eq!(parse_node_page(&last).unwrap().1, None);
+        assert_eq!(parse_node_page(&last, true).unwrap().1, None);
         for bad in
             [json!([]), json!({}), json!({"nodes": {}}), json!({"nodes": [], "next": "http://h/v1/nodes?limit=1"})]
         {
-            assert!(matches!(parse_node_page(&bad), Err(Error::InvalidResponse(_))), "{bad}");
+            assert!(matches!(parse_node_page(&bad, true), Err(Error::InvalidResponse(_))), "{bad}");
         }
     }
 
@@ -1085,7 +1116,7 @@ mod tests {
         };
         let advances = |pages: &[Value]| {
             let mut pager = Pager::default();
-            pages.iter().map(|p| pager.page(p).map(|(_, next)| next)).collect::<Vec<_>>()
+            pages.iter().map(|p| pager.page(p, true).map(|(_, next)| next)).collect::<Vec<_>>()
         };
         let good = advances(&[page(&["a", "b"], Some("b")), page(&["c", "d"], Some("d")), page(&["e"], None)]);
         assert_eq!(good, [Ok(Some("b".into())), Ok(Some("d".into())), Ok(None)]);
@@ -1103,7 +1134,7 @@ mod tests {
         }
         let mut pager = Pager::default();
         let endless: Vec<Result<_, _>> = (0..MAX_PAGES + 5)
-            .map(|i| pager.page(&page(&[&format!("u{i}")], Some(&format!("u{i}")))).map(drop))
+            .map(|i| pager.page(&page(&[&format!("u{i}")], Some(&format!("u{i}"))), true).map(drop))
             .take_while(Result::is_ok)
             .collect();
         assert_eq!(endless.len() as u32, MAX_PAGES - 1, "a list that never ends stops at MAX_PAGES");
@@ -1169,6 +1200,21 @@ mod tests {
         assert!(create_allocation(&json!({"node": "n1"})).is_ok());
         let e = create_allocation(&json!({"name": "a"})).unwrap_err();
         assert_eq!(e.to_string(), "resourceClass is required except when node is given");
+    }
+
+    #[test]
+    fn uuid_like_is_oslos() {
+        for like in ["1be26c0b-03f2-4d2e-ae87-c02d7f33c123", "1BE26C0B03F24D2EAE87C02D7F33C123"] {
+            assert!(is_uuid_like(like), "{like}");
+        }
+        for not in [
+            "node-1",
+            "1be26c0b-03f2-4d2e-ae87-c02d7f33c12",
+            "1be26c0b03f2-4d2e-ae87-c02d7f33c1234",
+            "g".repeat(32).as_str(),
+        ] {
+            assert!(!is_uuid_like(not), "{not}");
+        }
     }
 
     #[test]

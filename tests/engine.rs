@@ -870,3 +870,35 @@ fn durations_beyond_a_js_timer_are_refused() {
     }
     assert!(Engine::new(WaitOptions { timeout: 2_147_483.0, ..opts(&["n1"], "active") }, 0).is_ok());
 }
+
+#[test]
+fn list_entries_match_as_ironic_resolves_identifiers() {
+    // Ironic finds a UUID-like identifier by UUID only, any other by name:
+    // a node *named* like a waited-for UUID is not that node.
+    let wanted = uuid_of("real");
+    let impostor = json!({"uuid": uuid_of("other"), "name": wanted, "provision_state": "active",
+        "target_provision_state": null, "last_error": null});
+    let real = json!({"uuid": wanted, "name": "real", "provision_state": "deploying",
+        "target_provision_state": "active", "last_error": null});
+    let named = json!({"uuid": uuid_of("n9"), "name": "n9", "provision_state": "active",
+        "target_provision_state": null, "last_error": null});
+    let page = json!({"nodes": [impostor, real, named]});
+    let options =
+        WaitOptions { list_threshold: 1, settle: Settle::All, timeout: 1.0, ..opts(&[&wanted, "n9"], "active") };
+    let mut engine = Engine::new(options, 0).unwrap();
+    let mut now = 0;
+    let report = loop {
+        match engine.step(now) {
+            Step::Fetch(fetches) => {
+                for fetch in fetches {
+                    engine.observe(fetch.id, ok(page.clone()), now);
+                }
+            }
+            Step::Sleep { until } => now = until.unwrap(),
+            Step::Done(report) => break report.clone(),
+        }
+    };
+    let outcomes: Vec<_> = report.targets.iter().map(|t| t.outcome.name()).collect();
+    assert_eq!(outcomes, ["timed-out", "reached"], "the UUID stays deploying; the name n9 is active");
+    assert_eq!(report.targets[0].seen.state.as_deref(), Some("deploying"));
+}

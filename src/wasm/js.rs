@@ -69,8 +69,13 @@ pub fn is_permission_error(e: &JsValue) -> bool {
 /// A JS string as Rust text, refusing a lone UTF-16 surrogate (which would
 /// silently become U+FFFD and be sent).
 pub fn text(v: &JsValue) -> Option<String> {
-    let s = v.dyn_ref::<js_sys::JsString>()?;
-    s.is_valid_utf16().then(|| String::from(s))
+    let text = v.as_string()?;
+    // A lone surrogate arrives as U+FFFD; only then is the string checked
+    // unit by unit (a call into JS per unit: slow, so not for every string).
+    if text.contains('\u{FFFD}') && !v.unchecked_ref::<js_sys::JsString>().is_valid_utf16() {
+        return None;
+    }
+    Some(text)
 }
 
 /// One string, or an array of strings.

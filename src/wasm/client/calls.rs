@@ -238,7 +238,7 @@ impl Client {
             let page_size = limit.unwrap_or(protocol::MAX_PAGE_SIZE);
             let request = protocol::list_nodes(fields.as_deref(), page_size, marker.as_deref(), state.as_deref());
             let page = self.fetch_json(&scope, &request).await?;
-            let (nodes, next) = pager.page(&page).map_err(|e| reject(&scope, e, None))?;
+            let (nodes, next) = pager.page(&page, false).map_err(|e| reject(&scope, e, None))?;
             for node in nodes {
                 all.push(&node.body.0);
             }
