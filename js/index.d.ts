@@ -84,7 +84,10 @@ export interface WaitTuning {
   failOnUnexpectedState?: boolean;
   /** Requests in flight at once (default 8). */
   concurrency?: number;
-  /** From this many unfinished nodes on, one paginated list per round replaces per-node GETs (default 50). */
+  /**
+   * From this many unfinished nodes on, one paginated list per round replaces per-node GETs (default 50); after a
+   * list, rounds keep listing while it takes fewer requests than the unfinished nodes.
+   */
   listThreshold?: number;
   /**
    * Aborts the wait: the in-flight fetch is cancelled and nothing more is sent; each unsettled node gets a last

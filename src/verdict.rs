@@ -158,10 +158,9 @@ pub fn judge_allocation<D: Document>(ident: &str, body: &D) -> Result<(Verdict, 
 /// Row 1: anything but a JSON object is not an answer; an object is read
 /// into the view `T`.
 pub fn read<D: Document, T: serde::de::DeserializeOwned>(body: &D) -> Result<T, Error> {
-    match body.python_type() {
-        "dict" => body.view().ok_or_else(|| crate::protocol::not_an_object("dict")),
-        other => Err(crate::protocol::not_an_object(other)),
-    }
+    // The view first: it is `None` for anything but an object, and the
+    // type is looked up only then, for the message.
+    body.view().ok_or_else(|| crate::protocol::not_an_object(body.python_type()))
 }
 
 /// Field access that turns python-ironicclient's crashes into typed errors.
