@@ -8,7 +8,7 @@ use wasm_bindgen::JsValue;
 
 use super::{deadline, reject, Client, JsResult};
 use crate::engine::{Engine, Event, Outcome, Report, Step, TargetReport, WaitOptions};
-use crate::error::Subject;
+use crate::error::{Error, Subject};
 use crate::protocol::Microversion;
 use crate::wasm::document::Json;
 use crate::wasm::io::Scope;
@@ -91,7 +91,9 @@ impl Client {
         }
         scope.cancel_all();
         take_events(&mut engine);
-        let Some(report) = engine.report() else { unreachable!("the loop ends when the engine is done") };
+        // The loop ends when the engine is done, so there is a report; no
+        // panic path for a case that cannot happen.
+        let Some(report) = engine.report() else { return Err(reject(scope, Error::Aborted, None)) };
         let mut waited = entries
             .into_iter()
             .zip(&report.targets)
