@@ -569,7 +569,8 @@ impl<D: Document> Engine<D> {
             for (position, &target) in due.iter().enumerate() {
                 positions[target] = Some(position);
             }
-            let names = due.iter().any(|&t| !protocol::is_uuid_like(&self.targets[t].ident));
+            let (_, by_name) = &self.by_ident;
+            let names = !by_name.is_empty() && due.iter().any(|&t| by_name.contains_key(&self.targets[t].ident));
             Listing { positions, names, next_page: Some(None), pager: Pager::default() }
         });
         let queue = if listing.is_some() { VecDeque::new() } else { (0..due.len()).collect() };
