@@ -415,13 +415,16 @@ async fn read_body(
     let too_large = || {
         Error::InvalidResponse(format!("The answer is larger than the {limit} bytes allowed (option maxResponseBytes)"))
     };
-    if content_length.and_then(|l| l.trim().parse::<u64>().ok()).is_some_and(|l| l > limit as u64) {
+    let declared = content_length.and_then(|l| l.trim().parse::<u64>().ok());
+    if declared.is_some_and(|l| l > limit as u64) {
         cancel_body(response);
         return Ok(Err(too_large()));
     }
     let Some(stream) = response.body() else { return Ok(Ok(String::new())) };
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
-    let mut bytes = Vec::new();
+    // Room for the declared length at once (it is within the limit): a
+    // growing buffer would be copied over and over for a page of nodes.
+    let mut bytes = Vec::with_capacity(declared.unwrap_or(0) as usize);
     loop {
         let chunk = JsFuture::from(reader.read()).await?;
         if Reflect::get(&chunk, &"done".into())?.is_truthy() {
