@@ -29,6 +29,13 @@ const CASES = [
   ['an empty body', { kind: 'body', status: 200, body: '' }, InvalidResponseError, /got bytes$/],
   ['null', { kind: 'body', status: 200, body: 'null' }, InvalidResponseError, /^API response body must be a JSON object; got NoneType$/],
   ['a list', { kind: 'body', status: 200, body: '[1, 2]' }, InvalidResponseError, /got list$/],
+  // The runtime parses; Python's type names come from what JSON.parse made.
+  ['a string', { kind: 'body', status: 200, body: '"active"' }, InvalidResponseError, /got str$/],
+  ['a whole number', { kind: 'body', status: 200, body: '3' }, InvalidResponseError, /got int$/],
+  ['a fraction', { kind: 'body', status: 200, body: '1.5' }, InvalidResponseError, /got float$/],
+  ['a boolean', { kind: 'body', status: 200, body: 'true' }, InvalidResponseError, /got bool$/],
+  ['a list as provision_state', { kind: 'set', set: { provision_state: ['active'] } }, InvalidResponseError,
+    /provision_state is not a string$/],
   ['a deep nest', { kind: 'body', status: 200, body: '['.repeat(5000) }, InvalidResponseError, /got bytes$/],
   ['null provision_state', { kind: 'set', set: { provision_state: null } }, InvalidResponseError,
     /^Invalid response for node n1: provision_state is null$/],
@@ -63,6 +70,29 @@ test('a missing last_error on a failed node is typed', async () => {
   await assert.rejects(wait('n2'), (e) => e instanceof InvalidResponseError && e.message === 'Invalid response for node n2: last_error is missing' && e.field === 'last_error');
   ironic.sim.faults.rules = [];
   await assert.rejects(wait('n2'), StateTransitionFailed);
+});
+
+test("Python's truthiness and %s of what JSON.parse made", async () => {
+  // An empty list or object as target_provision_state is falsy in Python: the
+  // node rests, and its last_error (an object) is shown as JSON text.
+  for (const target of [[], {}, 0, '']) {
+    ironic.sim.faults.rules = [];
+    ironic.sim.faults.add({
+      kind: 'set', set: { provision_state: 'manageable', target_provision_state: target, last_error: { code: 7 } },
+      method: 'GET', path: '/v1/nodes/n1',
+    });
+    await assert.rejects(wait('n1'), (e) => {
+      assert.ok(e instanceof StateTransitionFailed, `${e}`);
+      assert.equal(e.state, 'manageable');
+      assert.equal(e.lastError, '{"code":7}');
+      return true;
+    });
+  }
+  // A non-empty one is truthy: the node is moving, and the wait goes on.
+  ironic.sim.faults.rules = [];
+  ironic.sim.faults.add({ kind: 'set', set: { provision_state: 'manageable', target_provision_state: [0] }, method: 'GET', path: '/v1/nodes/n1' });
+  await assert.rejects(wait('n1', 0.3), StateTransitionTimeout);
+  ironic.sim.faults.rules = [];
 });
 
 test('a very large body is read whole', async () => {
