@@ -16,8 +16,17 @@
 export function version(): string;
 
 export interface IronicClientOptions {
-  /** Ironic's endpoint, e.g. `http://127.0.0.1:6385` (a trailing `/v1` is accepted). */
-  endpoint: string;
+  /**
+   * Ironic's endpoint, e.g. `http://127.0.0.1:6385` (a trailing `/v1` is accepted). Required unless `auth` logs in to
+   * Keystone, whose catalog then gives it (service type `baremetal`); a given one wins.
+   */
+  endpoint?: string;
+  /** How to authenticate, as keystoneauth's auth plugins (not with `token`, `getToken` or `basicAuth`). */
+  auth?: AuthOptions;
+  /** The catalog region of Ironic's endpoint (with a Keystone `auth`; default: the first listed). */
+  region?: string;
+  /** The catalog interface of Ironic's endpoint (with a Keystone `auth`; default `'public'`). */
+  interface?: 'public' | 'internal' | 'admin';
   /** A Keystone token, sent as `X-Auth-Token`. */
   token?: string;
   /** Called for a token before the first request and once more after a 401; may return a promise. Throwing, or giving no string, is an `AuthError`. */
@@ -41,6 +50,38 @@ export interface IronicClientOptions {
   headers?: Record<string, string>;
   /** The `User-Agent` sent outside browsers (default `ironic-wait/<version>`). */
   userAgent?: string;
+}
+
+/**
+ * Keystone v3 (`password`, `v3applicationcredential`, `token`: a login, renewed before the token expires and once
+ * after a 401; concurrent calls share it), Ironic's `http_basic`, or `none`. Each type takes only its own fields:
+ * another is refused. A name needs its domain (`username` + `userDomainName`/`userDomainId`, `projectName` +
+ * `projectDomainName`/`projectDomainId`). Secrets go in the login request's body only.
+ */
+export interface AuthOptions {
+  /** Default `'password'`. */
+  type?: 'password' | 'v3applicationcredential' | 'token' | 'none' | 'http_basic';
+  /** Keystone's v3 URL (`http://keystone:5000/v3`) or its root. Required for the Keystone types. */
+  authUrl?: string;
+  username?: string;
+  userId?: string;
+  password?: string;
+  userDomainName?: string;
+  userDomainId?: string;
+  /** The scope (`password`, `token`): one of a project, a domain, or `systemScope: 'all'`; none = unscoped. */
+  projectName?: string;
+  projectId?: string;
+  projectDomainName?: string;
+  projectDomainId?: string;
+  domainName?: string;
+  domainId?: string;
+  systemScope?: 'all';
+  /** `v3applicationcredential`: the id, or the name with the user; and the secret. */
+  applicationCredentialId?: string;
+  applicationCredentialName?: string;
+  applicationCredentialSecret?: string;
+  /** `token`: a Keystone token to exchange for a new (scoped) one. */
+  token?: string;
 }
 
 export type ProvisionAction =
@@ -192,6 +233,13 @@ export class IronicClient {
   ): Promise<Record<string, unknown>[]>;
   /** The API microversion in use, negotiated first if needed. */
   microversion(options?: CallOptions): Promise<string>;
+  /**
+   * The endpoint in use and a current token, for requests of the caller's own (a proxy): logs in or asks `getToken()`
+   * when there is no token, it is due for renewal, or it is `refused` (the token a 401 answered) and still current.
+   */
+  authenticate(
+    options?: CallOptions & { refused?: string },
+  ): Promise<{ endpoint: string; token: string | null; expiresAt: string | null }>;
 }
 
 export class IronicWaitError extends Error {}
@@ -208,7 +256,11 @@ export class IronicHttpError extends IronicWaitError {
   detail: string;
 }
 export class ConnectionError extends IronicWaitError {}
-export class AuthError extends IronicWaitError {}
+/** No credentials: Keystone refused them (`status`, `requestId`: its answer's), no Ironic in its catalog, `getToken()` failed. */
+export class AuthError extends IronicWaitError {
+  status?: number;
+  requestId?: string | null;
+}
 export class UnsupportedVersionError extends IronicWaitError {}
 export class StateTransitionFailed extends IronicWaitError {
   node?: string;

@@ -32,7 +32,7 @@ export class InvalidResponseError extends IronicWaitError {}
 export class IronicHttpError extends IronicWaitError {}
 /** Ironic could not be reached (after retries). */
 export class ConnectionError extends IronicWaitError {}
-/** `getToken()` failed or gave no token. */
+/** No credentials: Keystone refused them, its catalog has no Ironic, or `getToken()` failed. */
 export class AuthError extends IronicWaitError {}
 /** The server speaks no API microversion the client can use. */
 export class UnsupportedVersionError extends IronicWaitError {}
@@ -451,5 +451,9 @@ export class IronicClient {
 
   async microversion(options) {
     return this.#call('microversion', [], options);
+  }
+
+  async authenticate(options) {
+    return this.#call('authenticate', [], options);
   }
 }

@@ -46,6 +46,16 @@ pub struct HttpError {
     pub request_id: Option<String>,
 }
 
+/// Why no credentials could be had: Keystone's refusal (with its status
+/// and request id, worded as keystoneauth words it), a catalog without
+/// Ironic, or a `getToken()` that failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthFailure {
+    pub message: String,
+    pub status: Option<u16>,
+    pub request_id: Option<String>,
+}
+
 /// Timeout in seconds as the caller gave it, printed as Python's `str()`
 /// prints the CLI's integer (`30`) or a float (`1.5`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,8 +97,8 @@ pub enum Error {
     Http(HttpError),
     /// The server could not be reached (after retries).
     Connection(String),
-    /// No credentials could be had (`getToken()` failed).
-    Auth(String),
+    /// No credentials could be had.
+    Auth(AuthFailure),
     /// The server speaks no microversion we can use.
     UnsupportedVersion(String),
     /// A node or allocation failed (`StateTransitionFailed`).
@@ -113,15 +123,11 @@ impl fmt::Display for Error {
             Error::InvalidBody { subject, ident, field, problem } => {
                 write!(f, "Invalid response for {} {ident}: {field} {problem}", subject.noun())
             }
-            Error::Http(e) => {
-                write!(f, "{} (HTTP {})", e.message, e.status)?;
-                if let Some(id) = &e.request_id {
-                    write!(f, " (Request-ID: {id})")?;
-                }
-                Ok(())
-            }
+            Error::Http(e) => http_message(f, &e.message, Some(e.status), e.request_id.as_deref()),
             Error::Connection(msg) => write!(f, "Error contacting Ironic server: {msg}"),
-            Error::Auth(msg) => write!(f, "Authentication failed: {msg}"),
+            // Keystone's refusals read as keystoneauth prints them.
+            Error::Auth(a) if a.status.is_some() => http_message(f, &a.message, a.status, a.request_id.as_deref()),
+            Error::Auth(a) => write!(f, "Authentication failed: {}", a.message),
             Error::StateTransitionFailed(x) => {
                 let error = x.last_error.as_deref().unwrap_or("None");
                 match (x.subject, x.unexpected_stable) {
@@ -149,7 +155,28 @@ impl fmt::Display for Error {
     }
 }
 
+/// `<message> (HTTP <status>) (Request-ID: <id>)`, as python-ironicclient
+/// and keystoneauth word an error answer.
+fn http_message(f: &mut fmt::Formatter<'_>, message: &str, status: Option<u16>, request_id: Option<&str>) -> fmt::Result {
+    f.write_str(message)?;
+    if let Some(status) = status {
+        write!(f, " (HTTP {status})")?;
+    }
+    if let Some(id) = request_id {
+        write!(f, " (Request-ID: {id})")?;
+    }
+    Ok(())
+}
+
 impl std::error::Error for Error {}
+
+impl Error {
+    /// An authentication failure of the caller's own making (no HTTP
+    /// status: `getToken()`, a missing header).
+    pub fn auth(message: impl Into<String>) -> Error {
+        Error::Auth(AuthFailure { message: message.into(), status: None, request_id: None })
+    }
+}
 
 impl From<HttpError> for Error {
     fn from(e: HttpError) -> Self {

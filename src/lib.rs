@@ -9,6 +9,8 @@
 //!   long to sleep, when it is over).
 //! - [`protocol`]: Ironic REST without I/O: requests, responses, error
 //!   bodies, microversions, retries.
+//! - [`keystone`]: Keystone v3 authentication without I/O: token requests,
+//!   their answers, the service catalog.
 //! - [`document`]: the JSON documents the core reads, parsed by the runtime.
 //! - [`error`]: the one error type; messages are python-ironicclient's.
 //!
@@ -18,6 +20,7 @@
 pub mod document;
 pub mod engine;
 pub mod error;
+pub mod keystone;
 pub mod protocol;
 pub mod states;
 pub mod verdict;

@@ -475,6 +475,8 @@ pub struct Response {
     /// The server's microversion range, sent on every Ironic response.
     pub min_version: Option<String>,
     pub max_version: Option<String>,
+    /// Keystone's `X-Subject-Token`: the token it issued.
+    pub subject_token: Option<String>,
 }
 
 /// What became of one request.
@@ -504,6 +506,7 @@ impl Default for Response {
             retry_after: None,
             min_version: None,
             max_version: None,
+            subject_token: None,
         }
     }
 }

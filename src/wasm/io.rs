@@ -402,6 +402,7 @@ async fn fetch(exchange: &Exchange<'_>, signal: &AbortSignal) -> Result<Reply, J
         retry_after: header("retry-after"),
         min_version: header("x-openstack-ironic-api-minimum-version"),
         max_version: header("x-openstack-ironic-api-maximum-version"),
+        subject_token: header("x-subject-token"),
     }))
 }
 

@@ -182,7 +182,7 @@ macro_rules! call_options {
     )*};
 }
 
-call_options!(Provision, WaitForNodes, CreateAllocation, WaitForAllocation, GetNode, ListNodes, Microversion);
+call_options!(Provision, WaitForNodes, CreateAllocation, WaitForAllocation, GetNode, ListNodes, Microversion, Authenticate);
 
 // serde(flatten) cannot share the wait-tuning fields: it is not supported
 // with deny_unknown_fields, and the values it buffers lose the JS values
@@ -199,6 +199,11 @@ pub struct Client {
     /// `{ username, password }`, read as [`BasicAuth`].
     #[serde(default, deserialize_with = "js")]
     pub basic_auth: Option<JsValue>,
+    /// `{ type, authUrl, ... }`, read as [`Auth`].
+    #[serde(default, deserialize_with = "js")]
+    pub auth: Option<JsValue>,
+    pub region: Option<String>,
+    pub interface: Option<String>,
     pub microversion: Option<String>,
     pub max_retries: Option<f64>,
     pub retry_interval: Option<f64>,
@@ -215,6 +220,41 @@ pub struct Client {
 pub struct BasicAuth {
     pub username: Option<String>,
     pub password: Option<String>,
+}
+
+/// `auth`: the fields of keystoneauth's auth plugins, camel-cased.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Auth {
+    #[serde(rename = "type")]
+    pub auth_type: Option<String>,
+    pub auth_url: Option<String>,
+    pub username: Option<String>,
+    pub user_id: Option<String>,
+    pub password: Option<String>,
+    pub user_domain_name: Option<String>,
+    pub user_domain_id: Option<String>,
+    pub project_name: Option<String>,
+    pub project_id: Option<String>,
+    pub project_domain_name: Option<String>,
+    pub project_domain_id: Option<String>,
+    pub domain_name: Option<String>,
+    pub domain_id: Option<String>,
+    pub system_scope: Option<String>,
+    pub application_credential_id: Option<String>,
+    pub application_credential_name: Option<String>,
+    pub application_credential_secret: Option<String>,
+    pub token: Option<String>,
+}
+
+/// `authenticate(options)`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Authenticate {
+    #[serde(default, deserialize_with = "js")]
+    pub signal: Option<AbortSignal>,
+    /// A token the server refused: renew it if it is still the current one.
+    pub refused: Option<String>,
 }
 
 /// `provision(nodes, action, options)`.

@@ -194,6 +194,19 @@ struct ErrorObject<'a> {
     report: Option<JsValue>,
 }
 
+/// `authenticate()`'s answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Credentials<'a> {
+    endpoint: Option<&'a str>,
+    token: Option<&'a str>,
+    expires_at: Option<&'a str>,
+}
+
+pub fn credentials(endpoint: Option<&str>, token: Option<&str>, expires_at: Option<&str>) -> JsValue {
+    to_js(&Credentials { endpoint, token, expires_at })
+}
+
 pub fn error(e: &Error, report: Option<&JsValue>) -> JsValue {
     let kind = match e {
         Error::UnknownAction(_) | Error::WaitNotSupported(_) | Error::InvalidArgument(_) => "InvalidArgument",
@@ -212,6 +225,10 @@ pub fn error(e: &Error, report: Option<&JsValue>) -> JsValue {
             object.status = Some(h.status);
             object.request_id = Some(h.request_id.as_deref());
             object.detail = Some(&h.message);
+        }
+        Error::Auth(a) => {
+            object.status = a.status;
+            object.request_id = a.status.map(|_| a.request_id.as_deref());
         }
         Error::InvalidBody { ident, field, .. } => {
             object.target = Some(ident);

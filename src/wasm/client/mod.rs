@@ -1,7 +1,8 @@
 //! The exported client: `RawClient`'s methods, and what every call shares
 //! (the endpoint, auth, headers, limits). Its parts:
 //!
-//! - `session`: the token, sending with retries, the microversion.
+//! - `auth`: tokens (given, `getToken()`, a Keystone login), basic auth.
+//! - `session`: sending with retries, the microversion.
 //! - `calls`: the API's methods.
 //! - `drive`: the drive loop that runs the engine on fetch and JS timers.
 //!
@@ -27,23 +28,25 @@ use crate::engine;
 use crate::error::Error;
 use crate::protocol::{self, Microversion, Request, Requested, RetryPolicy};
 
+mod auth;
 mod calls;
 mod drive;
 mod session;
 
 /// What every call needs, shared by the promises it hands out.
 struct Client {
-    /// Endpoint root, without a trailing `/` or `/v1`.
-    endpoint: String,
+    /// Endpoint root, without a trailing `/` or `/v1`: given, or found in
+    /// Keystone's catalog by the first login (every request logs in first).
+    endpoint: RefCell<Option<String>>,
     requested: Requested,
     version: Cell<Option<Microversion>>,
     /// A negotiation under way, shared by concurrent first calls.
     negotiation: SharedSlot<Result<Microversion, Error>>,
     token: RefCell<Option<String>>,
     get_token: Option<Function>,
-    /// A `getToken()` under way, shared by the calls that need a token.
+    /// A `getToken()` or login under way, shared by the calls that need a token.
     token_request: SharedSlot<Result<(), Error>>,
-    basic_auth: Option<String>,
+    login: auth::Login,
     headers: Vec<(String, String)>,
     retry: RetryPolicy,
     /// Seconds; 0 = no limit.
@@ -126,6 +129,24 @@ impl RawClient {
             Ok(JsValue::from_str(&version.to_string()))
         })
     }
+
+    /// The endpoint in use and a current token: logs in (or asks
+    /// `getToken()`) when there is none, it is due for renewal, or it is
+    /// `refused`. For callers that send requests of their own (a proxy).
+    pub fn authenticate(&self, options: JsValue) -> Promise {
+        let c = self.inner.clone();
+        promise(async move {
+            let (opts, scope) = call::<options::Authenticate>(&options)?;
+            match c.ensure_token(&scope, opts.refused.as_deref()).await {
+                Ok(true) => {}
+                // Only a call with a deadline can miss the token; this has none.
+                Ok(false) => return Err(reject(&scope, Error::Aborted, None)),
+                Err(e) => return Err(reject(&scope, e, None)),
+            }
+            let (endpoint, token, expires_at) = c.credentials_now();
+            Ok(report::credentials(endpoint.as_deref(), token.as_deref(), expires_at.as_deref()))
+        })
+    }
 }
 
 /// A call's options and its scope; an already aborted signal rejects now.
@@ -141,23 +162,24 @@ fn call<T: CallOptions>(options: &JsValue) -> Result<(T, Rc<Scope>), JsValue> {
 impl Client {
     fn new(options: &JsValue) -> Result<Client, Error> {
         let opts: options::Client = options::read(options, "IronicClient options", "Option ")?;
-        let endpoint = endpoint(&opts.endpoint.unwrap_or_default())?;
+        let login = auth::login(opts.auth.as_ref(), opts.region, opts.interface)?;
+        if opts.auth.is_some() && (opts.token.is_some() || opts.get_token.is_some() || opts.basic_auth.is_some()) {
+            return Err(Error::InvalidArgument("Option auth cannot be combined with token, getToken or basicAuth".into()));
+        }
+        let endpoint = match (&opts.endpoint, &login) {
+            (None, auth::Login::Keystone(_)) => None,
+            (given, _) => Some(endpoint(given.as_deref().unwrap_or_default())?),
+        };
         let requested = match &opts.microversion {
             Some(v) => Requested::parse(v)?,
             None => Requested::Latest,
         };
-        let basic_auth = match &opts.basic_auth {
-            Some(auth) => {
-                let auth: options::BasicAuth = options::read(auth, "Option basicAuth", "Option basicAuth.")?;
-                let (user, password) = (auth.username.unwrap_or_default(), auth.password.unwrap_or_default());
-                if user.contains(':') || user.chars().chain(password.chars()).any(char::is_control) {
-                    return Err(Error::InvalidArgument(
-                        "basicAuth: the username must not contain ':' and neither part a control character".into(),
-                    ));
-                }
-                Some(protocol::basic_auth(&user, &password))
+        let login = match &opts.basic_auth {
+            Some(given) => {
+                let b: options::BasicAuth = options::read(given, "Option basicAuth", "Option basicAuth.")?;
+                auth::Login::Basic(auth::basic(&b.username.unwrap_or_default(), &b.password.unwrap_or_default())?)
             }
-            None => None,
+            None => login,
         };
         let headers = match &opts.headers {
             Some(given) => header_list(given)?,
@@ -188,7 +210,7 @@ impl Client {
             check_header_value(ua, "Option userAgent")?;
         }
         Ok(Client {
-            endpoint,
+            endpoint: RefCell::new(endpoint),
             requested,
             version: Cell::new(match requested {
                 Requested::Pinned(v) => Some(v),
@@ -198,7 +220,7 @@ impl Client {
             token: RefCell::new(token),
             get_token: opts.get_token,
             token_request: SharedSlot::new(),
-            basic_auth,
+            login,
             headers,
             retry: RetryPolicy {
                 max_retries: max_retries as u32,
@@ -210,8 +232,10 @@ impl Client {
         })
     }
 
+    /// Sending and negotiating log in first, so a catalog's endpoint is
+    /// known here; were it not, the URL would be relative and fail to send.
     fn url(&self, request: &Request) -> String {
-        format!("{}{}", self.endpoint, request.path)
+        format!("{}{}", self.endpoint.borrow().as_deref().unwrap_or_default(), request.path)
     }
 
     /// The headers of one request: checked when the client was made, so
@@ -231,7 +255,7 @@ impl Client {
         }
         if let Some(token) = self.token.borrow().as_deref() {
             set("X-Auth-Token", token);
-        } else if let Some(basic) = &self.basic_auth {
+        } else if let auth::Login::Basic(basic) = &self.login {
             set("Authorization", basic);
         }
         headers

@@ -1,14 +1,13 @@
-//! One endpoint's requests: the token (given, or from `getToken()`, shared
-//! by concurrent calls), sending with python-ironicclient's retries, and the
-//! microversion negotiation (`GET /v1`, shared by concurrent first calls).
+//! One endpoint's requests: sending with the token (see `auth`) and
+//! python-ironicclient's retries, and the microversion negotiation
+//! (`GET /v1`, shared by concurrent first calls).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use js_sys::Promise;
 use wasm_bindgen::JsValue;
 
-use super::{check_header_value, reject, Client};
+use super::{reject, Client};
 use crate::error::Error;
 use crate::protocol::{self, Microversion, Reply, Request, Response};
 use crate::wasm::document::Json;
@@ -16,35 +15,6 @@ use crate::wasm::io::{self, Exchange, Scope};
 use crate::wasm::js;
 
 impl Client {
-    /// Makes sure there is a token to send: with `getToken`, one is asked for
-    /// when there is none yet, or when `refused` (the token a 401 answered)
-    /// is still the current one. Concurrent calls share one `getToken()`.
-    /// `Ok(false)`: the call's deadline came first.
-    pub(super) async fn ensure_token(self: &Rc<Self>, scope: &Rc<Scope>, refused: Option<&str>) -> Result<bool, Error> {
-        if self.get_token.is_none() || self.token.borrow().as_deref().is_some_and(|t| Some(t) != refused) {
-            return Ok(true);
-        }
-        let me = self.clone();
-        let result = self.token_request.join(scope, |own| async move { me.ask_token(&own).await }).await;
-        match result {
-            Some(result) => result.map(|()| true),
-            None if scope.aborted() => Err(Error::Aborted),
-            None => Ok(false),
-        }
-    }
-
-    /// Calls `getToken()` (which may return a promise) and keeps its token.
-    pub(super) async fn ask_token(&self, scope: &Rc<Scope>) -> Result<(), Error> {
-        let Some(get_token) = &self.get_token else { return Ok(()) };
-        let failed = |e: &JsValue| Error::Auth(format!("getToken() failed: {}", js::describe(e)));
-        let token = get_token.call0(&JsValue::UNDEFINED).map_err(|e| failed(&e))?;
-        let token = scope.settle(Promise::resolve(&token)).await.ok_or(Error::Aborted)?.map_err(|e| failed(&e))?;
-        let token = js::text(&token).ok_or_else(|| Error::Auth("getToken() must return a string".into()))?;
-        check_header_value(&token, "The token from getToken()").map_err(|e| Error::Auth(e.to_string()))?;
-        *self.token.borrow_mut() = Some(token);
-        Ok(())
-    }
-
     /// One request with auth and version handling, no retries: a 401 gets
     /// a fresh token from `getToken()` once, a 406 is renegotiated from the
     /// 406's own version headers once (a pinned version is an error then).
@@ -72,7 +42,7 @@ impl Client {
             let exchange = Exchange { url: &url, request, headers: &headers, timeout_at, max_body: self.max_body };
             let reply = io::send(scope, exchange).await;
             match &reply {
-                Reply::Response(r) if r.status == 401 && !refreshed && self.get_token.is_some() => {
+                Reply::Response(r) if r.status == 401 && !refreshed && self.renews_tokens() => {
                     refreshed = true;
                     refused = sent_token;
                 }
@@ -206,7 +176,8 @@ impl Client {
     }
 
     pub(super) async fn negotiate(self: &Rc<Self>, scope: &Rc<Scope>) -> Result<Microversion, Error> {
-        // `getToken` is asked before the first request, this one included.
+        // A token is had before the first request, this one included (a
+        // login may be what finds the endpoint).
         self.ensure_token(scope, None).await?;
         let (min, max) = self.server_range(scope).await?;
         let v = protocol::negotiate(self.requested, min.as_deref(), max.as_deref())?;
