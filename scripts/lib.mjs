@@ -43,7 +43,7 @@ export const WASM_FILE = 'ironic_wait_bg.wasm';
 // visitor per view), options through serde +11.3, reports through serde +3.3,
 // gloo-net and gloo-timers +2.5. The README's performance section has the
 // figures; the target of 45 KB is not reached.
-export const BUDGET_GZIP = 136 * 1024;
+export const BUDGET_GZIP = 150 * 1024;
 
 export function gzipSize(bytes) {
   return gzipSync(bytes, { level: zlib.Z_BEST_COMPRESSION }).length;

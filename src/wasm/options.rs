@@ -199,7 +199,7 @@ pub struct Client {
     /// `{ username, password }`, read as [`BasicAuth`].
     #[serde(default, deserialize_with = "js")]
     pub basic_auth: Option<JsValue>,
-    /// `{ type, authUrl, ... }`, read as [`Auth`].
+    /// `{ type, authUrl, ... }`, read by `client::auth`.
     #[serde(default, deserialize_with = "js")]
     pub auth: Option<JsValue>,
     pub region: Option<String>,
@@ -220,31 +220,6 @@ pub struct Client {
 pub struct BasicAuth {
     pub username: Option<String>,
     pub password: Option<String>,
-}
-
-/// `auth`: the fields of keystoneauth's auth plugins, camel-cased.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Auth {
-    #[serde(rename = "type")]
-    pub auth_type: Option<String>,
-    pub auth_url: Option<String>,
-    pub username: Option<String>,
-    pub user_id: Option<String>,
-    pub password: Option<String>,
-    pub user_domain_name: Option<String>,
-    pub user_domain_id: Option<String>,
-    pub project_name: Option<String>,
-    pub project_id: Option<String>,
-    pub project_domain_name: Option<String>,
-    pub project_domain_id: Option<String>,
-    pub domain_name: Option<String>,
-    pub domain_id: Option<String>,
-    pub system_scope: Option<String>,
-    pub application_credential_id: Option<String>,
-    pub application_credential_name: Option<String>,
-    pub application_credential_secret: Option<String>,
-    pub token: Option<String>,
 }
 
 /// `authenticate(options)`.

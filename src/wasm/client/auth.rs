@@ -6,8 +6,8 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use js_sys::Promise;
-use wasm_bindgen::JsValue;
+use js_sys::{Array, Object, Promise};
+use wasm_bindgen::{JsCast, JsValue};
 
 use super::{check_header_value, endpoint, Client};
 use crate::error::Error;
@@ -16,7 +16,6 @@ use crate::protocol::{self, Reply};
 use crate::wasm::document::Json;
 use crate::wasm::io::{self, Exchange, Scope};
 use crate::wasm::js;
-use crate::wasm::options::{self, Auth};
 
 /// A Keystone login and what it last gave.
 pub(super) struct Keystone {
@@ -39,6 +38,49 @@ pub(super) enum Login {
     Keystone(Keystone),
 }
 
+/// The fields `auth` may have, keystoneauth's names camel-cased.
+const FIELDS: &[&str] = &[
+    "type", "authUrl", "username", "userId", "password", "userDomainName", "userDomainId", "projectName",
+    "projectId", "projectDomainName", "projectDomainId", "domainName", "domainId", "systemScope",
+    "applicationCredentialId", "applicationCredentialName", "applicationCredentialSecret", "token",
+];
+const USER: &[&str] = &["username", "userId", "userDomainName", "userDomainId"];
+const SCOPE: &[&str] =
+    &["projectName", "projectId", "projectDomainName", "projectDomainId", "domainName", "domainId", "systemScope"];
+
+/// `auth`'s fields: each one known, each value a string. Read from the
+/// object's entries rather than through serde: a struct of eighteen
+/// optional fields costs kilobytes of wasm for nothing more.
+struct Fields(Vec<(&'static str, String)>);
+
+impl Fields {
+    fn read(auth: &JsValue) -> Result<Fields, Error> {
+        if !auth.is_object() || Array::is_array(auth) {
+            return Err(Error::InvalidArgument("Option auth must be an object".into()));
+        }
+        let mut fields = Vec::new();
+        for entry in Object::entries(auth.unchecked_ref()) {
+            let entry: Array = entry.unchecked_into();
+            let (key, value) = (entry.get(0).as_string().unwrap_or_default(), entry.get(1));
+            let Some(&name) = FIELDS.iter().find(|&&f| f == key) else {
+                return Err(Error::InvalidArgument(format!("Option auth.{key} is not known")));
+            };
+            if value.is_undefined() || value.is_null() {
+                continue;
+            }
+            let value = js::text(&value)
+                .ok_or_else(|| Error::InvalidArgument(format!("Option auth.{name} must be a string")))?;
+            fields.push((name, value));
+        }
+        Ok(Fields(fields))
+    }
+
+    fn take(&mut self, name: &str) -> Option<String> {
+        let i = self.0.iter().position(|(n, _)| *n == name)?;
+        Some(self.0.swap_remove(i).1)
+    }
+}
+
 /// The `auth`, `region` and `interface` options. Each auth type takes its
 /// own fields: a field it does not use is refused rather than ignored, so
 /// that a mistyped configuration is not silently another login.
@@ -51,30 +93,8 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
         }
         return Ok(Login::None);
     };
-    let a: Auth = options::read(auth, "Option auth", "Option auth.")?;
-    let auth_type = a.auth_type.clone().unwrap_or_else(|| "password".into());
-    let given: Vec<(&str, bool)> = vec![
-        ("authUrl", a.auth_url.is_some()),
-        ("username", a.username.is_some()),
-        ("userId", a.user_id.is_some()),
-        ("password", a.password.is_some()),
-        ("userDomainName", a.user_domain_name.is_some()),
-        ("userDomainId", a.user_domain_id.is_some()),
-        ("projectName", a.project_name.is_some()),
-        ("projectId", a.project_id.is_some()),
-        ("projectDomainName", a.project_domain_name.is_some()),
-        ("projectDomainId", a.project_domain_id.is_some()),
-        ("domainName", a.domain_name.is_some()),
-        ("domainId", a.domain_id.is_some()),
-        ("systemScope", a.system_scope.is_some()),
-        ("applicationCredentialId", a.application_credential_id.is_some()),
-        ("applicationCredentialName", a.application_credential_name.is_some()),
-        ("applicationCredentialSecret", a.application_credential_secret.is_some()),
-        ("token", a.token.is_some()),
-    ];
-    const USER: &[&str] = &["username", "userId", "userDomainName", "userDomainId"];
-    const SCOPE: &[&str] =
-        &["projectName", "projectId", "projectDomainName", "projectDomainId", "domainName", "domainId", "systemScope"];
+    let mut a = Fields::read(auth)?;
+    let auth_type = a.take("type").unwrap_or_else(|| "password".into());
     let takes: Vec<&str> = match auth_type.as_str() {
         "none" => vec![],
         "http_basic" => vec!["username", "password"],
@@ -90,7 +110,7 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
             ))
         }
     };
-    if let Some((field, _)) = given.iter().find(|(field, set)| *set && !takes.contains(field)) {
+    if let Some((field, _)) = a.0.iter().find(|(field, _)| !takes.contains(field)) {
         let why = if auth_type == "v3applicationcredential" && SCOPE.contains(field) {
             " (application credentials cannot request a scope: theirs is fixed when they are made)"
         } else {
@@ -110,20 +130,14 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
     let method = match auth_type.as_str() {
         "none" => return Ok(Login::None),
         "http_basic" => {
-            let (user, password) = (required(a.username, "username")?, required(a.password, "password")?);
+            let (user, password) = (required(a.take("username"), "username")?, required(a.take("password"), "password")?);
             return basic(&user, &password).map(Login::Basic);
         }
-        "password" => AuthMethod::Password {
-            user: user(a.user_id, a.username, a.user_domain_id, a.user_domain_name, &auth_type)?,
-            password: required(a.password, "password")?,
-        },
+        "password" => AuthMethod::Password { user: user(&mut a, &auth_type)?, password: required(a.take("password"), "password")? },
         "v3applicationcredential" => {
-            let credential = match (a.application_credential_id, a.application_credential_name) {
+            let credential = match (a.take("applicationCredentialId"), a.take("applicationCredentialName")) {
                 (Some(id), _) => ApplicationCredential::Id(id),
-                (None, Some(name)) => ApplicationCredential::Name {
-                    name,
-                    user: user(a.user_id, a.username, a.user_domain_id, a.user_domain_name, &auth_type)?,
-                },
+                (None, Some(name)) => ApplicationCredential::Name { name, user: user(&mut a, &auth_type)? },
                 (None, None) => {
                     return Err(Error::InvalidArgument(
                         "Option auth.applicationCredentialId, or auth.applicationCredentialName with the user, is required for auth type v3applicationcredential".into(),
@@ -132,18 +146,17 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
             };
             AuthMethod::ApplicationCredential {
                 credential,
-                secret: required(a.application_credential_secret, "applicationCredentialSecret")?,
+                secret: required(a.take("applicationCredentialSecret"), "applicationCredentialSecret")?,
             }
         }
-        _ => AuthMethod::Token { token: required(a.token, "token")? },
+        _ => AuthMethod::Token { token: required(a.take("token"), "token")? },
     };
-    let scope = match (a.project_id, a.project_name, a.domain_id, a.domain_name, a.system_scope) {
+    let scope = match (a.take("projectId"), a.take("projectName"), a.take("domainId"), a.take("domainName"), a.take("systemScope")) {
         (None, None, None, None, None) => TokenScope::Unscoped,
         (Some(id), _, None, None, None) => TokenScope::Project(Owned::Id(id)),
-        (None, Some(name), None, None, None) => TokenScope::Project(Owned::Name {
-            name,
-            domain: domain(a.project_domain_id, a.project_domain_name, "project")?,
-        }),
+        (None, Some(name), None, None, None) => {
+            TokenScope::Project(Owned::Name { name, domain: domain(&mut a, "project")? })
+        }
         (None, None, Some(id), _, None) => TokenScope::Domain(Named::Id(id)),
         (None, None, None, Some(name), None) => TokenScope::Domain(Named::Name(name)),
         (None, None, None, None, Some(all)) if all == "all" => TokenScope::System,
@@ -156,7 +169,7 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
             ))
         }
     };
-    let auth_url = required(a.auth_url, "authUrl")?;
+    let auth_url = required(a.take("authUrl"), "authUrl")?;
     // Checked as an endpoint is (http(s), no credentials, query or fragment).
     let base = keystone::v3_base(&endpoint(&auth_url).map_err(|_| {
         Error::InvalidArgument("Option auth.authUrl must be an http(s) URL such as http://127.0.0.1:5000/v3, without credentials, query or fragment".into())
@@ -179,18 +192,19 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
 
 /// The user: by id, or by name in a domain (keystoneauth would send a
 /// name without one, and Keystone would refuse it with a vaguer message).
-fn user(id: Option<String>, name: Option<String>, domain_id: Option<String>, domain_name: Option<String>, auth_type: &str) -> Result<Owned, Error> {
-    match (id, name) {
+fn user(a: &mut Fields, auth_type: &str) -> Result<Owned, Error> {
+    match (a.take("userId"), a.take("username")) {
         (Some(id), _) => Ok(Owned::Id(id)),
-        (None, Some(name)) => Ok(Owned::Name { name, domain: self::domain(domain_id, domain_name, "user")? }),
+        (None, Some(name)) => Ok(Owned::Name { name, domain: domain(a, "user")? }),
         (None, None) => {
             Err(Error::InvalidArgument(format!("Option auth.username or auth.userId is required for auth type {auth_type}")))
         }
     }
 }
 
-fn domain(id: Option<String>, name: Option<String>, of: &str) -> Result<Named, Error> {
-    match (id, name) {
+/// The domain of the user's or the project's name.
+fn domain(a: &mut Fields, of: &str) -> Result<Named, Error> {
+    match (a.take(&format!("{of}DomainId")), a.take(&format!("{of}DomainName"))) {
         (Some(id), _) => Ok(Named::Id(id)),
         (None, Some(name)) => Ok(Named::Name(name)),
         (None, None) => Err(Error::InvalidArgument(format!(
