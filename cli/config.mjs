@@ -228,9 +228,9 @@ function buildClientOptions(value) {
       } else {
         Object.assign(auth, pick('applicationCredentialName', 'userId', 'username', 'userDomainName',
           'userDomainId'));
-        if (auth.username !== undefined && auth.userDomainName === undefined && auth.userDomainId === undefined) {
-          Object.assign(auth, userDomainFromDomain(value));
-        }
+        // A user named without a domain: the default domain, as for password (python leaves it out and
+        // Keystone refuses the request).
+        applyDefaultDomain(auth, value);
       }
       client.auth = auth;
       break;
@@ -293,6 +293,7 @@ function userDomainFromDomain(value) {
 // default domain (keystoneauth's --os-default-domain-id/-name first, then OSC's --os-default-domain,
 // itself 'default' when not given).
 function applyDefaultDomain(auth, value) {
+  // Only password logins carry a project name here, so only they get a project domain.
   if (auth.username !== undefined && auth.userDomainId === undefined && auth.userDomainName === undefined) {
     Object.assign(auth, userDomainFromDomain(value));
   }

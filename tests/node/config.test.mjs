@@ -219,6 +219,10 @@ test('auth types: each one, explicit and inferred', async () => {
     OS_USER_DOMAIN_NAME: 'D', OS_APPLICATION_CREDENTIAL_NAME: 'n', OS_APPLICATION_CREDENTIAL_SECRET: SECRET }),
   { auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET,
     applicationCredentialName: 'n', username: 'u', userDomainName: 'D' } });
+  assert.deepEqual(await client({ OS_AUTH_URL: url, OS_USERNAME: 'u', OS_APPLICATION_CREDENTIAL_NAME: 'n',
+    OS_APPLICATION_CREDENTIAL_SECRET: SECRET, OS_DEFAULT_DOMAIN: 'dd' }),
+  { auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET,
+    applicationCredentialName: 'n', username: 'u', userDomainId: 'dd' } });
   assert.deepEqual(await client({ OS_AUTH_URL: url, OS_USER_ID: 'uid', OS_APPLICATION_CREDENTIAL_NAME: 'n',
     OS_APPLICATION_CREDENTIAL_SECRET: SECRET }),
   { auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET,
@@ -443,6 +447,15 @@ for (const c of DIFFERENTIAL) {
     assert.deepEqual(js, py);
   });
 }
+
+test('same as python\'s loader: a region the cloud does not list', { skip: !havePython && 'no real-ironic venv' }, async () => {
+  const box = await sandbox({ 'cwd/clouds.yaml': 'clouds:\n  c:\n    auth_type: none\n    endpoint: http://i\n' +
+    '    regions: [R1, R2]\n' });
+  const env = { OS_CLOUD: 'c', OS_REGION_NAME: 'R3' };
+  const py = await runPython({ cwd: box.cwd, home: box.home, env });
+  assert.match(py.error, /^Region R3 is not a valid region name/);
+  assert.equal(await configError(box.resolve({ env })), py.error);
+});
 
 test('same as python\'s loader: a cloud that is not there', { skip: !havePython && 'no real-ironic venv' }, async () => {
   const box = await sandbox({ 'cwd/clouds.yaml': PASSWORD_CLOUD });
