@@ -141,7 +141,7 @@ export async function resolveConfig({
     if (!Object.hasOwn(clouds, cloud)) throw new ConfigError(`Cloud ${cloud} was not found.`);
     const entry = clouds[cloud];
     if (!isMapping(entry)) throw new ConfigError(`Cloud ${cloud} in ${files.configPath} is not a mapping.`);
-    const profile = await profileOf(cloud, entry, dirs, env);
+    const profile = await profileOf(cloud, entry, dirs);
     fileLayer = authUpdate(authUpdate(fileLayer, profile), entry);
     const region = pickRegion(cloud, entry, profile, regionName);
     if (region) {
@@ -168,7 +168,7 @@ function buildClientOptions(value) {
   if (value.endpoint !== undefined) client.endpoint = value.endpoint;
   if (value.region !== undefined) client.region = value.region;
   if (value.interface !== undefined) {
-    const iface = INTERFACES[value.interface];
+    const iface = Object.hasOwn(INTERFACES, value.interface) ? INTERFACES[value.interface] : undefined;
     if (!iface) {
       throw new ConfigError(`Invalid interface ${JSON.stringify(value.interface)}: use public, internal or admin.`);
     }
@@ -244,7 +244,7 @@ function buildClientOptions(value) {
 // and an endpoint without a Keystone URL picks none (`baremetal`'s own default).
 function authTypeOf(value) {
   if (value.authType !== undefined) {
-    const type = AUTH_TYPES[value.authType];
+    const type = Object.hasOwn(AUTH_TYPES, value.authType) ? AUTH_TYPES[value.authType] : undefined;
     if (!type) {
       const names = Object.keys(AUTH_TYPES).filter((n) => n !== 'None').join(',');
       throw new ConfigError(`An invalid auth-type was specified: ${value.authType}. Valid choices are: ${names}.`);
@@ -405,12 +405,12 @@ function pickRegion(cloud, entry, profile, requested) {
     `are ${regions.map((r) => r.name).join(',')}. Please note that region names are case sensitive.`);
 }
 
-async function profileOf(cloud, entry, dirs, env) {
+async function profileOf(cloud, entry, dirs) {
   const name = entry.profile ?? entry.cloud;
   if (name === undefined || name === null) return { auth: {} };
   const vendor = await loadFirst(candidates(dirs, 'clouds-public'));
   const known = vendor && isMapping(vendor.data['public-clouds']) ? vendor.data['public-clouds'] : {};
-  if (!isMapping(known[name])) {
+  if (!Object.hasOwn(known, name) || !isMapping(known[name])) {
     // openstacksdk also ships built-in vendor profiles; ironic-wait only reads clouds-public.yaml.
     throw new ConfigError(`Couldn't find the vendor profile ${name} for the cloud ${cloud} ` +
       '(ironic-wait reads profiles from clouds-public.yaml only, not openstacksdk\'s built-in ones).');

@@ -267,6 +267,7 @@ test('interface and microversion values', async () => {
   assert.equal((await client({ OS_BAREMETAL_API_VERSION: 'latest' })).microversion, 'latest');
   assert.equal((await client({ OS_BAREMETAL_API_VERSION: '1.95' })).microversion, '1.95');
   assert.match(await configError(client({ OS_INTERFACE: 'private' })), /^Invalid interface "private"/);
+  assert.match(await configError(client({ OS_INTERFACE: 'constructor' })), /^Invalid interface "constructor"/);
   assert.match(await configError(client({ OS_BAREMETAL_API_VERSION: '2.1' })), /^Invalid baremetal API version "2.1"/);
   const file = await sandbox({ 'cwd/clouds.yaml': 'clouds:\n  c:\n    auth_type: none\n    endpoint: http://i\n' +
     '    baremetal_default_microversion: "1.80"\n    baremetal_interface: admin\n    interface: public\n' +
@@ -299,6 +300,9 @@ test('errors: python\'s messages, and no secret in any of them', async () => {
   assert.equal(await msg({ env: { OS_CLOUD: 'nope' } }), 'Cloud nope was not found.');
   assert.match(await msg({ env: { OS_CLOUD: 'bad-type' } }),
     /^An invalid auth-type was specified: oidc-magic\. Valid choices are: password,v3password,token,/);
+  assert.match(await msg({ env: { OS_AUTH_TYPE: 'toString', OS_ENDPOINT: 'http://i' } }),
+    /^An invalid auth-type was specified: toString\./);
+  assert.equal(await msg({ env: { OS_CLOUD: 'toString' } }), 'Cloud toString was not found.');
   assert.equal(await msg({ env: { OS_CLOUD: 'no-url' } }), 'Auth plugin requires parameters which were not given: auth_url');
   assert.match(await msg({ env: { OS_CLOUD: 'not-a-map' } }), /^Cloud not-a-map in .*clouds\.yaml is not a mapping\.$/);
   assert.equal(await msg({ env: { OS_AUTH_URL: 'http://k', OS_USERNAME: 'u' } }), 'password is a required attribute');
@@ -390,6 +394,16 @@ const DIFFERENTIAL = [
     env: { OS_CLOUD: 'prod', OS_USERNAME: 'bob', OS_PROJECT_NAME: 'env-project' },
     argv: ['--os-project-name', 'flag-project'],
     flags: { projectName: 'flag-project' },
+  },
+  {
+    name: 'flags over variables over clouds.yaml for the URL, region and interface',
+    files: { 'cwd/clouds.yaml': 'clouds:\n  f:\n    auth:\n      auth_url: http://file/v3\n      username: fu\n' +
+      `      password: ${SECRET}\n      project_id: pf\n    interface: public\n    regions: [R1, R2]\n` +
+      '    identity_api_version: 3\n' },
+    env: { OS_CLOUD: 'f', OS_AUTH_URL: 'http://env/v3', OS_INTERFACE: 'internal', OS_REGION_NAME: 'R1',
+      OS_USER_ID: 'env-uid' },
+    argv: ['--os-interface', 'admin', '--os-region-name', 'R2', '--os-auth-url', 'http://flag/v3'],
+    flags: { interface: 'admin', region: 'R2', authUrl: 'http://flag/v3' },
   },
   {
     name: 'the variables alone, default domain from OS_DEFAULT_DOMAIN',
