@@ -3,7 +3,7 @@
 // explicit env object: the real environment and home are never read. The last group runs python's own
 // loader (osc-lib's OSC_Config on openstacksdk, from the real-ironic venv) on the same files and
 // variables and compares, so the precedence is python's and not a guess.
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -17,9 +17,13 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const PYTHON = path.join(ROOT, '.cache/real-ironic/venv/bin/python');
 const SECRET = 'S3cret-never-shown';
 
+const sandboxes = [];
+after(() => Promise.all(sandboxes.map((root) => fs.rm(root, { recursive: true, force: true }))));
+
 /** Fresh cwd, home and system directories; `files` maps 'cwd/clouds.yaml'-style paths to contents. */
 async function sandbox(files = {}) {
   const root = await fs.mkdtemp(path.join(os.tmpdir(), 'iw-config-'));
+  sandboxes.push(root);
   const dirs = { cwd: path.join(root, 'cwd'), home: path.join(root, 'home'), system: path.join(root, 'etc') };
   for (const dir of Object.values(dirs)) await fs.mkdir(dir, { recursive: true });
   for (const [name, text] of Object.entries(files)) {
