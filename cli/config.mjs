@@ -1,0 +1,511 @@
+// OpenStack configuration for the CLI and the console server: clouds.yaml (with secure.yaml and
+// clouds-public.yaml), the OS_* variables and the --os-* flags, resolved the way python-openstackclient
+// (osc-lib on openstacksdk's loader) resolves them, into IronicClient constructor options.
+//
+// Precedence: --os-* flag > OS_* variable > the cloud's entry in clouds.yaml (secure.yaml merged in,
+// its `profile:` from clouds-public.yaml under it, the chosen region's `values` over it).
+// Error messages never contain a configured value, so never a secret.
+
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import YAML from 'yaml';
+
+/**
+ * Every --os-* option the CLI accepts. `key` is the key in resolveConfig's `flags`, `env` the variable,
+ * `file` the clouds.yaml key (inside `auth:` when `inAuth`), `secret` marks values never to print.
+ */
+export const OS_FLAGS = [
+  { flag: '--os-cloud', key: 'cloud', env: 'OS_CLOUD', file: null, help: 'Cloud name in clouds.yaml' },
+  { flag: '--os-auth-type', key: 'authType', env: 'OS_AUTH_TYPE', file: 'auth_type',
+    help: 'password, v3applicationcredential, token, none, http_basic (or admin_token)' },
+  { flag: '--os-auth-url', key: 'authUrl', env: 'OS_AUTH_URL', file: 'auth_url', inAuth: true,
+    help: 'Keystone URL' },
+  { flag: '--os-username', key: 'username', env: 'OS_USERNAME', file: 'username', inAuth: true,
+    help: 'User name' },
+  { flag: '--os-user-id', key: 'userId', env: 'OS_USER_ID', file: 'user_id', inAuth: true, help: 'User ID' },
+  { flag: '--os-password', key: 'password', env: 'OS_PASSWORD', file: 'password', inAuth: true, secret: true,
+    help: 'Password' },
+  { flag: '--os-user-domain-name', key: 'userDomainName', env: 'OS_USER_DOMAIN_NAME', file: 'user_domain_name',
+    inAuth: true, help: "User's domain name" },
+  { flag: '--os-user-domain-id', key: 'userDomainId', env: 'OS_USER_DOMAIN_ID', file: 'user_domain_id',
+    inAuth: true, help: "User's domain ID" },
+  { flag: '--os-project-name', key: 'projectName', env: 'OS_PROJECT_NAME', file: 'project_name', inAuth: true,
+    help: 'Project to scope to, by name' },
+  { flag: '--os-project-id', key: 'projectId', env: 'OS_PROJECT_ID', file: 'project_id', inAuth: true,
+    help: 'Project to scope to, by ID' },
+  { flag: '--os-project-domain-name', key: 'projectDomainName', env: 'OS_PROJECT_DOMAIN_NAME',
+    file: 'project_domain_name', inAuth: true, help: "Project's domain name" },
+  { flag: '--os-project-domain-id', key: 'projectDomainId', env: 'OS_PROJECT_DOMAIN_ID',
+    file: 'project_domain_id', inAuth: true, help: "Project's domain ID" },
+  { flag: '--os-domain-name', key: 'domainName', env: 'OS_DOMAIN_NAME', file: 'domain_name', inAuth: true,
+    help: 'Domain to scope to by name; with a project: the user and project domain' },
+  { flag: '--os-domain-id', key: 'domainId', env: 'OS_DOMAIN_ID', file: 'domain_id', inAuth: true,
+    help: 'Domain to scope to by ID; with a project: the user and project domain' },
+  { flag: '--os-system-scope', key: 'systemScope', env: 'OS_SYSTEM_SCOPE', file: 'system_scope', inAuth: true,
+    help: "System scope ('all')" },
+  { flag: '--os-default-domain', key: 'defaultDomain', env: 'OS_DEFAULT_DOMAIN', file: 'default_domain',
+    help: "Domain ID for a user or project given by name without a domain (default 'default')" },
+  { flag: '--os-default-domain-id', key: 'defaultDomainId', env: 'OS_DEFAULT_DOMAIN_ID',
+    file: 'default_domain_id', inAuth: true, help: 'As --os-default-domain, before it' },
+  { flag: '--os-default-domain-name', key: 'defaultDomainName', env: 'OS_DEFAULT_DOMAIN_NAME',
+    file: 'default_domain_name', inAuth: true, help: 'As --os-default-domain, by name, before it' },
+  { flag: '--os-application-credential-id', key: 'applicationCredentialId', env: 'OS_APPLICATION_CREDENTIAL_ID',
+    file: 'application_credential_id', inAuth: true, help: 'Application credential ID' },
+  { flag: '--os-application-credential-name', key: 'applicationCredentialName',
+    env: 'OS_APPLICATION_CREDENTIAL_NAME', file: 'application_credential_name', inAuth: true,
+    help: 'Application credential name (with the user)' },
+  { flag: '--os-application-credential-secret', key: 'applicationCredentialSecret',
+    env: 'OS_APPLICATION_CREDENTIAL_SECRET', file: 'application_credential_secret', inAuth: true, secret: true,
+    help: 'Application credential secret' },
+  { flag: '--os-token', key: 'token', env: 'OS_TOKEN', file: 'token', inAuth: true, secret: true,
+    help: 'Keystone token' },
+  { flag: '--os-endpoint', key: 'endpoint', env: 'OS_ENDPOINT', file: 'baremetal_endpoint_override',
+    help: 'Ironic URL; wins over the catalog' },
+  { flag: '--os-region-name', key: 'region', env: 'OS_REGION_NAME', file: 'region_name',
+    help: 'Catalog region' },
+  { flag: '--os-interface', key: 'interface', env: 'OS_INTERFACE', file: 'interface',
+    help: 'Catalog interface: public (default), internal, admin' },
+  { flag: '--os-baremetal-api-version', key: 'microversion', env: 'OS_BAREMETAL_API_VERSION',
+    file: 'baremetal_default_microversion', help: "Ironic API microversion: 'latest' (default) or 1.N" },
+];
+
+/** A mistake in the configuration. The message says what is wrong, never a configured value. */
+export class ConfigError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const BY_KEY = new Map(OS_FLAGS.map((o) => [o.key, o]));
+
+// Auth types ironic-wait implements, and the aliases keystoneauth/openstacksdk accept for them.
+const AUTH_TYPES = {
+  password: 'password', v3password: 'password',
+  token: 'token', v3token: 'token',
+  v3applicationcredential: 'v3applicationcredential',
+  none: 'none', None: 'none',
+  http_basic: 'http_basic',
+  admin_token: 'admin_token', token_endpoint: 'admin_token',
+};
+
+// OS_* variables that only select or locate a configuration; alone they do not make the
+// environment a cloud of its own (openstacksdk's loader, `_get_os_environ`).
+const SELECTOR_VARIABLES = new Set([
+  'OS_CLOUD', 'OS_REGION_NAME', 'OS_CLIENT_CONFIG_FILE', 'OS_CLIENT_SECURE_FILE', 'OS_CLOUD_NAME',
+]);
+
+const INTERFACES = { public: 'public', internal: 'internal', admin: 'admin',
+  publicURL: 'public', internalURL: 'internal', adminURL: 'admin' };
+
+const NO_ENDPOINT = 'The Bare Metal API endpoint cannot be detected and was not provided explicitly.\n' +
+  '* Use --os-endpoint for standalone ironic.\n' +
+  '* Use --os-auth-url and credentials for authentication.\n' +
+  '* Use --os-cloud to load configuration from clouds.yaml';
+
+/**
+ * Resolve the OpenStack configuration into IronicClient options.
+ * @param {object} [options]
+ * @param {Record<string, string>} [options.flags] parsed --os-* values keyed by OS_FLAGS[].key
+ * @param {Record<string, string|undefined>} [options.env] the environment (OS_*, XDG_CONFIG_HOME)
+ * @param {string} [options.cwd] first directory searched for clouds.yaml
+ * @param {string} [options.home] home directory (~/.config/openstack)
+ * @param {string[]} [options.systemDirs] the system directories searched last
+ * @returns {Promise<{ client: object, cloud: string|null }>}
+ */
+export async function resolveConfig({
+  flags = {}, env = process.env, cwd = process.cwd(), home = os.homedir(), systemDirs,
+} = {}) {
+  for (const key of Object.keys(flags)) {
+    if (!BY_KEY.has(key)) throw new ConfigError(`Unknown configuration option: ${key}`);
+  }
+  // An empty flag or variable counts as not given, as in python (argparse values of '' are dropped).
+  const given = (value) => (typeof value === 'string' && value !== '' ? value : undefined);
+  const fromArgs = (key) => given(flags[key]) ?? given(env[BY_KEY.get(key).env]);
+
+  const dirs = searchDirs({ env, cwd, home, systemDirs });
+  const files = await loadCloudFiles(dirs, env);
+  const clouds = files.clouds;
+
+  // Which cloud: --os-cloud / OS_CLOUD; else the environment when it has settings of its own; else the
+  // only cloud of clouds.yaml, if it has exactly one (openstacksdk's rule).
+  let cloud = fromArgs('cloud') ?? null;
+  if (cloud === null && !hasEnvironmentSettings(env)) {
+    const names = Object.keys(clouds);
+    if (names.length === 1) cloud = names[0];
+  }
+  let fileLayer = { auth: {} };
+  let regionName = fromArgs('region');
+  if (cloud !== null) {
+    if (!Object.hasOwn(clouds, cloud)) throw new ConfigError(`Cloud ${cloud} was not found.`);
+    const entry = clouds[cloud];
+    if (!isMapping(entry)) throw new ConfigError(`Cloud ${cloud} in ${files.configPath} is not a mapping.`);
+    const profile = await profileOf(cloud, entry, dirs);
+    fileLayer = authUpdate(authUpdate(fileLayer, profile), entry);
+    const region = pickRegion(cloud, entry, profile, regionName);
+    if (region) {
+      fileLayer = authUpdate(fileLayer, region.values);
+      regionName = region.name || undefined;
+    }
+  }
+  fileLayer = fixLegacyKeys(fileLayer);
+
+  // One value per option: flag, else variable, else the file (top level before `auth:`, as OSC).
+  const value = {};
+  for (const option of OS_FLAGS) {
+    value[option.key] = fromArgs(option.key) ?? fileValue(fileLayer, option);
+  }
+  value.region = regionName;
+  value.endpoint = fromArgs('endpoint') ?? fileEndpoint(fileLayer);
+  value.microversion = fromArgs('microversion') ?? fileMicroversion(fileLayer);
+
+  return { client: buildClientOptions(value), cloud };
+}
+
+function buildClientOptions(value) {
+  const client = {};
+  if (value.endpoint !== undefined) client.endpoint = value.endpoint;
+  if (value.region !== undefined) client.region = value.region;
+  if (value.interface !== undefined) {
+    const iface = Object.hasOwn(INTERFACES, value.interface) ? INTERFACES[value.interface] : undefined;
+    if (!iface) {
+      throw new ConfigError(`Invalid interface ${JSON.stringify(value.interface)}: use public, internal or admin.`);
+    }
+    client.interface = iface;
+  }
+  if (value.microversion !== undefined) client.microversion = microversionOf(value.microversion);
+
+  const type = authTypeOf(value);
+  const pick = (...keys) => {
+    const out = {};
+    for (const key of keys) if (value[key] !== undefined) out[key] = value[key];
+    return out;
+  };
+  switch (type) {
+    case 'none':
+      if (client.endpoint === undefined) throw new ConfigError(NO_ENDPOINT);
+      client.auth = { type: 'none' };
+      break;
+    case 'http_basic':
+      requireParameters(value, ['username', 'password']);
+      if (client.endpoint === undefined) throw new ConfigError(NO_ENDPOINT);
+      client.auth = { type: 'http_basic', ...pick('username', 'password') };
+      break;
+    case 'admin_token':
+      // A ready token sent straight to the given endpoint, without Keystone.
+      requireParameters(value, ['token', 'endpoint']);
+      client.token = value.token;
+      break;
+    case 'password': {
+      requireParameters(value, ['authUrl']);
+      if (value.username === undefined && value.userId === undefined) {
+        throw new ConfigError('Auth plugin requires parameters which were not given: username or user_id');
+      }
+      if (value.password === undefined) throw new ConfigError('password is a required attribute');
+      const auth = { type, ...pick('authUrl', 'username', 'userId', 'password', 'userDomainName', 'userDomainId') };
+      Object.assign(auth, scopeOf(value));
+      applyDefaultDomain(auth, value);
+      client.auth = auth;
+      break;
+    }
+    case 'token':
+      requireParameters(value, ['authUrl', 'token']);
+      client.auth = { type, ...pick('authUrl', 'token'), ...scopeOf(value) };
+      break;
+    case 'v3applicationcredential': {
+      requireParameters(value, ['authUrl']);
+      const byName = value.applicationCredentialName !== undefined &&
+        (value.userId !== undefined || value.username !== undefined);
+      if (value.applicationCredentialId === undefined && !byName) {
+        throw new ConfigError('You must provide either an application credential ID or an application ' +
+          'credential name and user.');
+      }
+      requireParameters(value, ['applicationCredentialSecret']);
+      const auth = { type, ...pick('authUrl', 'applicationCredentialSecret') };
+      if (value.applicationCredentialId !== undefined) {
+        auth.applicationCredentialId = value.applicationCredentialId;
+      } else {
+        Object.assign(auth, pick('applicationCredentialName', 'userId', 'username', 'userDomainName',
+          'userDomainId'));
+        // A user named without a domain: the default domain, as for password (python leaves it out and
+        // Keystone refuses the request).
+        applyDefaultDomain(auth, value);
+      }
+      client.auth = auth;
+      break;
+    }
+  }
+  return client;
+}
+
+// The explicit auth type, or the one the given values call for: python-openstackclient picks password
+// for a user and token for a token; beyond it, an application credential picks v3applicationcredential
+// and an endpoint without a Keystone URL picks none (`baremetal`'s own default).
+function authTypeOf(value) {
+  if (value.authType !== undefined) {
+    const type = Object.hasOwn(AUTH_TYPES, value.authType) ? AUTH_TYPES[value.authType] : undefined;
+    if (!type) {
+      const names = Object.keys(AUTH_TYPES).filter((n) => n !== 'None').join(',');
+      throw new ConfigError(`An invalid auth-type was specified: ${value.authType}. Valid choices are: ${names}.`);
+    }
+    return type;
+  }
+  if (value.username !== undefined || value.userId !== undefined) {
+    return value.applicationCredentialName !== undefined && value.password === undefined
+      ? 'v3applicationcredential' : 'password';
+  }
+  if (value.token !== undefined) return value.authUrl === undefined && value.endpoint !== undefined
+    ? 'admin_token' : 'token';
+  if (value.applicationCredentialId !== undefined || value.applicationCredentialSecret !== undefined) {
+    return 'v3applicationcredential';
+  }
+  return value.authUrl !== undefined ? 'password' : 'none';
+}
+
+// Scope of a password or token login. A domain given with a project is the user's and the project's
+// domain, not a scope (openstacksdk's `_handle_domain_id`).
+function scopeOf(value) {
+  if (value.projectId !== undefined || value.projectName !== undefined) {
+    const scope = value.projectId !== undefined ? { projectId: value.projectId } : { projectName: value.projectName };
+    if (scope.projectName !== undefined) {
+      if (value.projectDomainId !== undefined) scope.projectDomainId = value.projectDomainId;
+      else if (value.projectDomainName !== undefined) scope.projectDomainName = value.projectDomainName;
+      else if (value.domainId !== undefined) scope.projectDomainId = value.domainId;
+      else if (value.domainName !== undefined) scope.projectDomainName = value.domainName;
+    }
+    return scope;
+  }
+  if (value.domainId !== undefined) return { domainId: value.domainId };
+  if (value.domainName !== undefined) return { domainName: value.domainName };
+  if (value.systemScope !== undefined) return { systemScope: value.systemScope };
+  return {};
+}
+
+function userDomainFromDomain(value) {
+  const projectScoped = value.projectId !== undefined || value.projectName !== undefined;
+  if (projectScoped && value.domainId !== undefined) return { userDomainId: value.domainId };
+  if (projectScoped && value.domainName !== undefined) return { userDomainName: value.domainName };
+  return {};
+}
+
+// OSC's default-domain rule for password logins: a user or project named without a domain is in the
+// default domain (keystoneauth's --os-default-domain-id/-name first, then OSC's --os-default-domain,
+// itself 'default' when not given).
+function applyDefaultDomain(auth, value) {
+  // Only password logins carry a project name here, so only they get a project domain.
+  if (auth.username !== undefined && auth.userDomainId === undefined && auth.userDomainName === undefined) {
+    Object.assign(auth, userDomainFromDomain(value));
+  }
+  const fallback = value.defaultDomainId !== undefined ? { id: value.defaultDomainId }
+    : value.defaultDomainName !== undefined ? { name: value.defaultDomainName }
+      : { id: value.defaultDomain ?? 'default' };
+  if (auth.username !== undefined && auth.userDomainId === undefined && auth.userDomainName === undefined) {
+    if (fallback.id !== undefined) auth.userDomainId = fallback.id;
+    else auth.userDomainName = fallback.name;
+  }
+  if (auth.projectName !== undefined && auth.projectDomainId === undefined && auth.projectDomainName === undefined) {
+    if (fallback.id !== undefined) auth.projectDomainId = fallback.id;
+    else auth.projectDomainName = fallback.name;
+  }
+}
+
+function requireParameters(value, keys) {
+  const missing = keys.filter((key) => value[key] === undefined).map((key) => BY_KEY.get(key).file ?? key);
+  if (missing.length > 0) {
+    throw new ConfigError(`Auth plugin requires parameters which were not given: ${missing.join(', ')}`);
+  }
+}
+
+// 'latest', '1' (the major version: latest, as python-ironicclient) or '1.N'.
+function microversionOf(text) {
+  if (text === 'latest' || text === '1') return 'latest';
+  if (/^1\.\d{1,4}$/.test(text)) return text;
+  throw new ConfigError(`Invalid baremetal API version ${JSON.stringify(text)}: use 'latest' or 1.N.`);
+}
+
+function fileValue(layer, option) {
+  if (option.file === null || option.key === 'endpoint' || option.key === 'microversion') return undefined;
+  const top = scalar(layer[option.file]);
+  if (top !== undefined || !option.inAuth) return top;
+  return scalar(layer.auth[option.file]);
+}
+
+function fileEndpoint(layer) {
+  for (const value of [layer.baremetal_endpoint_override, layer.endpoint_override, layer.baremetal_endpoint,
+    layer.endpoint, layer.auth.endpoint]) {
+    if (scalar(value) !== undefined) return scalar(value);
+  }
+  return undefined;
+}
+
+function fileMicroversion(layer) {
+  for (const key of ['baremetal_default_microversion', 'baremetal_api_version']) {
+    const raw = layer[key];
+    // Unquoted, 1.80 is the number 1.8 (python reads it so too and would pin 1.8).
+    if (typeof raw === 'number' && !Number.isInteger(raw)) {
+      throw new ConfigError(`${key} in clouds.yaml must be quoted, as in '1.80': a number loses its trailing zeros.`);
+    }
+    // baremetal_api_version is openstacksdk's major API version ('1', i.e. latest); a 1.N there pins.
+    if (scalar(raw) !== undefined) return scalar(raw);
+  }
+  return undefined;
+}
+
+// YAML gives numbers and booleans; python's loader turns numbers into strings (normalize_keys).
+function scalar(value) {
+  if (typeof value === 'string') return value === '' ? undefined : value;
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'boolean') return value ? 'True' : 'False';
+  return undefined;
+}
+
+// Old spellings openstacksdk still accepts, in `auth:` or at the top level.
+function fixLegacyKeys(layer) {
+  const out = { ...layer, auth: { ...layer.auth } };
+  const renames = { tenant_name: 'project_name', tenant_id: 'project_id', auth_token: 'token' };
+  for (const [old, current] of Object.entries(renames)) {
+    for (const where of [out, out.auth]) {
+      if (where[old] !== undefined && where[current] === undefined) where[current] = where[old];
+      delete where[old];
+    }
+  }
+  if (out.auth_type === undefined && out.auth_plugin !== undefined) out.auth_type = out.auth_plugin;
+  if (out.interface === undefined) out.interface = out.baremetal_endpoint_type ?? out.endpoint_type;
+  if (out.baremetal_interface !== undefined) out.interface = out.baremetal_interface;
+  return out;
+}
+
+function hasEnvironmentSettings(env) {
+  return Object.keys(env).some((name) => name.startsWith('OS_') && !SELECTOR_VARIABLES.has(name) &&
+    !/^OS_(TEST|STD|LOG)/.test(name));
+}
+
+// The region of the cloud in use: the requested one, which must be listed when the cloud lists regions,
+// else the first listed (openstacksdk's `_get_region`). null when the cloud lists none.
+function pickRegion(cloud, entry, profile, requested) {
+  let list = entry.regions ?? entry.region_name ?? profile.regions ?? profile.region_name;
+  if (list === undefined || list === null) return null;
+  if (typeof list === 'string') list = list.split(',');
+  if (!Array.isArray(list)) throw new ConfigError(`The regions of cloud ${cloud} are not a list.`);
+  const regions = list.map((region) => {
+    if (typeof region === 'string') return { name: region, values: {} };
+    if (isMapping(region) && typeof region.name === 'string' &&
+      Object.keys(region).every((k) => k === 'name' || k === 'values') &&
+      (region.values === undefined || isMapping(region.values))) {
+      return { name: region.name, values: normalizeKeys(region.values ?? {}) };
+    }
+    throw new ConfigError(`Invalid region entry in cloud ${cloud}.`);
+  });
+  if (regions.length === 0) return null;
+  if (!requested) return regions[0];
+  const found = regions.find((region) => region.name === requested);
+  if (found) return found;
+  throw new ConfigError(`Region ${requested} is not a valid region name for cloud ${cloud}. Valid choices ` +
+    `are ${regions.map((r) => r.name).join(',')}. Please note that region names are case sensitive.`);
+}
+
+async function profileOf(cloud, entry, dirs) {
+  const name = entry.profile ?? entry.cloud;
+  if (name === undefined || name === null) return { auth: {} };
+  const vendor = await loadFirst(candidates(dirs, 'clouds-public'));
+  const known = vendor && isMapping(vendor.data['public-clouds']) ? vendor.data['public-clouds'] : {};
+  if (!Object.hasOwn(known, name) || !isMapping(known[name])) {
+    // openstacksdk also ships built-in vendor profiles; ironic-wait only reads clouds-public.yaml.
+    throw new ConfigError(`Couldn't find the vendor profile ${name} for the cloud ${cloud} ` +
+      '(ironic-wait reads profiles from clouds-public.yaml only, not openstacksdk\'s built-in ones).');
+  }
+  return normalizeKeys(known[name]);
+}
+
+function searchDirs({ env, cwd, home, systemDirs }) {
+  const userConfig = env.XDG_CONFIG_HOME ? env.XDG_CONFIG_HOME : path.join(home, '.config');
+  const system = systemDirs ?? [
+    ...(env.XDG_CONFIG_DIRS ? env.XDG_CONFIG_DIRS.split(':') : ['/etc/xdg']).map((d) => path.join(d, 'openstack')),
+    '/etc/openstack',
+  ];
+  const all = [cwd, path.join(userConfig, 'openstack'), path.join(home, '.config', 'openstack'), ...system];
+  return all.filter((dir, i) => all.indexOf(dir) === i);
+}
+
+function candidates(dirs, base) {
+  return dirs.flatMap((dir) => ['.yaml', '.yml', '.json'].map((ext) => path.join(dir, base + ext)));
+}
+
+// clouds.yaml and secure.yaml: the first found of each (OS_CLIENT_CONFIG_FILE / OS_CLIENT_SECURE_FILE
+// first), secure.yaml deep-merged over clouds.yaml.
+async function loadCloudFiles(dirs, env) {
+  const configFiles = candidates(dirs, 'clouds');
+  if (env.OS_CLIENT_CONFIG_FILE) configFiles.unshift(env.OS_CLIENT_CONFIG_FILE);
+  const secureFiles = candidates(dirs, 'secure');
+  if (env.OS_CLIENT_SECURE_FILE) secureFiles.unshift(env.OS_CLIENT_SECURE_FILE);
+  const config = await loadFirst(configFiles);
+  const secure = await loadFirst(secureFiles);
+  let merged = config ? config.data : {};
+  if (secure) merged = mergeDeep(merged, secure.data);
+  const clouds = merged.clouds ?? {};
+  if (!isMapping(clouds)) throw new ConfigError(`"clouds" in ${config?.path ?? secure.path} is not a mapping.`);
+  const normalized = {};
+  for (const [name, entry] of Object.entries(clouds)) normalized[name] = isMapping(entry) ? normalizeKeys(entry) : entry;
+  return { clouds: normalized, configPath: config?.path ?? secure?.path };
+}
+
+// The first file of the list that exists and can be read. A file that cannot be parsed is an error here
+// (python skips it with a warning, which then reads as "Cloud ... was not found").
+async function loadFirst(files) {
+  for (const file of files) {
+    let text;
+    try {
+      text = await fs.readFile(file, 'utf8');
+    } catch (err) {
+      if (['ENOENT', 'ENOTDIR', 'EACCES', 'EISDIR', 'EPERM'].includes(err.code)) continue;
+      throw new ConfigError(`Cannot read ${file}: ${err.code ?? 'error'}`);
+    }
+    let data;
+    try {
+      // YAML 1.1, as PyYAML reads clouds.yaml. The parser's message quotes the file, so only the
+      // position is reported: the file holds passwords.
+      data = file.endsWith('json') ? JSON.parse(text) : YAML.parse(text, { version: '1.1' });
+    } catch (err) {
+      const where = err.linePos?.[0] ? ` at line ${err.linePos[0].line}, column ${err.linePos[0].col}` : '';
+      throw new ConfigError(`Cannot parse ${file}${where}.`);
+    }
+    if (data === null || data === undefined) data = {};
+    if (!isMapping(data)) throw new ConfigError(`${file} is not a mapping.`);
+    return { path: file, data };
+  }
+  return null;
+}
+
+function isMapping(value) {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function normalizeKeys(object) {
+  const out = {};
+  for (const [key, value] of Object.entries(object)) {
+    out[key.replaceAll('-', '_')] = isMapping(value) ? normalizeKeys(value) : value;
+  }
+  return out;
+}
+
+function mergeDeep(base, over) {
+  const out = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    out[key] = isMapping(value) && isMapping(out[key]) ? mergeDeep(out[key], value) : value;
+  }
+  return out;
+}
+
+// dict.update, except that the nested `auth` mapping is updated rather than replaced.
+function authUpdate(base, over) {
+  const out = { ...base, auth: { ...base.auth } };
+  for (const [key, value] of Object.entries(over)) {
+    if (key === 'auth') {
+      if (isMapping(value)) Object.assign(out.auth, value);
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
