@@ -3,6 +3,10 @@
 //   PORT          the port (default 8000)
 //   IRONIC_URL    proxy /v1 to this Ironic instead of the embedded simulator
 //   IRONIC_TOKEN  a Keystone token for it, added by the server (never sent to the page)
+//   OS_CLOUD, OS_*  or, without IRONIC_URL, the OpenStack configuration the CLI
+//                 reads (cli/config.mjs): the server logs in to Keystone, finds
+//                 Ironic in the catalog and proxies with the token, renewed as
+//                 the package renews it
 import { ROOT, run, main } from './lib.mjs';
 import { startConsoleServer } from '../www/server.mjs';
 
@@ -11,17 +15,13 @@ await main('start', async () => {
 
   const port = Number(process.env.PORT ?? 8000);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${process.env.PORT}`);
-  const ironicUrl = process.env.IRONIC_URL || undefined;
-  const server = await startConsoleServer({ port, ironicUrl, ironicToken: process.env.IRONIC_TOKEN || undefined }).catch((e) => {
+  const upstream = await ironic(process.env);
+  const server = await startConsoleServer({ port, ...upstream.options }).catch((e) => {
     throw e.code === 'EADDRINUSE' ? new Error(`port ${port} is in use: set PORT to another one`) : e;
   });
 
   console.log(`\nironic-wait console: ${server.url}/`);
-  // Credentials in IRONIC_URL are not for the terminal either.
-  const shown = ironicUrl && Object.assign(new URL(ironicUrl), { username: '', password: '' }).href;
-  console.log(ironicUrl
-    ? `  /v1 goes to ${shown}${process.env.IRONIC_TOKEN ? ' with the token from IRONIC_TOKEN' : ' (no IRONIC_TOKEN set)'}`
-    : '  /v1 is the Ironic simulator with a demo fleet of 24 nodes (set IRONIC_URL to use a real Ironic)');
+  console.log(`  /v1 ${upstream.says}`);
   console.log('  Ctrl-C to stop');
 
   for (const signal of ['SIGINT', 'SIGTERM']) {
@@ -31,3 +31,36 @@ await main('start', async () => {
     });
   }
 });
+
+/**
+ * Where /v1 goes: IRONIC_URL (and IRONIC_TOKEN); else, when any OS_* variable
+ * is set, the OpenStack configuration, logged in to now so that a mistake
+ * shows at once; else the simulator. `says` describes it without credentials.
+ */
+async function ironic(env) {
+  if (env.IRONIC_URL) {
+    const shown = Object.assign(new URL(env.IRONIC_URL), { username: '', password: '' }).href;
+    return {
+      options: { ironicUrl: env.IRONIC_URL, ironicToken: env.IRONIC_TOKEN || undefined },
+      says: `goes to ${shown}${env.IRONIC_TOKEN ? ' with the token from IRONIC_TOKEN' : ' (no IRONIC_TOKEN set)'}`,
+    };
+  }
+  if (!Object.keys(env).some((name) => name.startsWith('OS_'))) {
+    return { options: {}, says: 'is the Ironic simulator with a demo fleet of 24 nodes (set OS_CLOUD or IRONIC_URL to use a real Ironic)' };
+  }
+  const { resolveConfig } = await import('../cli/config.mjs');
+  const { IronicClient } = await import('ironic-wait');
+  const { client: options, cloud } = await resolveConfig({ env });
+  const client = new IronicClient(options);
+  const { endpoint, token } = await client.authenticate();
+  const auth = options.auth ?? {};
+  // Ironic's own HTTP basic auth goes as IRONIC_URL's credentials do.
+  const ironicUrl = auth.type === 'http_basic'
+    ? Object.assign(new URL(endpoint), { username: auth.username, password: auth.password }).href
+    : endpoint;
+  const from = cloud ? `cloud ${cloud}` : 'the OS_* variables';
+  return {
+    options: { ironicUrl, ironicToken: token === null ? undefined : async (refused) => (await client.authenticate({ refused })).token },
+    says: `goes to ${endpoint} (${from}${token === null ? '' : ', with a Keystone token the server renews'})`,
+  };
+}

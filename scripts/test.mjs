@@ -16,6 +16,7 @@ const PARTS = [
   { name: 'node', what: 'the built package in Node against the simulator', ...node('--test', 'tests/node') },
   { name: 'browser', what: 'the console and its server, in Chromium', ...node('--test', 'tests/browser') },
   { name: 'real-ironic', what: 'the package and python-ironicclient 6.3 side by side against a real Ironic 39 (its venv in .cache/real-ironic)', ...node('--test', 'tests/real-ironic') },
+  { name: 'real-keystone', what: 'the package, the CLI and the console logging in to a real Keystone 30, a real Ironic 39 behind it (venvs in .cache/)', ...node('--test', 'tests/real-keystone') },
   // The runtime matrix (tests/runtimes/): one scenario, the package from its own tarball, each runtime vs Node.
   { name: 'node-pack', what: 'the runtime scenario in Node, the package installed from its tarball', ...node('--test', 'tests/runtimes/node.test.mjs') },
   { name: 'deno', what: 'the runtime scenario in Deno, with --allow-net only', ...node('--test', 'tests/runtimes/deno.test.mjs') },

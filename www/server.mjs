@@ -94,7 +94,9 @@ const BAD_DECODED = /[%/\\?#;\x00-\x1f\x7f-\uffff]/;
  * @param {number} [options.port=0] 0 picks a free port
  * @param {string} [options.host='127.0.0.1'] a loopback address (127.x.x.x, ::1 or localhost): nothing else is allowed
  * @param {string} [options.ironicUrl] proxy /v1 to this Ironic instead of running the simulator
- * @param {string} [options.ironicToken] sent to that Ironic as X-Auth-Token
+ * @param {string|function} [options.ironicToken] sent to that Ironic as X-Auth-Token: a token, or
+ *   `async (refused) => token` (an IronicClient's authenticate(), say), asked for each request, and once
+ *   more with the token an upstream 401 answered, after which the request is sent again
  * @param {object} [options.scenario] the simulator's scenario (default: the demo fleet)
  * @param {number} [options.seed=1] the simulator's seed
  * @param {number} [options.maxBodyBytes=MAX_BODY_BYTES] larger request bodies are refused (413)
@@ -402,7 +404,6 @@ function proxy(req, res, upstream, { path, query, body, token }) {
   }
   const headers = {};
   for (const name of FORWARDED_REQUEST_HEADERS) if (req.headers[name] !== undefined) headers[name] = req.headers[name];
-  if (token) headers['x-auth-token'] = token;
   if (upstream.basic) headers.authorization = upstream.basic;
   if (body.length) headers['content-length'] = body.length;
 
@@ -412,24 +413,38 @@ function proxy(req, res, upstream, { path, query, body, token }) {
     send(res, status, 'application/json', ironicError(message, 'Server'), req.method);
   };
   const client = target.protocol === 'https:' ? https : http;
-  const request = client.request(target, { method: req.method, headers, timeout: UPSTREAM_TIMEOUT_MS }, (answer) => {
-    const back = {};
-    for (const name of FORWARDED_RESPONSE_HEADERS) if (answer.headers[name] !== undefined) back[name] = answer.headers[name];
-    const location = answer.headers.location === undefined ? null : localLocation(answer.headers.location, target, upstream);
-    if (location) back.location = location;
-    if (answer.statusCode >= 300 && answer.statusCode < 400 && !location) {
-      answer.destroy();
-      return failed(502, 'Ironic answered with a redirect the console server does not follow.');
-    }
-    res.writeHead(answer.statusCode, back);
-    answer.pipe(res);
-    answer.on('error', () => res.destroy());
-  });
-  request.on('timeout', () => request.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
-  request.on('error', (e) => failed(e.code === 'ETIMEDOUT' ? 504 : 502,
-    e.code === 'ETIMEDOUT' ? 'Ironic did not answer the console server in time.' : 'The console server cannot reach Ironic.'));
-  res.on('close', () => request.destroy());
-  request.end(body.length ? body : undefined);
+  // A token source is asked for a token per request; after a 401 once more,
+  // naming the refused token, and the (buffered) request is sent again.
+  const renews = typeof token === 'function';
+  const forward = (current, retried) => {
+    if (current) headers['x-auth-token'] = current;
+    const request = client.request(target, { method: req.method, headers, timeout: UPSTREAM_TIMEOUT_MS }, (answer) => {
+      if (answer.statusCode === 401 && renews && !retried) {
+        answer.resume();
+        return tokenOf(current).then((next) => forward(next, true), () => failed(502, 'The console server cannot log in to Keystone.'));
+      }
+      const back = {};
+      for (const name of FORWARDED_RESPONSE_HEADERS) if (answer.headers[name] !== undefined) back[name] = answer.headers[name];
+      const location = answer.headers.location === undefined ? null : localLocation(answer.headers.location, target, upstream);
+      if (location) back.location = location;
+      if (answer.statusCode >= 300 && answer.statusCode < 400 && !location) {
+        answer.destroy();
+        return failed(502, 'Ironic answered with a redirect the console server does not follow.');
+      }
+      res.writeHead(answer.statusCode, back);
+      answer.pipe(res);
+      answer.on('error', () => res.destroy());
+    });
+    request.on('timeout', () => request.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
+    request.on('error', (e) => failed(e.code === 'ETIMEDOUT' ? 504 : 502,
+      e.code === 'ETIMEDOUT' ? 'Ironic did not answer the console server in time.' : 'The console server cannot reach Ironic.'));
+    res.on('close', () => request.destroy());
+    request.end(body.length ? body : undefined);
+  };
+  const tokenOf = async (refused) => (renews ? token(refused) : token);
+  tokenOf(undefined).then((first) => {
+    if (!res.destroyed) forward(first, false);
+  }, () => failed(502, 'The console server cannot log in to Keystone.'));
 }
 
 /** An upstream `Location` as a path on this origin, or null when it points outside Ironic's /v1. */

@@ -151,6 +151,35 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
   assert.equal((await fetch(`${server.url}/__sim`, { headers: { 'X-Console-Token': token } })).status, 404, 'no simulator control API in proxy mode');
 });
 
+test('proxy mode with a token source (OS_CLOUD): asked per request, again after a 401 naming the refused token, then resent', async () => {
+  const ironic = await startIronic({
+    nodes: [{ name: 'n1', provision_state: 'available' }],
+    faults: [{ kind: 'status', status: 401, method: 'PUT', path: '/v1/nodes/n1/states/provision', count: 1 }],
+  });
+  open.push(ironic);
+  const asked = [];
+  let issued = 0;
+  const ironicToken = async (refused) => {
+    asked.push(refused);
+    if (refused === undefined && issued > 0) return `tok-${issued}`;
+    return `tok-${++issued}`;
+  };
+  const server = await start({ ironicUrl: ironic.url, ironicToken });
+  const client = new IronicClient({ endpoint: server.url, headers: { 'X-Console-Token': await pageToken(server.url) } });
+  const report = await client.provision('n1', 'manage', { wait: 10, pollInterval: 0.02 });
+  assert.equal(report.ok, true);
+  const puts = ironic.requests('PUT', '/v1/nodes/n1/states/provision');
+  assert.deepEqual(puts.map((r) => r.headers['x-auth-token']), ['tok-1', 'tok-2'], 'the PUT (and its body) sent again with the new token');
+  assert.ok(asked.includes('tok-1'), 'the source was told which token was refused');
+  // A source that fails is a generic 502, its error text stays on the server.
+  const failing = await start({ ironicUrl: ironic.url, ironicToken: async () => { throw new Error('keystone says no: hunter2'); } });
+  const res = await fetch(`${failing.url}/v1/nodes`, { headers: { ...API, 'X-Console-Token': await pageToken(failing.url) } });
+  assert.equal(res.status, 502);
+  const text = await res.text();
+  assert.match(text, /The console server cannot log in to Keystone\./);
+  assert.doesNotMatch(text, /hunter2/);
+});
+
 test('proxy mode: credentials in IRONIC_URL become HTTP Basic; an unreachable Ironic is a generic 502', async () => {
   const ironic = await startIronic({ nodes: [{ name: 'n1', provision_state: 'available' }] });
   open.push(ironic);

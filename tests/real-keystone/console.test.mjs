@@ -1,0 +1,104 @@
+// `OS_CLOUD=... npm start` against a real Keystone 30 and a real Ironic 39
+// behind it: the console server reads clouds.yaml (secure.yaml merged) like
+// the CLI, logs in, finds Ironic in the catalog and proxies /v1 with the
+// token, which never reaches the page, an answer or the terminal.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth } from '../../scripts/real-keystone.mjs';
+import { ROOT } from '../../scripts/lib.mjs';
+
+const PROJECT = 'console';
+const USER = 'dave';
+const PASSWORD = 'dave-secret-3';
+
+let keystone;
+let ironic;
+let dir;
+
+before(async () => {
+  keystone = await startKeystone({ name: 'console' });
+  ironic = await startIronicBehindKeystone(keystone, { name: 'console-ironic' });
+  await keystone.createProjectUser({ project: PROJECT, user: USER, password: PASSWORD, role: 'admin' });
+  const login = await issueToken(keystone.url, passwordAuth({ user: USER, password: PASSWORD, project: PROJECT }));
+  const created = await fetch(`${ironic.url}/v1/nodes`, {
+    method: 'POST',
+    headers: { 'X-Auth-Token': login.token, 'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.115' },
+    body: JSON.stringify({ driver: 'fake-hardware', name: 'console-node' }),
+  });
+  assert.equal(created.status, 201, await created.clone().text());
+  dir = mkdtempSync(join(tmpdir(), 'iw-console-'));
+  // The password only in secure.yaml, as operators keep it.
+  writeFileSync(join(dir, 'clouds.yaml'), `clouds:
+  lab:
+    auth:
+      auth_url: ${keystone.url}
+      username: ${USER}
+      project_name: ${PROJECT}
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: RegionOne
+`);
+  writeFileSync(join(dir, 'secure.yaml'), `clouds:\n  lab:\n    auth:\n      password: ${PASSWORD}\n`);
+});
+
+after(async () => {
+  await Promise.allSettled([ironic?.stop(), keystone?.stop()]);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** `npm start`'s script with these variables (and none of ours of OpenStack's); resolves once it serves or exits. */
+function start(env) {
+  const ours = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('OS_') && !name.startsWith('IRONIC_')));
+  const child = spawn(process.execPath, ['scripts/start.mjs'], {
+    cwd: ROOT,
+    env: { ...ours, PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = { stdout: '', stderr: '' };
+  child.stderr.on('data', (d) => { output.stderr += d; });
+  return new Promise((resolve) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      output.stdout += `${line}\n`;
+      const url = output.stdout.match(/^ironic-wait console: (http:\S+)\/$/m)?.[1];
+      if (url && line.includes('Ctrl-C to stop')) resolve({ url, child, output });
+    });
+    child.on('exit', (code) => resolve({ code, child, output }));
+  });
+}
+
+test('OS_CLOUD: the console proxies to the catalog\'s Ironic with a token the page never sees', { timeout: 120_000 }, async () => {
+  const { url, child, output } = await start({ OS_CLOUD: 'lab', OS_CLIENT_CONFIG_FILE: join(dir, 'clouds.yaml'), OS_CLIENT_SECURE_FILE: join(dir, 'secure.yaml') });
+  assert.ok(url, `the server started: ${output.stderr}`);
+  try {
+    assert.match(output.stdout, new RegExp(`/v1 goes to ${ironic.url.replace(/[.]/g, '\\.')} \\(cloud lab, with a Keystone token the server renews\\)`));
+    const page = await (await fetch(`${url}/`)).text();
+    const consoleToken = page.match(/<meta name="console-token" content="([^"]+)">/)[1];
+    const answer = await fetch(`${url}/v1/nodes?fields=name,provision_state`, {
+      headers: { 'X-Console-Token': consoleToken, 'X-OpenStack-Ironic-API-Version': '1.115' },
+    });
+    const text = await answer.text();
+    assert.equal(answer.status, 200, text);
+    assert.deepEqual(JSON.parse(text).nodes.map((n) => n.name), ['console-node']);
+    // Without the console's token, nothing is proxied.
+    assert.equal((await fetch(`${url}/v1/nodes`)).status, 403);
+    const seen = [page, text, JSON.stringify([...answer.headers]), output.stdout, output.stderr].join('\n');
+    assert.ok(!seen.includes('gAAAA'), 'no Keystone token in the page, the answers or the terminal');
+    assert.ok(!seen.includes(PASSWORD));
+  } finally {
+    child.kill('SIGINT');
+  }
+});
+
+test('a wrong password stops npm start with Keystone\'s refusal, and no secret', { timeout: 60_000 }, async () => {
+  const wrong = 'wrong-horse-battery';
+  const { code, output } = await start({ OS_AUTH_URL: keystone.url, OS_USERNAME: USER, OS_PASSWORD: wrong, OS_PROJECT_NAME: PROJECT });
+  assert.equal(code, 1);
+  // The last line (the build may have said something before).
+  assert.match(output.stderr, /(^|\n)start: The request you have made requires authentication\. \(HTTP 401\) \(Request-ID: req-[0-9a-f-]{36}\)\n$/);
+  assert.ok(!output.stdout.includes(wrong) && !output.stderr.includes(wrong));
+});
