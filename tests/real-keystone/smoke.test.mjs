@@ -1,5 +1,5 @@
 // The real chain that issue 11's Keystone support will be tested on, checked
-// with plain fetch (the library cannot speak Keystone yet): a real Keystone 30
+// with plain fetch, beside the package's own tests (client.test.mjs): a real Keystone 30
 // (scripts/real-keystone.mjs) issuing short-lived tokens, and a real Ironic 39
 // behind it (`auth_strategy = keystone`) listed in its catalog as `baremetal`.
 // Keystone's and Ironic's answers are the judges: every token is checked by
