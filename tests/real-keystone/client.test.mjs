@@ -17,20 +17,30 @@ const PASSWORD = 'carol-secret-7';
 
 let keystone;
 let ironic;
-let nodeUuid; // a fake-hardware node owned by the project, enrolled
+let nodeUuid; // kn-2: a fake-hardware node owned by the project, manageable (kn-1 stays enrolled for the first test)
 
 before(async () => {
   keystone = await startKeystone({ name: 'client', tokenExpiration: TOKEN_LIFE });
   ironic = await startIronicBehindKeystone(keystone, { name: 'client-ironic' });
   await keystone.createProjectUser({ project: PROJECT, user: USER, password: PASSWORD, role: 'admin' });
   const login = await issueToken(keystone.url, passwordAuth({ user: USER, password: PASSWORD, project: PROJECT }));
-  const created = await fetch(`${ironic.url}/v1/nodes`, {
-    method: 'POST',
-    headers: { 'X-Auth-Token': login.token, 'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.115' },
-    body: JSON.stringify({ driver: 'fake-hardware', name: 'kn-1' }),
-  });
-  assert.equal(created.status, 201, await created.clone().text());
-  nodeUuid = (await created.json()).uuid;
+  const api = async (method, path, body) => {
+    const r = await fetch(`${ironic.url}${path}`, {
+      method,
+      headers: { 'X-Auth-Token': login.token, 'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.115' },
+      body: body && JSON.stringify(body),
+    });
+    const text = await r.text();
+    assert.ok(r.ok, `${method} ${path}: ${r.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+  await api('POST', '/v1/nodes', { driver: 'fake-hardware', name: 'kn-1' });
+  nodeUuid = (await api('POST', '/v1/nodes', { driver: 'fake-hardware', name: 'kn-2' })).uuid;
+  // Through Ironic's API, not the package: the tests below must not depend on each other.
+  await api('PUT', '/v1/nodes/kn-2/states/provision', { target: 'manage' });
+  for (let i = 0; i < 120 && (await api('GET', '/v1/nodes/kn-2')).provision_state !== 'manageable'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 });
 
 after(async () => {
