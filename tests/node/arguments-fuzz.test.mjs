@@ -173,6 +173,8 @@ const RULES = {
   microversion: () => 'invalid',
   settle: () => 'invalid',
   action: () => 'invalid',
+  // With a username and a password only http_basic is complete (the other types need more fields).
+  'auth-type': () => 'invalid',
   'field-name': (s) => (/^\w+$/.test(s) ? textRule(s) : 'invalid'),
 };
 const inRange = (v, min, max) => Number.isFinite(v) && v >= min && v <= max;
@@ -251,8 +253,11 @@ const CLEAN_STEPS = [{ interface: 'deploy', step: 'erase_devices', args: {} }];
 function base(method, ctx, slot = {}) {
   const signal = ctx?.controller.signal;
   switch (method) {
-    case 'constructor':
-      return [{ endpoint: ironic.url, retryInterval: 0.01, maxRetries: 1, requestTimeout: 5, basicAuth: { username: 'u', password: 'p' }, headers: { 'X-Trial': 'fuzz' } }];
+    case 'constructor': {
+      // The `auth` positions put the same credentials in `auth` instead (not both: that is refused).
+      const credentials = slot.auth ? { auth: { type: 'http_basic', username: 'u', password: 'p' } } : { basicAuth: { username: 'u', password: 'p' } };
+      return [{ endpoint: ironic.url, retryInterval: 0.01, maxRetries: 1, requestTimeout: 5, ...credentials, headers: { 'X-Trial': 'fuzz' } }];
+    }
     case 'provision':
       // Enroll nodes refuse every action but manage with a 400: a real, quick answer.
       return [['e1', 'e2'], slot.action ?? 'deploy', { wait: 5, pollInterval: 0.05, signal, ...slot.with }];
@@ -295,6 +300,11 @@ const POSITIONS = {
     basicAuth: { path: [0, 'basicAuth'], type: 'basicAuth', valid: () => ({ username: 'u', password: 'p' }) },
     'basicAuth.username': { path: [0, 'basicAuth', 'username'], ...S('base64', 'u') },
     'basicAuth.password': { path: [0, 'basicAuth', 'password'], ...S('base64', 'p'), secret: true },
+    auth: { path: [0, 'auth'], type: 'auth', auth: true, valid: () => ({ type: 'http_basic', username: 'u', password: 'p' }) },
+    'auth.type': { path: [0, 'auth', 'type'], ...S('auth-type', 'http_basic'), auth: true },
+    'auth.username': { path: [0, 'auth', 'username'], ...S('base64', 'u'), auth: true },
+    'auth.password': { path: [0, 'auth', 'password'], ...S('base64', 'p'), auth: true, secret: true },
+    'auth.bogus': { path: [0, 'auth', 'bogus'], ...UNKNOWN, auth: true },
     microversion: { path: [0, 'microversion'], ...S('microversion', '1.80') },
     maxRetries: { path: [0, 'maxRetries'], ...N('retries', 1) },
     retryInterval: { path: [0, 'retryInterval'], ...N('retryInterval', 0.01) },
