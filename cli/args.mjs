@@ -102,7 +102,7 @@ export class Parser {
   /** parse_args: everything must be understood. */
   parse(args) {
     const { values, extras } = this.parseKnown(args);
-    if (extras.length) this.error(`unrecognized arguments: ${extras.join(' ')}`);
+    if (extras.length) this.error(`unrecognized arguments: ${maskSecrets(extras).join(' ')}`);
     return values;
   }
 
@@ -367,6 +367,13 @@ export class Parser {
     }
     return `${out.join('\n').trimEnd()}\n`;
   }
+}
+
+// A misspelt secret option (`--rescue-pasword x`) is not known, so argparse
+// would quote its value back: the word after an option whose name says
+// password, secret or token is masked instead.
+function maskSecrets(words) {
+  return words.map((w, i) => (i > 0 && /^-.*(pass|secret|token)/i.test(words[i - 1]) && !words[i - 1].includes('=') ? '***' : w.replace(/^(-[^=]*(?:pass|secret|token)[^=]*=).*$/i, '$1***')));
 }
 
 /** The name argparse uses for an argument in errors: the flags, or the metavar. */

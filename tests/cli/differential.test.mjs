@@ -1,0 +1,156 @@
+// ironic-wait against python-ironicclient's `baremetal` (6.3, from the
+// real-ironic venv): the same command line, each against a fresh simulator
+// loaded with the same scenario; stdout, stderr and the exit code must be
+// equal, but for the deliberate differences named in DIFFERENCES.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { baremetalPath, endpointArgs, ironicWaitAs, run, withSimulator } from './support.mjs';
+
+/** Where ironic-wait answers differently on purpose, and why. Each case names the ones it meets. */
+const DIFFERENCES = {
+  'request-id': {
+    why: 'ironic-wait negotiates the microversion with one GET /v1 first; the simulator draws request ids in order, so the same error carries another id',
+    normalize: (s) => s.replace(/req-[0-9a-f-]{36}/g, 'req-<id>'),
+  },
+  progress: {
+    why: "ironic-wait shows the wait's progress on stderr (plain lines when stderr is not a terminal; -q hides them)",
+    ours: (s) => s.replace(/^ *\d+\.\d+s .*\n/gm, ''),
+  },
+  'negative-wait': {
+    why: "a negative --wait is refused before anything is sent; baremetal sends the PUT, prints 'Waiting for ...', then fails",
+  },
+  'global-usage': {
+    why: "the usage line of a global option error lists ironic-wait's own global options (the --os-* options of the config, --json, --settle); the error line is the same",
+  },
+};
+
+const TIMING = {
+  verifying: 0, deploying: 0, 'wait call-back': 0, deleting: 0, cleaning: 0, 'clean wait': 0,
+  inspecting: 0, adopting: 0, rescuing: 0, unrescuing: 0, servicing: 0, allocating: 0,
+};
+// A manual clock: time stands still, so a 0-long phase is over at its PUT,
+// a stalled one never is, and timestamps are the epoch in both worlds.
+const scenario = (nodes, extra = {}) => ({ seed: 11, epoch: '2026-01-01T00:00:00Z', manualClock: true, timing: TIMING, nodes, ...extra });
+const available = (name, more = {}) => ({ name, provision_state: 'available', resource_class: 'gold', ...more });
+const ALLOCATION = '5f0c3a8e-4b7e-4a3e-9a7e-1b2c3d4e5f60';
+
+const CASES = [
+  { name: 'deploy two nodes, success', scenario: scenario([available('n1'), available('n2')]), args: ['node', 'deploy', 'n1', 'n2', '--wait', '30'], differences: ['progress'] },
+  { name: 'manage, bare --wait, success', scenario: scenario([{ name: 'n1', provision_state: 'enroll' }]), args: ['node', 'manage', 'n1', '--wait'], differences: ['progress'] },
+  { name: 'provide without --wait', scenario: scenario([{ name: 'n1', provision_state: 'manageable' }]), args: ['node', 'provide', 'n1'] },
+  {
+    name: 'deploy failed',
+    scenario: scenario([available('n1')], { transitions: [{ node: 'n1', action: 'active', fail: 'Deploy step failed: no image' }] }),
+    args: ['node', 'deploy', 'n1', '--wait'],
+    differences: ['progress'],
+  },
+  {
+    name: 'timeout: a node that never settles',
+    scenario: scenario([{ name: 'n1', provision_state: 'enroll' }], { transitions: [{ node: 'n1', action: 'manage', stall: true }] }),
+    args: ['node', 'manage', 'n1', '--wait', '1'],
+    differences: ['progress'],
+  },
+  {
+    name: 'unexpected stable state',
+    scenario: scenario([{ name: 'n1', provision_state: 'enroll' }], { transitions: [{ node: 'n1', action: 'manage', fail: 'cannot reach the BMC' }] }),
+    args: ['node', 'manage', 'n1', '--wait', '20'],
+    differences: ['progress'],
+  },
+  { name: '404 node', scenario: scenario([available('n1')]), args: ['node', 'deploy', 'nope', '--wait'], differences: ['request-id'] },
+  { name: '404 between two nodes', scenario: scenario([available('n1'), available('n2')]), args: ['node', 'deploy', 'n1', 'nope', 'n2', '--wait', '5'], differences: ['request-id'] },
+  { name: 'refused action (400)', scenario: scenario([{ name: 'n1', provision_state: 'active' }]), args: ['node', 'provide', 'n1', '--wait'], differences: ['request-id'] },
+  { name: '--wait on abort', scenario: scenario([]), args: ['node', 'abort', 'n1', '--wait'] },
+  { name: '--wait on unhold', scenario: scenario([]), args: ['node', 'unhold', 'n1', '--wait', '5'] },
+  { name: 'missing node', scenario: scenario([]), args: ['node', 'deploy', '--wait', '5'] },
+  { name: '--wait 1.5', scenario: scenario([]), args: ['node', 'deploy', 'n1', '--wait', '1.5'] },
+  { name: '--wait swallows a node name', scenario: scenario([]), args: ['node', 'deploy', '--wait', 'n1'] },
+  { name: 'unknown option', scenario: scenario([]), args: ['node', 'deploy', 'n1', '--wiat', '5'] },
+  { name: 'node names after --wait N', scenario: scenario([]), args: ['node', 'deploy', 'n1', '--wait', '5', 'n2'] },
+  { name: 'clean without steps', scenario: scenario([]), args: ['node', 'clean', 'n1', '--wait'] },
+  { name: 'clean steps and runbook', scenario: scenario([]), args: ['node', 'clean', 'n1', '--runbook', 'r1', '--clean-steps', '[]'] },
+  { name: 'service: runbook with --disable-ramdisk', scenario: scenario([]), args: ['node', 'service', 'n1', '--runbook', 'r1', '--disable-ramdisk', '--wait'] },
+  { name: 'clean steps that are not JSON', scenario: scenario([]), args: ['node', 'clean', 'n1', '--clean-steps', 'not-a-file'], stderrPrefix: "Value 'not-a-file' is not a file and cannot be parsed as JSON: " },
+  { name: 'rescue without password', scenario: scenario([]), args: ['node', 'rescue', 'n1', '--wait'] },
+  { name: 'config drive that is no file', scenario: scenario([]), args: ['node', 'deploy', 'n1', '--config-drive', '/nonexistent/cd.iso', '--wait'] },
+  { name: 'an option abbreviated', scenario: scenario([available('n1')]), args: ['node', 'deploy', 'n1', '--wai', '10'], differences: ['progress'] },
+  { name: '--wait=N', scenario: scenario([available('n1')]), args: ['node', 'deploy', 'n1', '--wait=10'], differences: ['progress'] },
+  {
+    name: 'allocation create --wait, success (table)',
+    scenario: scenario([available('n1')]),
+    args: ['allocation', 'create', '--resource-class', 'gold', '--uuid', ALLOCATION, '--name', 'a1', '--extra', 'k=1', '--extra', 'who=me', '--owner', 'ops', '--wait', '10'],
+    differences: ['progress'],
+  },
+  {
+    name: 'allocation create --wait -f value -c',
+    scenario: scenario([available('n1')]),
+    args: ['allocation', 'create', '--resource-class', 'gold', '--uuid', ALLOCATION, '--wait', '-f', 'value', '-c', 'state', '-c', 'uuid'],
+    differences: ['progress'],
+  },
+  {
+    name: 'allocation create --wait -f json and shell',
+    scenario: scenario([available('n1')]),
+    args: ['allocation', 'create', '--resource-class', 'gold', '--uuid', ALLOCATION, '--trait', 'CUSTOM_X', '--candidate-node', 'n1', '--wait', '5', '-f', 'json'],
+    differences: ['progress'],
+  },
+  {
+    name: 'allocation create --wait, error',
+    scenario: scenario([available('n1')]),
+    args: ['allocation', 'create', '--resource-class', 'silver', '--uuid', ALLOCATION, '--wait', '10'],
+    differences: ['progress'],
+  },
+  { name: 'allocation create without --resource-class', scenario: scenario([]), args: ['allocation', 'create', '--wait'] },
+  { name: 'allocation create --trait without a value', scenario: scenario([]), args: ['allocation', 'create', '--trait'] },
+  { name: '--wait -1', scenario: scenario([available('n1')]), args: ['node', 'deploy', 'n1', '--wait', '-1'], differences: ['negative-wait'] },
+  { name: 'global option with a bad value', scenario: scenario([]), args: ['--max-retries', 'x', 'node', 'deploy', 'n1'], differences: ['global-usage'] },
+];
+
+const BAREMETAL = await baremetalPath();
+const IRONIC_WAIT = ironicWaitAs('baremetal');
+
+async function runIn(program, c) {
+  return withSimulator(c.scenario, async (sim) => {
+    const cmd = program === 'python' ? BAREMETAL : process.execPath;
+    const args = program === 'python' ? [...endpointArgs(sim), ...c.args] : [IRONIC_WAIT, ...endpointArgs(sim), ...c.args];
+    const result = await run(cmd, args);
+    return { ...result, log: sim.log() };
+  });
+}
+
+test('ironic-wait and baremetal on the same scenarios', { concurrency: 3 }, async (t) => {
+  await Promise.all(CASES.map((c) => t.test(c.name, async () => {
+    const [python, ours] = await Promise.all([runIn('python', c), runIn('ours', c)]);
+    const differences = (c.differences ?? []).map((d) => DIFFERENCES[d]);
+    const normalize = (s, side) => differences.reduce((text, d) => (side === 'ours' && d.ours ? d.ours(text) : text), differences.reduce((text, d) => (d.normalize ? d.normalize(text) : text), s));
+    const what = `${c.args.join(' ')}\n--- baremetal stderr:\n${python.stderr}--- ironic-wait stderr:\n${ours.stderr}`;
+
+    if (c.differences?.includes('negative-wait')) {
+      assert.equal(python.stdout, 'Waiting for provision state active on node(s) n1\n');
+      assert.equal(ours.stdout, '', what);
+      assert.equal(ours.stderr, python.stderr, what);
+      assert.equal(ours.code, python.code);
+      assert.ok(python.log.some((e) => e.method === 'PUT'), 'baremetal sends the PUT');
+      assert.deepEqual(ours.log.filter((e) => e.method === 'PUT'), [], 'ironic-wait sends nothing');
+      return;
+    }
+    if (c.differences?.includes('global-usage')) {
+      const lastLine = (s) => s.trimEnd().split('\n').at(-1);
+      assert.match(python.stderr, /^usage: baremetal /);
+      assert.match(ours.stderr, /^usage: baremetal /);
+      assert.equal(lastLine(ours.stderr), lastLine(python.stderr), what);
+      assert.equal(ours.stdout, python.stdout);
+      assert.equal(ours.code, python.code);
+      return;
+    }
+    assert.equal(normalize(ours.stdout, 'ours'), normalize(python.stdout, 'python'), `stdout of ${what}`);
+    if (c.stderrPrefix) {
+      // The parser's own words after the prefix differ (Python's json module, JavaScript's JSON.parse).
+      assert.ok(python.stderr.startsWith(c.stderrPrefix), python.stderr);
+      assert.ok(ours.stderr.startsWith(c.stderrPrefix), ours.stderr);
+    } else {
+      assert.equal(normalize(ours.stderr, 'ours'), normalize(python.stderr, 'python'), `stderr of ${what}`);
+    }
+    assert.equal(ours.code, python.code, `exit code of ${what}`);
+    // Nothing at all is sent when the command line is refused.
+    if (python.code === 2) assert.deepEqual(ours.log, []);
+  })));
+});
