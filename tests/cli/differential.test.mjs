@@ -3,7 +3,10 @@
 // loaded with the same scenario; stdout, stderr and the exit code must be
 // equal, but for the deliberate differences named in DIFFERENCES.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
 import { baremetalPath, endpointArgs, ironicWaitAs, run, withSimulator } from './support.mjs';
 
 /** Where ironic-wait answers differently on purpose, and why. Each case names the ones it meets. */
@@ -19,6 +22,9 @@ const DIFFERENCES = {
   'negative-wait': {
     why: "a negative --wait is refused before anything is sent; baremetal sends the PUT, prints 'Waiting for ...', then fails",
   },
+  'typed-error': {
+    why: "where baremetal crashes (a node whose provision_state is null: AttributeError, printed as Python's own words), ironic-wait fails with an InvalidResponseError naming the node and the field; both exit 1",
+  },
   'global-usage': {
     why: "the usage line of a global option error lists ironic-wait's own global options (the --os-* options of the config, --json, --settle); the error line is the same",
   },
@@ -33,6 +39,19 @@ const TIMING = {
 const scenario = (nodes, extra = {}) => ({ seed: 11, epoch: '2026-01-01T00:00:00Z', manualClock: true, timing: TIMING, nodes, ...extra });
 const available = (name, more = {}) => ({ name, provision_state: 'available', resource_class: 'gold', ...more });
 const ALLOCATION = '5f0c3a8e-4b7e-4a3e-9a7e-1b2c3d4e5f60';
+const active = (name) => ({ name, provision_state: 'active', resource_class: 'gold' });
+const manageable = (name) => ({ name, provision_state: 'manageable', resource_class: 'gold' });
+
+// Files both programs read: steps in YAML, a config drive in JSON and in text.
+const FILES = mkdtempSync(join(tmpdir(), 'ironic-wait-differential-'));
+after(() => rmSync(FILES, { recursive: true, force: true }));
+const STEPS_YAML = join(FILES, 'steps.yaml');
+writeFileSync(STEPS_YAML, '- interface: deploy\n  step: erase_devices_metadata\n  args: {}\n');
+const DRIVE_JSON = join(FILES, 'drive.json');
+writeFileSync(DRIVE_JSON, '{"meta_data": {"hostname": "n1"}}');
+const DRIVE_TEXT = join(FILES, 'drive.b64');
+writeFileSync(DRIVE_TEXT, 'H4sIAAAAAAAAA+3BMQEAAADCoPVPbQwfoAAAAAAAAAAAAAAAAAAAAIC3AYbSVKsAKAAA');
+const STEPS_JSON = '[{"interface": "deploy", "step": "erase_devices_metadata", "args": {}}]';
 
 const CASES = [
   { name: 'deploy two nodes, success', scenario: scenario([available('n1'), available('n2')]), args: ['node', 'deploy', 'n1', 'n2', '--wait', '30'], differences: ['progress'] },
@@ -100,6 +119,43 @@ const CASES = [
   },
   { name: 'allocation create without --resource-class', scenario: scenario([]), args: ['allocation', 'create', '--wait'] },
   { name: 'allocation create --trait without a value', scenario: scenario([]), args: ['allocation', 'create', '--trait'] },
+  // Every waitable action once, each to its expected state.
+  { name: 'undeploy', scenario: scenario([active('n1')]), args: ['node', 'undeploy', 'n1', '--wait', '30'], differences: ['progress'] },
+  { name: 'inspect', scenario: scenario([manageable('n1')]), args: ['node', 'inspect', 'n1', '--wait'], differences: ['progress'] },
+  { name: 'adopt', scenario: scenario([manageable('n1')]), args: ['node', 'adopt', 'n1', '--wait'], differences: ['progress'] },
+  { name: 'provide', scenario: scenario([manageable('n1')]), args: ['node', 'provide', 'n1', '--wait'], differences: ['progress'] },
+  { name: 'rescue', scenario: scenario([active('n1')]), args: ['node', 'rescue', 'n1', '--rescue-password', 'pw', '--wait'], differences: ['progress'] },
+  { name: 'unrescue', scenario: scenario([{ name: 'n2', provision_state: 'rescue' }]), args: ['node', 'unrescue', 'n2', '--wait'], differences: ['progress'] },
+  { name: 'rebuild with a config drive file (JSON)', scenario: scenario([active('n1')]), args: ['node', 'rebuild', 'n1', '--config-drive', DRIVE_JSON, '--wait'], differences: ['progress'] },
+  { name: 'deploy with a config drive file (text) and deploy steps', scenario: scenario([available('n1')]), args: ['node', 'deploy', 'n1', '--config-drive', DRIVE_TEXT, '--deploy-steps', STEPS_JSON, '--wait'], differences: ['progress'] },
+  { name: 'deploy with a config drive object', scenario: scenario([available('n1')]), args: ['node', 'deploy', 'n1', '--config-drive', '{"user_data": "#!/bin/sh"}', '--wait'], differences: ['progress'] },
+  { name: 'clean with steps from a YAML file', scenario: scenario([manageable('n1')]), args: ['node', 'clean', 'n1', '--clean-steps', STEPS_YAML, '--wait'], differences: ['progress'] },
+  { name: 'clean with steps from stdin', scenario: scenario([manageable('n1')]), args: ['node', 'clean', 'n1', '--clean-steps', '-', '--wait'], input: STEPS_JSON, differences: ['progress'] },
+  { name: 'service with steps', scenario: scenario([active('n1')]), args: ['node', 'service', 'n1', '--service-steps', STEPS_JSON, '--wait', '20'], differences: ['progress'] },
+  {
+    name: 'the second of three nodes fails',
+    scenario: scenario([available('n1'), available('n2'), available('n3')], { transitions: [{ node: 'n2', action: 'active', fail: 'boom' }] }),
+    args: ['node', 'deploy', 'n1', 'n2', 'n3', '--wait'],
+    differences: ['progress'],
+  },
+  {
+    name: 'timeout of one node of two',
+    scenario: scenario([{ name: 'n1', provision_state: 'enroll' }, { name: 'n2', provision_state: 'enroll' }], { transitions: [{ node: 'n2', action: 'manage', stall: true }] }),
+    args: ['node', 'manage', 'n1', 'n2', '--wait', '1'],
+    differences: ['progress'],
+  },
+  {
+    name: 'a real clock: verifying for a second, then manageable',
+    scenario: scenario([{ name: 'n1', provision_state: 'enroll' }], { manualClock: false, timing: { ...TIMING, verifying: 1000 } }),
+    args: ['node', 'manage', 'n1', '--wait', '30'],
+    differences: ['progress'],
+  },
+  {
+    name: 'a node without a provision state',
+    scenario: scenario([available('n1')], { faults: [{ node: 'n1', method: 'GET', kind: 'set', set: { provision_state: null } }] }),
+    args: ['node', 'deploy', 'n1', '--wait'],
+    differences: ['typed-error'],
+  },
   { name: '--wait -1', scenario: scenario([available('n1')]), args: ['node', 'deploy', 'n1', '--wait', '-1'], differences: ['negative-wait'] },
   { name: 'global option with a bad value', scenario: scenario([]), args: ['--max-retries', 'x', 'node', 'deploy', 'n1'], differences: ['global-usage'] },
 ];
@@ -111,7 +167,7 @@ async function runIn(program, c) {
   return withSimulator(c.scenario, async (sim) => {
     const cmd = program === 'python' ? BAREMETAL : process.execPath;
     const args = program === 'python' ? [...endpointArgs(sim), ...c.args] : [IRONIC_WAIT, ...endpointArgs(sim), ...c.args];
-    const result = await run(cmd, args);
+    const result = await run(cmd, args, { input: c.input ?? '' });
     return { ...result, log: sim.log() };
   });
 }
@@ -130,6 +186,13 @@ test('ironic-wait and baremetal on the same scenarios', { concurrency: 3 }, asyn
       assert.equal(ours.code, python.code);
       assert.ok(python.log.some((e) => e.method === 'PUT'), 'baremetal sends the PUT');
       assert.deepEqual(ours.log.filter((e) => e.method === 'PUT'), [], 'ironic-wait sends nothing');
+      return;
+    }
+    if (c.differences?.includes('typed-error')) {
+      assert.equal(ours.stdout, python.stdout);
+      assert.match(python.stderr, /'NoneType' object has no attribute 'endswith'/);
+      assert.match(DIFFERENCES.progress.ours(ours.stderr), /^[^\n]*\bn1\b[^\n]*provision_state[^\n]*\n$/, ours.stderr);
+      assert.equal(ours.code, python.code);
       return;
     }
     if (c.differences?.includes('global-usage')) {
