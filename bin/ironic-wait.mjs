@@ -7,6 +7,9 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { main } from '../cli/main.mjs';
 
+// A reader that went away (`| head`) ends the program quietly, as it would a shell tool.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', (e) => process.exit(e.code === 'EPIPE' ? 0 : 1));
+
 const prog = basename(process.argv[1] ?? 'ironic-wait').replace(/\.(mjs|cjs|js)$/, '');
 const code = await main(process.argv.slice(2), {
   prog,

@@ -372,15 +372,11 @@ function finishReport(ctx, report, expected, timeout) {
   return report.ok ? 0 : 1;
 }
 
-/** A report as JSON data: errors as { name, message, status, requestId }. */
+/** A report as JSON data, in its own key order: errors as { name, message, status, requestId }. */
 export function reportJson(report) {
   const error = (e) => e && { name: e.name, message: e.message, ...(e.status !== undefined && { status: e.status }), ...(e.requestId !== undefined && { requestId: e.requestId }) };
-  const { nodes, allocation, ...rest } = report;
-  return {
-    ...rest,
-    ...(nodes && { nodes: nodes.map((n) => ({ ...n, ...(n.error && { error: error(n.error) }) })) }),
-    ...(allocation && { allocation }),
-  };
+  const node = (n) => Object.fromEntries(Object.entries(n).map(([k, v]) => [k, k === 'error' ? error(v) : v]));
+  return Object.fromEntries(Object.entries(report).map(([k, v]) => [k, k === 'nodes' ? v.map(node) : v]));
 }
 
 async function runAllocationCreate(ctx, v) {
@@ -396,13 +392,16 @@ async function runAllocationCreate(ctx, v) {
   if (v.owner !== undefined) fields.owner = v.owner;
   const wait = v.wait_timeout ?? null;
   if (wait !== null) checkTimeout(wait);
-  const progress = wait === null ? null : ctx.progress([fields.name ?? fields.uuid ?? 'new']);
+  // The allocation's UUID is known at the first event: its progress line is named then (by its name if it has one).
+  let progress = null;
+  const onProgress = (e) => {
+    const label = fields.name ?? e.allocation;
+    progress ??= ctx.progress([label]);
+    progress.event({ ...e, allocation: label });
+  };
   let result;
   try {
-    result = await ctx.client.createAllocation(fields, {
-      signal: ctx.signal,
-      ...(wait !== null && { wait, onProgress: progress && ((e) => progress.event({ ...e, allocation: progress.targets[0] })) }),
-    });
+    result = await ctx.client.createAllocation(fields, { signal: ctx.signal, ...(wait !== null && { wait, onProgress }) });
   } catch (e) {
     if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
     throw e;
