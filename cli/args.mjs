@@ -165,6 +165,9 @@ export class Parser {
     while (i < args.length) {
       const k = kinds[i];
       if (k.kind === '--') {
+        // A parser without positionals (the global one) passes it on, as
+        // parse_known_args does, so that the command's parser still sees it.
+        if (!this.positionals.length) extras.push('--');
         i++;
         continue;
       }
@@ -183,7 +186,8 @@ export class Parser {
           record(action, value, nameOf(action));
         }
         positionalsLeft = positionalsLeft.filter((p) => !consumed.some((c) => c.action === p));
-        extras.push(...run.slice(used));
+        // Without positionals (the global parser) a `--` inside the run is passed on too.
+        extras.push(...(this.positionals.length ? run.slice(used) : args.slice(i, end)));
         i = end;
         continue;
       }

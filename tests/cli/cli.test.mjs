@@ -81,6 +81,19 @@ test('progress on a terminal: one live line per node, redrawn in place', async (
   assert.deepEqual(last, ['n1: deploying  1.5s', 'n2: active (reached)  1.5s']);
 });
 
+test('progress on a real terminal (util-linux script): live lines with the final state, then the exit', async (t) => {
+  if ((await run('script', ['--version']).catch(() => ({ code: -1 }))).code !== 0) return t.skip('no script(1) here');
+  await withSimulator(scenario([available('n1'), available('n2')]), async (sim) => {
+    const command = [process.execPath, CLI, ...endpointArgs(sim), 'node', 'deploy', 'n1', 'n2', '--wait', '30'].join(' ');
+    const r = await run('script', ['-qefc', command, '/dev/null'], { env: { COLUMNS: '80', TERM: 'xterm' } });
+    assert.equal(r.code, 0, r.stdout);
+    // stdout and stderr share the terminal: the Waiting line, then the live block drawn in place.
+    assert.match(r.stdout, /^Waiting for provision state active on node\(s\) n1, n2\r\n/);
+    assert.match(r.stdout, /\x1b\[2Kn1: active \(reached\)  \d+\.\ds\r\n\x1b\[2Kn2: active \(reached\)  \d+\.\ds\r\n$/);
+    assert.doesNotMatch(r.stdout, /^ *\d+\.\ds n1:/m, 'no plain progress lines on a terminal');
+  });
+});
+
 test('Ctrl-C: exit 130, and nothing is sent after it', async () => {
   const stalled = scenario([{ name: 'n1', provision_state: 'verifying', target_provision_state: 'manageable' }]);
   await withSimulator(stalled, async (sim) => {

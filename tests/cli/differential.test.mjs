@@ -85,6 +85,7 @@ const CASES = [
   { name: '--wait swallows a node name', scenario: scenario([]), args: ['node', 'deploy', '--wait', 'n1'] },
   { name: 'unknown option', scenario: scenario([]), args: ['node', 'deploy', 'n1', '--wiat', '5'] },
   { name: 'node names after --wait N', scenario: scenario([]), args: ['node', 'deploy', 'n1', '--wait', '5', 'n2'] },
+  { name: 'a node name after --', scenario: scenario([available('n1')]), args: ['node', 'deploy', '--wait', '5', '--', '--wait'], differences: ['request-id'] },
   { name: 'clean without steps', scenario: scenario([]), args: ['node', 'clean', 'n1', '--wait'] },
   { name: 'clean steps and runbook', scenario: scenario([]), args: ['node', 'clean', 'n1', '--runbook', 'r1', '--clean-steps', '[]'] },
   { name: 'service: runbook with --disable-ramdisk', scenario: scenario([]), args: ['node', 'service', 'n1', '--runbook', 'r1', '--disable-ramdisk', '--wait'] },

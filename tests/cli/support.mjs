@@ -21,6 +21,10 @@ export async function baremetalPath() {
   return join(VENV, 'bin', 'baremetal');
 }
 
+let scratchDir = null;
+const scratch = () => (scratchDir ??= mkdtempSync(join(tmpdir(), 'ironic-wait-cli-home-')));
+process.once('exit', () => scratchDir && rmSync(scratchDir, { recursive: true, force: true }));
+
 // argparse names the program after argv[0]: run ironic-wait through a link
 // called `baremetal`, so that usage lines are laid out for the same name.
 let linkDir = null;
@@ -43,7 +47,10 @@ process.once('exit', () => linkDir && rmSync(linkDir, { recursive: true, force: 
 export function run(cmd, args, { env = {}, input = '', timeoutMs = 120_000, onStderr } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', ...env },
+      // An empty home and working directory: no clouds.yaml of the machine's
+      // user is read, and nothing is left behind (Python's version cache).
+      cwd: scratch(),
+      env: { PATH: process.env.PATH, HOME: scratch(), LANG: 'C.UTF-8', ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -53,6 +60,8 @@ export function run(cmd, args, { env = {}, input = '', timeoutMs = 120_000, onSt
       stderr += d;
       onStderr?.(stderr, child);
     });
+    // A program that exits without reading its input is not an error here.
+    child.stdin.on('error', () => {});
     child.stdin.end(input);
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
