@@ -54,9 +54,10 @@ const NEGATIVE_NUMBER = /^-\d+$|^-\d*\.\d+$/;
 /**
  * One argparse parser. Options: add({ flags, dest, metavar, help, type,
  * nargs ('?' or absent), const, default, required, action ('store',
- * 'store_true', 'append', 'help', 'version'), choices, secret }).
+ * 'store_true', 'append', 'help', 'version'), choices, secret, exactOnly }).
  * Positionals: addPositional({ dest, metavar, nargs ('+' or absent), help }).
- * `secret` options' values are never quoted back in an error.
+ * `secret` options' values are never quoted back in an error; `exactOnly`
+ * options are not matched by a prefix.
  */
 export class Parser {
   constructor({ prog, description = '', epilog = '', addHelp = true }) {
@@ -255,7 +256,9 @@ export class Parser {
     if (word.startsWith('--')) {
       const [head, value] = eq > 0 ? [word.slice(0, eq), word.slice(eq + 1)] : [word, undefined];
       const matches = [];
-      for (const a of this.optionals) for (const f of a.flags) if (f.startsWith('--') && f.startsWith(head)) matches.push({ action: a, flag: f });
+      for (const a of this.optionals) {
+        for (const f of a.flags) if (f.startsWith('--') && f.startsWith(head) && !a.exactOnly) matches.push({ action: a, flag: f });
+      }
       if (matches.length > 1) {
         this.error(`ambiguous option: ${head} could match ${matches.map((m) => m.flag).join(', ')}`);
       }

@@ -281,8 +281,13 @@ function extraToObject(pairs) {
   return out;
 }
 
+/** The longest timeout a JS timer holds (the library's limit), in seconds. */
+const MAX_TIMEOUT = 2147483;
+
+// Checked before anything is sent (baremetal sends the action first, then fails).
 function checkTimeout(timeout) {
   if (timeout < 0) throw new CommandError('Timeout must be a non-negative number');
+  if (timeout > MAX_TIMEOUT) throw new CommandError(`Timeout must be at most ${MAX_TIMEOUT} seconds (about 24.8 days); 0 waits without limit`);
 }
 
 // ------------------------------------------------------------- commands

@@ -32,8 +32,11 @@ function globalParser(prog) {
   }
   parser.add({ flags: ['--max-retries'], metavar: '<max-retries-number>', type: 'int', help: 'Maximum number of retries on connection problems and resource state conflicts' });
   parser.add({ flags: ['--retry-interval'], metavar: '<retry-interval-seconds>', type: 'int', help: 'Interval in seconds between two retries' });
-  parser.add({ flags: ['--json'], action: 'store_true', help: 'print the wait report (or the allocation) as JSON on stdout, and nothing else there' });
-  parser.add({ flags: ['--settle'], choices: ['first-failure', 'all'], default: 'first-failure', help: "first-failure (default, as baremetal): stop at the first failure; all: wait for every node and report each one's outcome" });
+  // ironic-wait's own global options answer to their full names only: a prefix
+  // such as --se (for a command's --service-steps) must reach the command, as
+  // it does with baremetal.
+  parser.add({ flags: ['--json'], action: 'store_true', exactOnly: true, help: 'print the wait report (or the allocation) as JSON on stdout, and nothing else there' });
+  parser.add({ flags: ['--settle'], exactOnly: true, choices: ['first-failure', 'all'], default: 'first-failure', help: "first-failure (default, as baremetal): stop at the first failure; all: wait for every node and report each one's outcome" });
   return parser;
 }
 

@@ -142,6 +142,16 @@ test('node wait sends nothing and fails as --wait does; allocation wait shows th
   });
 });
 
+test('a timeout the library cannot hold is refused before anything is sent', async () => {
+  await withSimulator(scenario([available('n1')]), async (sim) => {
+    const r = await ironicWait(sim, ['node', 'deploy', 'n1', '--wait', '99999999']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, 'Timeout must be at most 2147483 seconds (about 24.8 days); 0 waits without limit\n');
+    assert.deepEqual(sim.log(), []);
+  });
+});
+
 test('help names the program as called, lists the commands and says what differs from baremetal', async () => {
   await withSimulator(scenario([]), async (sim) => {
     const top = await ironicWait(sim, ['--help']);

@@ -133,6 +133,7 @@ const CASES = [
   { name: 'clean with steps from a YAML file', scenario: scenario([manageable('n1')]), args: ['node', 'clean', 'n1', '--clean-steps', STEPS_YAML, '--wait'], differences: ['progress'] },
   { name: 'clean with steps from stdin', scenario: scenario([manageable('n1')]), args: ['node', 'clean', 'n1', '--clean-steps', '-', '--wait'], input: STEPS_JSON, differences: ['progress'] },
   { name: 'service with steps', scenario: scenario([active('n1')]), args: ['node', 'service', 'n1', '--service-steps', STEPS_JSON, '--wait', '20'], differences: ['progress'] },
+  { name: 'a command option abbreviated like a global one (--se)', scenario: scenario([active('n1')]), args: ['node', 'service', 'n1', '--se', STEPS_JSON, '--wait'], differences: ['progress'] },
   {
     name: 'the second of three nodes fails',
     scenario: scenario([available('n1'), available('n2'), available('n3')], { transitions: [{ node: 'n2', action: 'active', fail: 'boom' }] }),
