@@ -378,9 +378,9 @@ export class Parser {
 
 // A misspelt secret option (`--rescue-pasword x`) is not known, so argparse
 // would quote its value back: the word after an option whose name says
-// password, secret or token is masked instead.
-function maskSecrets(words) {
-  return words.map((w, i) => (i > 0 && /^-.*(pass|secret|token)/i.test(words[i - 1]) && !words[i - 1].includes('=') ? '***' : w.replace(/^(-[^=]*(?:pass|secret|token)[^=]*=).*$/i, '$1***')));
+// password (or pasword), secret or token is masked instead.
+export function maskSecrets(words) {
+  return words.map((w, i) => (i > 0 && /^-.*(pass|pasw|pwd|secret|token)/i.test(words[i - 1]) && !words[i - 1].includes('=') ? '***' : w.replace(/^(-[^=]*(?:pass|pasw|pwd|secret|token)[^=]*=).*$/i, '$1***')));
 }
 
 /** The name argparse uses for an argument in errors: the flags, or the metavar. */

@@ -3,7 +3,7 @@
 // run of leading words naming one, and the rest goes to its own parser.
 // `-h` anywhere shows the command's help (cliff's deferred help).
 import { IronicClient, IronicWaitError, version } from 'ironic-wait';
-import { Parser, UsageError, helpWidth } from './args.mjs';
+import { Parser, UsageError, helpWidth, maskSecrets } from './args.mjs';
 import { COMMANDS, CommandError } from './commands.mjs';
 import { ConfigError, OS_FLAGS, resolveConfig } from './config.mjs';
 import { Progress } from './output.mjs';
@@ -94,7 +94,7 @@ export async function main(argv, { prog, env, stdout, stderr, readStdin }) {
       err(`${prog}: error: a command is required; the commands:\n${commandList()}\n`);
       return 2;
     }
-    err(`${prog}: '${rest.join(' ')}' is not an ${prog} command. See '${prog} --help'.\n`);
+    err(`${prog}: '${maskSecrets(rest).join(' ')}' is not an ${prog} command. See '${prog} --help'.\n`);
     const near = COMMANDS.filter((c) => c.words[0] === rest[0]);
     err(`Did you mean one of these?\n${(near.length ? near : COMMANDS).map((c) => `  ${c.words.join(' ')}`).join('\n')}\n`);
     return 2;

@@ -184,6 +184,7 @@ test('secrets given on the command line or in the environment appear in no outpu
     [...secretFlags, '--json', 'node', 'rescue', 'n1', 'nope', '--rescue-password', RESCUE, '--wait', '5'],
     [...secretFlags, 'node', 'rescue', 'n1', '--rescue-pasword', RESCUE],
     [...secretFlags, 'node', 'rescue', 'n1', `--rescue-pasword=${RESCUE}`],
+    ['--os-pasword', PASSWORD, 'node', 'deploy', 'n1'],
     ['--os-auth-type', 'token', '--os-token', TOKEN, 'node', 'deploy', 'n1', '--wait', '5'],
   ];
   const failing = scenario([{ name: 'n1', provision_state: 'active' }, available('n2')], { transitions: [{ node: 'n1', action: 'rescue', fail: 'no ramdisk' }] });
