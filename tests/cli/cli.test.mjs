@@ -67,6 +67,20 @@ test('progress: plain lines on stderr when it is not a terminal, stdout unchange
   });
 });
 
+test('progress of many nodes in a log: summary lines, and a line for each node that fails', async () => {
+  const names = Array.from({ length: 25 }, (_, i) => `n${String(i).padStart(2, '0')}`);
+  const fleet = scenario(names.map(available), { transitions: [{ node: 'n07', action: 'active', fail: 'boom' }] });
+  await withSimulator(fleet, async (sim) => {
+    const r = await ironicWait(sim, ['--settle', 'all', 'node', 'deploy', ...names, '--wait', '30']);
+    assert.equal(r.code, 1);
+    const progress = r.stderr.split('\n').filter((l) => PROGRESS_LINE.test(l));
+    assert.ok(progress.some((l) => / n07: deploy failed \(failed\)$/.test(l)), r.stderr);
+    assert.ok(!progress.some((l) => /n0[0-68]: /.test(l)), 'no line per node that got there');
+    assert.match(progress.at(-1), /^ *\d+\.\ds 24 reached, 1 failed$/);
+    assert.ok(progress.length <= 4, r.stderr);
+  });
+});
+
 test('progress on a terminal: one live line per node, redrawn in place', async () => {
   let written = '';
   const stream = { isTTY: true, columns: 60, write: (s) => { written += s; } };
