@@ -352,14 +352,15 @@ export class Parser {
     const out = [this.formatUsage(width).trimEnd(), ''];
     if (this.description) out.push(...wrap(this.description, width), '');
     const maxHelpPosition = Math.min(24, Math.max(width - 20, 11 * 2));
+    // One help column for every section, as argparse aligns them.
+    const invocation = (a) => (a.positional ? a.metavar ?? a.dest : optionInvocation(a));
+    const shown = [...this.positionals, ...this.optionals.filter((a) => !a.hidden)];
+    const helpPosition = Math.min(Math.max(...shown.map((a) => invocation(a).length + 4)), maxHelpPosition);
     const section = (title, actions) => {
       if (!actions.length) return;
       out.push(`${title}:`);
-      const invocations = actions.map((a) => (a.positional ? a.metavar ?? a.dest : optionInvocation(a)));
-      const longest = Math.max(...invocations.map((s) => s.length + 2 + 2));
-      const helpPosition = Math.min(longest, maxHelpPosition);
-      actions.forEach((a, n) => {
-        const head = `  ${invocations[n]}`;
+      actions.forEach((a) => {
+        const head = `  ${invocation(a)}`;
         const helpLines = a.help ? wrap(a.help.replace(/%\(default\)s/g, String(a.default)), width - helpPosition) : [];
         if (!helpLines.length) out.push(head);
         else if (head.length + 2 <= helpPosition) out.push(head.padEnd(helpPosition) + helpLines[0], ...helpLines.slice(1).map((l) => ' '.repeat(helpPosition) + l));
