@@ -25,6 +25,10 @@ const DIFFERENCES = {
   'typed-error': {
     why: "where baremetal crashes (a node whose provision_state is null: AttributeError, printed as Python's own words), ironic-wait fails with an InvalidResponseError naming the node and the field; both exit 1",
   },
+  'refused-before-sending': {
+    why: "what baremetal sends for Ironic to refuse (an empty --rescue-password or --clean-steps is dropped from the body; steps that are not a list), ironic-wait refuses before sending anything, in Ironic's words without the (HTTP 400) (Request-ID: ...) suffix",
+    normalize: (s) => s.replace(/ \(HTTP 400\) \(Request-ID: req-[0-9a-f-]{36}\)$/m, ''),
+  },
   'global-usage': {
     why: "the usage line of a global option error lists ironic-wait's own global options (the --os-* options of the config, --json, --settle); the error line is the same",
   },
@@ -90,6 +94,9 @@ const CASES = [
   { name: 'clean steps and runbook', scenario: scenario([]), args: ['node', 'clean', 'n1', '--runbook', 'r1', '--clean-steps', '[]'] },
   { name: 'service: runbook with --disable-ramdisk', scenario: scenario([]), args: ['node', 'service', 'n1', '--runbook', 'r1', '--disable-ramdisk', '--wait'] },
   { name: 'clean steps that are not JSON', scenario: scenario([]), args: ['node', 'clean', 'n1', '--clean-steps', 'not-a-file'], stderrPrefix: "Value 'not-a-file' is not a file and cannot be parsed as JSON: " },
+  { name: 'rescue with an empty password', scenario: scenario([active('n1')]), args: ['node', 'rescue', 'n1', '--rescue-password', '', '--wait'], differences: ['refused-before-sending'] },
+  { name: 'clean with empty steps', scenario: scenario([manageable('n1')]), args: ['node', 'clean', 'n1', '--clean-steps', '', '--wait'], differences: ['refused-before-sending'] },
+  { name: 'allocation create with a bad --extra', scenario: scenario([available('n1')]), args: ['allocation', 'create', '--resource-class', 'gold', '--extra', 'novalue', '--wait'] },
   { name: 'rescue without password', scenario: scenario([]), args: ['node', 'rescue', 'n1', '--wait'] },
   { name: 'config drive that is no file', scenario: scenario([]), args: ['node', 'deploy', 'n1', '--config-drive', '/nonexistent/cd.iso', '--wait'] },
   { name: 'an option abbreviated', scenario: scenario([available('n1')]), args: ['node', 'deploy', 'n1', '--wai', '10'], differences: ['progress'] },
@@ -216,6 +223,6 @@ test('ironic-wait and baremetal on the same scenarios', { concurrency: 3 }, asyn
     }
     assert.equal(ours.code, python.code, `exit code of ${what}`);
     // Nothing at all is sent when the command line is refused.
-    if (python.code === 2) assert.deepEqual(ours.log, []);
+    if (python.code === 2 || c.differences?.includes('refused-before-sending')) assert.deepEqual(ours.log, []);
   })));
 });
