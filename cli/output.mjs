@@ -70,7 +70,10 @@ export function formatShowOne(columns, data, { format = 'table', only = [], noin
     case 'json':
       return `${pythonJson(Object.fromEntries(pairs), noindent ? null : 2)}\n`;
     case 'yaml':
-      return yamlStringify(Object.fromEntries(pairs));
+      // As cliff writes it with PyYAML: keys in column order, YAML 1.1 (timestamps
+      // quoted), single quotes, lists not indented; long strings fold at
+      // other points (PyYAML breaks at the first space past column 80).
+      return yamlStringify(Object.fromEntries(pairs), { version: '1.1', singleQuote: true, indentSeq: false, lineWidth: 80, minContentWidth: 0 });
     default:
       return table([['Field', 'Value'], ...pairs.map(([c, v]) => [c, pyStr(v)])]);
   }
