@@ -111,7 +111,7 @@ export class Parser {
   parseKnown(args) {
     const values = {};
     for (const a of [...this.optionals, ...this.positionals]) {
-      if (a.action !== 'help' && a.action !== 'version') values[a.dest] = a.default ?? (a.action === 'append' ? undefined : undefined);
+      if (a.action !== 'help' && a.action !== 'version') values[a.dest] = a.default;
     }
     const extras = [];
     const seen = new Set();

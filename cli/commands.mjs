@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { parse as parseYaml } from 'yaml';
 import { Parser } from './args.mjs';
-import { ALLOCATION_FIELDS, FORMATS, formatShowOne, pythonJson } from './output.mjs';
+import { ALLOCATION_FIELDS, FORMATS, formatShowOne } from './output.mjs';
 
 /** A mistake python-ironicclient reports as CommandError, InvalidAttribute, ValueError...: its text, exit 1. */
 export class CommandError extends Error {}
@@ -456,4 +456,3 @@ function showAllocation(ctx, v, allocation, report) {
   return 0;
 }
 
-export { pythonJson };
