@@ -2,7 +2,7 @@
 // the all-in-one `ironic` process (API and conductor), fake-hardware, no
 // auth, SQLite, 127.0.0.1 only. Everything lives in .cache/real-ironic/
 // (git-ignored):
-//   venv/            ironic + python-ironicclient, reused while complete
+//   venv/            ironic + python-ironicclient + python-openstackclient, reused while complete
 //                    (venv/.complete is written after a successful install)
 //   schema.db        an empty database with Ironic's schema, copied per run
 //                    (schema.json says what it was made for)
@@ -31,8 +31,12 @@ export const VENV = join(DIR, 'venv');
 export const PYTHON = join(VENV, 'bin', 'python');
 const SCHEMA = join(DIR, 'schema.db');
 
-/** What the venv holds. Changing this list makes the next run rebuild it. */
-export const REQUIREMENTS = ['ironic==39.*', 'python-ironicclient==6.3.*'];
+/**
+ * What the venv holds. Changing this list makes the next run rebuild it.
+ * python-openstackclient: the CLI differential test runs `baremetal` as a
+ * user of the OpenStack client has it (`baremetal` itself needs only osc-lib).
+ */
+export const REQUIREMENTS = ['ironic==39.*', 'python-ironicclient==6.3.*', 'python-openstackclient==10.*'];
 
 /**
  * `[fake]` delays (seconds, or "min,max") that slow fake-hardware enough for

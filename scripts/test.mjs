@@ -14,6 +14,7 @@ const PARTS = [
   { name: 'rust', what: 'the core: unit, engine, property and fuzz tests (cargo test)', cmd: 'cargo', args: ['test'] },
   { name: 'sim', what: 'the simulator', ...node('--test', 'sim/test') },
   { name: 'node', what: 'the built package in Node against the simulator', ...node('--test', 'tests/node') },
+  { name: 'cli', what: "the ironic-wait command line, and against python-ironicclient's baremetal on the same simulator scenarios (the real-ironic venv)", ...node('--test', 'tests/cli') },
   { name: 'browser', what: 'the console and its server, in Chromium', ...node('--test', 'tests/browser') },
   { name: 'real-ironic', what: 'the package and python-ironicclient 6.3 side by side against a real Ironic 39 (its venv in .cache/real-ironic)', ...node('--test', 'tests/real-ironic') },
   { name: 'real-keystone', what: 'the package, the CLI and the console logging in to a real Keystone 30, a real Ironic 39 behind it (venvs in .cache/)', ...node('--test', 'tests/real-keystone') },

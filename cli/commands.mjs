@@ -1,0 +1,458 @@
+// The commands of `ironic-wait`, each with the parser `baremetal` gives it
+// (same options, order, metavars and rules, so the same usage text and
+// errors) and what it does, through the library.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { parse as parseYaml } from 'yaml';
+import { Parser } from './args.mjs';
+import { ALLOCATION_FIELDS, FORMATS, formatShowOne } from './output.mjs';
+
+/** A mistake python-ironicclient reports as CommandError, InvalidAttribute, ValueError...: its text, exit 1. */
+export class CommandError extends Error {}
+
+// python-ironicclient's PROVISION_ACTIONS (v1/utils.py) and what OSC sends.
+const LONG = 10;
+const SHORT = 2;
+export const PROVISION = {
+  manage: { target: 'manage', expected: 'manageable', interval: SHORT },
+  provide: { target: 'provide', expected: 'available', interval: LONG },
+  deploy: { target: 'active', expected: 'active', interval: LONG, options: ['config-drive', 'deploy-steps'] },
+  undeploy: { target: 'deleted', expected: 'available', interval: LONG },
+  inspect: { target: 'inspect', expected: 'manageable', interval: SHORT },
+  clean: { target: 'clean', expected: 'manageable', interval: LONG, options: ['clean-steps|runbook', 'disable-ramdisk'] },
+  rescue: { target: 'rescue', expected: 'rescue', interval: LONG, options: ['rescue-password'] },
+  unrescue: { target: 'unrescue', expected: 'active', interval: LONG },
+  adopt: { target: 'adopt', expected: 'active', interval: SHORT },
+  rebuild: { target: 'rebuild', expected: 'active', interval: LONG, options: ['config-drive', 'deploy-steps'] },
+  service: { target: 'service', expected: 'active', interval: LONG, options: ['service-steps|runbook', 'disable-ramdisk'] },
+  abort: { target: 'abort', expected: null },
+  unhold: { target: 'unhold', expected: null },
+};
+
+const CONFIG_DRIVE_HELP =
+  'A gzipped, base64-encoded configuration drive string OR the path to the configuration drive file OR the path to a ' +
+  'directory containing the config drive files OR a JSON object to build config drive from OR the path to the JSON ' +
+  "file. In case it's a directory, a config drive will be generated from it. In case it's a JSON object with optional " +
+  'keys `meta_data`, `user_data` and `network_data` or a JSON file, a config drive will be generated on the server ' +
+  'side (see the bare metal API reference for more details). As with baremetal, a base64 string given on the command ' +
+  'line is taken for a path: put it in a file.';
+
+const stepsHelp = (kind, what) =>
+  `The ${kind} steps. May be the path to a YAML file containing the ${kind} steps; OR '-', with the ${kind} steps ` +
+  `being read from standard input; OR a JSON string. The value should be a list of ${kind}-step dictionaries; each ` +
+  `dictionary should have keys 'interface' and 'step', and optional key 'args'.${what ?? ''}`;
+
+const WAIT_NOTES =
+  'Unlike baremetal: a timeout ends at its deadline (one last check there; baremetal overruns it by up to an ' +
+  "interval), a negative timeout is refused before anything is sent, a server's unusable answer is an error naming " +
+  'the node and field instead of a crash, and the PUTs go out up to 8 at a time (on an error, those in flight ' +
+  'finish and no more are sent). Global options: --json prints the wait report as JSON on stdout; --settle all waits ' +
+  'for every node and reports each failure; -q hides the progress on stderr; Ctrl-C stops waiting (exit 130; the ' +
+  'action goes on in Ironic).';
+
+const waitOption = (what) => ({
+  flags: ['--wait'],
+  dest: 'wait_timeout',
+  type: 'int',
+  nargs: '?',
+  const: 0,
+  metavar: '<time-out>',
+  help: `${what} Optionally takes a timeout value (in seconds). The default value is 0, meaning it will wait indefinitely.`,
+});
+
+// cliff's ShowOne formatter options, in the order `baremetal` lists them.
+function addShowOneOptions(parser) {
+  parser.add({ flags: ['-f', '--format'], dest: 'formatter', choices: FORMATS, default: 'table', help: 'the output format, defaults to table' });
+  parser.add({ flags: ['-c', '--column'], dest: 'columns', metavar: 'COLUMN', action: 'append', help: 'specify the column(s) to include, can be repeated to show multiple columns' });
+  parser.add({ flags: ['--noindent'], action: 'store_true', help: 'whether to disable indenting the JSON' });
+  parser.add({ flags: ['--prefix'], default: '', help: 'add a prefix to all variable names' });
+  parser.add({ flags: ['--max-width'], metavar: '<integer>', type: 'int', default: 0, help: 'Maximum display width, <1 to disable. (accepted; tables are not fitted)' });
+  parser.add({ flags: ['--fit-width'], action: 'store_true', help: 'Fit the table to the display width. (accepted; tables are not fitted)' });
+  parser.add({ flags: ['--print-empty'], action: 'store_true', help: 'Print empty table if there is no data to show.' });
+}
+
+/** The parser of `node <action>` as baremetal builds it. */
+function provisionParser(prog, name) {
+  const spec = PROVISION[name];
+  const what = name === 'deploy' ? 'deploy' : name;
+  const parser = new Parser({
+    prog,
+    description: `Set provision state of baremetal node to '${what}'`,
+    epilog: spec.expected ? WAIT_NOTES : '',
+  });
+  parser.addPositional({ dest: 'nodes', metavar: '<node>', nargs: '+', help: "Names or UUID's of the nodes." });
+  parser.add({ flags: ['--provision-state'], default: spec.target, choices: [spec.target], hidden: true });
+  if (spec.expected) parser.add(waitOption(`Wait for a node to reach the desired state, ${spec.expected}.`));
+  for (const option of spec.options ?? []) {
+    if (option === 'config-drive') parser.add({ flags: ['--config-drive'], metavar: '<config-drive>', help: CONFIG_DRIVE_HELP });
+    if (option === 'deploy-steps') parser.add({ flags: ['--deploy-steps'], metavar: '<deploy-steps>', help: stepsHelp('deploy') });
+    if (option === 'rescue-password') {
+      parser.add({
+        flags: ['--rescue-password'], metavar: '<rescue-password>', required: true, secret: true,
+        help: 'The password that will be used to login to the rescue ramdisk. The value should be a non-empty string.',
+      });
+    }
+    if (option.endsWith('|runbook')) {
+      const kind = option.split('-')[0];
+      const group = parser.addGroup({ required: true });
+      group.add({ flags: [`--${kind}-steps`], metavar: `<${kind}-steps>`, help: stepsHelp(kind) });
+      group.add({ flags: ['--runbook'], metavar: '<runbook>', help: `The identifier of a predefined runbook to use for ${kind === 'clean' ? 'cleaning' : 'servicing'}.` });
+    }
+    if (option === 'disable-ramdisk') {
+      parser.add({
+        flags: ['--disable-ramdisk'], action: 'store_true', default: null,
+        help: 'ironic-python-agent will not be booted for cleaning. Only steps explicitly marked as not requiring ironic-python-agent can be executed with this set.',
+      });
+    }
+  }
+  return parser;
+}
+
+function nodeWaitParser(prog) {
+  const parser = new Parser({
+    prog,
+    description: 'Wait for nodes to reach a provision state (sends nothing; not in baremetal).',
+    epilog: 'Fails as baremetal --wait does: a node in error or a "* failed" state (unless that is the state waited for), or resting in another stable state. ' + WAIT_NOTES,
+  });
+  parser.addPositional({ dest: 'nodes', metavar: '<node>', nargs: '+', help: "Names or UUID's of the nodes." });
+  parser.add({ flags: ['--state'], metavar: '<state>', required: true, help: 'The provision state to wait for, e.g. active.' });
+  parser.add({ flags: ['--timeout'], metavar: '<seconds>', type: 'float', default: 0, help: 'Give up after this many seconds (default 0: no limit).' });
+  parser.add({ flags: ['--poll-interval'], metavar: '<seconds>', type: 'float', default: 2, help: 'Seconds between checks (default 2).' });
+  return parser;
+}
+
+function allocationCreateParser(prog) {
+  const parser = new Parser({
+    prog,
+    description: 'Create a new baremetal allocation.',
+    epilog: 'Unlike baremetal: a negative --wait is refused before the allocation is made, and the wait ends at its deadline.',
+  });
+  addShowOneOptions(parser);
+  parser.add({ flags: ['--resource-class'], dest: 'resource_class', help: 'Resource class to request.' });
+  parser.add({ flags: ['--trait'], dest: 'traits', action: 'append', help: 'A trait to request. Can be specified multiple times.' });
+  parser.add({
+    flags: ['--candidate-node'], dest: 'candidate_nodes', action: 'append',
+    help: 'A candidate node for this allocation. Can be specified multiple times. If at least one is specified, only the provided candidate nodes are considered for the allocation.',
+  });
+  parser.add({ flags: ['--name'], help: 'Unique name of the allocation.' });
+  parser.add({ flags: ['--uuid'], help: 'UUID of the allocation.' });
+  parser.add({ flags: ['--owner'], help: 'Owner of the allocation.' });
+  parser.add({ flags: ['--extra'], metavar: '<key=value>', action: 'append', help: 'Record arbitrary key/value metadata. Can be specified multiple times.' });
+  parser.add(waitOption('Wait for the new allocation to become active. An error is returned if allocation fails and --wait is used.'));
+  parser.add({ flags: ['--node'], help: 'Backfill this allocation from the provided node that has already been deployed. Bypasses the normal allocation process.' });
+  return parser;
+}
+
+function allocationWaitParser(prog) {
+  const parser = new Parser({ prog, description: 'Wait for an allocation to become active, then show it (not in baremetal).' });
+  addShowOneOptions(parser);
+  parser.addPositional({ dest: 'allocation', metavar: '<id>', help: 'UUID or name of the allocation' });
+  parser.add({ flags: ['--timeout'], metavar: '<seconds>', type: 'float', default: 0, help: 'Give up after this many seconds (default 0: no limit).' });
+  return parser;
+}
+
+/** Every command: its words, a one-line summary and its parser. */
+export const COMMANDS = [
+  ...Object.keys(PROVISION).map((name) => ({
+    words: ['node', name],
+    summary: `Set provision state of baremetal node to '${name}'`,
+    parser: (prog) => provisionParser(prog, name),
+    run: (ctx, values) => runProvision(ctx, name, values),
+  })),
+  { words: ['node', 'wait'], summary: 'Wait for nodes to reach a provision state', parser: nodeWaitParser, run: runNodeWait },
+  { words: ['allocation', 'create'], summary: 'Create a new baremetal allocation', parser: allocationCreateParser, run: runAllocationCreate },
+  { words: ['allocation', 'wait'], summary: 'Wait for an allocation to become active', parser: allocationWaitParser, run: runAllocationWait },
+];
+
+// ------------------------------------------------------------ arguments
+
+/**
+ * handle_json_arg: '-' reads stdin, an existing file is YAML (or JSON), any
+ * other text must be JSON. Returns undefined for nothing (empty stdin).
+ */
+export function handleJsonArg(arg, what, readStdin) {
+  if (arg === undefined || arg === null) return undefined;
+  let text = arg;
+  if (arg === '-') {
+    try {
+      text = readStdin().trim();
+    } catch (e) {
+      throw new CommandError(`Cannot get ${what} from standard input. Error: ${e.message}`);
+    }
+  }
+  if (!text) return undefined;
+  if (isFile(text)) {
+    try {
+      return parseYaml(readFileSync(text, 'utf8'));
+    } catch (e) {
+      throw new CommandError(`Cannot get JSON/YAML from file '${text}'. Error: ${e.message}`);
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new CommandError(`Value '${text}' is not a file and cannot be parsed as JSON: '${e.message}'`);
+  }
+}
+
+function isFile(path) {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function isDirectory(path) {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** --config-drive as baremetal reads it: a JSON object, a file, or a directory made into an ISO. */
+export function readConfigDrive(value) {
+  if (!value) return undefined;
+  try {
+    const parsed = JSON.parse(value);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed;
+  } catch {
+    // not JSON: a path
+  }
+  if (isFile(value)) {
+    const bytes = readFileSync(value);
+    const text = bytes.toString('utf8');
+    if (/^\s*[[{]/.test(text)) {
+      try {
+        return JSON.parse(text);
+      } catch {
+        // not JSON after all: sent as text
+      }
+    }
+    if (!Buffer.from(text, 'utf8').equals(bytes)) throw new CommandError('Config drive must be a dictionary or a base64 encoded string');
+    return text;
+  }
+  if (isDirectory(value)) return makeConfigDrive(value);
+  throw new CommandError(`Config drive seems to refer to a file or directory but this file/directory does not exist: ${value}.`);
+}
+
+// A directory becomes an ISO 9660 image (genisoimage, mkisofs or xorrisofs,
+// with python-ironicclient's flags), gzipped and base64-encoded.
+function makeConfigDrive(dir) {
+  const work = mkdtempSync(join(tmpdir(), 'ironic-wait-configdrive-'));
+  try {
+    const iso = join(work, 'configdrive.iso');
+    const args = ['-o', iso, '-ldots', '-allow-lowercase', '-allow-multidot', '-l', '-publisher', 'ironicclient-configdrive 0.1', '-quiet', '-J', '-r', '-V', 'config-2', dir];
+    let lastError = null;
+    for (const tool of ['genisoimage', 'mkisofs', 'xorrisofs']) {
+      try {
+        execFileSync(tool, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+        return gzipSync(readFileSync(iso)).toString('base64');
+      } catch (e) {
+        if (e.code !== 'ENOENT') throw new CommandError(`Error generating the config drive. Stderr: ${String(e.stderr ?? e.message).trim()}`);
+        lastError = e;
+      }
+    }
+    throw new CommandError(`Error generating the config drive. Make sure the "genisoimage", "mkisofs", or "xorriso" tool is installed. Error: ${lastError.message}`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** --extra key=value pairs: the value JSON-decoded when it can be (split_and_deserialize). */
+function extraToObject(pairs) {
+  const out = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq < 0) throw new CommandError(`Attributes must be a list of PATH=VALUE not "${pair}"`);
+    const raw = pair.slice(eq + 1);
+    let value = raw;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      // a plain string
+    }
+    out[pair.slice(0, eq)] = value;
+  }
+  return out;
+}
+
+/** The longest timeout a JS timer holds (the library's limit), in seconds. */
+const MAX_TIMEOUT = 2147483;
+
+// Checked before anything is sent (baremetal sends the action first, then fails).
+function checkTimeout(timeout) {
+  if (timeout < 0) throw new CommandError('Timeout must be a non-negative number');
+  if (timeout > MAX_TIMEOUT) throw new CommandError(`Timeout must be at most ${MAX_TIMEOUT} seconds (about 24.8 days); 0 waits without limit`);
+}
+
+// ------------------------------------------------------------- commands
+
+/**
+ * ctx: { client, signal, out(text), err(text), progress(targets) -> Progress,
+ * json, settle, readStdin }. Each returns the exit code.
+ */
+async function runProvision(ctx, name, v) {
+  const spec = PROVISION[name];
+  // In take_action's order: the steps, the config drive, then the runbook rule.
+  const cleanSteps = handleJsonArg(v.clean_steps, 'clean steps', ctx.readStdin);
+  const deploySteps = handleJsonArg(v.deploy_steps, 'deploy steps', ctx.readStdin);
+  const serviceSteps = handleJsonArg(v.service_steps, 'service steps', ctx.readStdin);
+  if (v.runbook && v.disable_ramdisk) throw new CommandError('You cannot supply --runbook and --disable-ramdisk together');
+  const configDrive = readConfigDrive(v.config_drive);
+  const wait = v.wait_timeout ?? null;
+  if (wait !== null) checkTimeout(wait);
+  // What baremetal leaves to Ironic to refuse (an empty value is not sent
+  // at all), refused here before anything is sent, in Ironic's words.
+  if (name === 'rescue' && !v.rescue_password) {
+    throw new CommandError('A non-empty "rescue_password" is required when setting target provision state to rescue');
+  }
+  for (const [kind, steps] of [['clean', cleanSteps], ['service', serviceSteps], ['deploy', deploySteps]]) {
+    if (kind === name && kind !== 'deploy' && steps === undefined && !v.runbook) {
+      throw new CommandError(`"${kind}_steps" is required when setting target provision state to ${kind}`);
+    }
+    if (steps !== undefined && !Array.isArray(steps)) throw new CommandError(`The ${kind} steps must be a list of ${kind}-step dictionaries`);
+  }
+
+  const body = {};
+  if (configDrive !== undefined) body.configDrive = configDrive;
+  if (cleanSteps !== undefined) body.cleanSteps = cleanSteps;
+  if (deploySteps !== undefined) body.deploySteps = deploySteps;
+  if (serviceSteps !== undefined) body.serviceSteps = serviceSteps;
+  if (v.runbook) body.runbook = v.runbook;
+  if (v.rescue_password) body.rescuePassword = v.rescue_password;
+  if (v.disable_ramdisk) body.disableRamdisk = true;
+
+  const sent = await ctx.client.provision(v.nodes, spec.target, { ...body, signal: ctx.signal, settle: ctx.settle });
+  const refused = sent.nodes.filter((n) => n.outcome === 'error' || n.outcome === 'not-found');
+  if (wait === null) {
+    if (ctx.json) ctx.out(`${JSON.stringify(reportJson(sent), null, 2)}\n`);
+    for (const n of refused) ctx.err(`${n.error?.message ?? `Node ${n.node}: ${n.outcome}`}\n`);
+    return refused.length ? 1 : 0;
+  }
+  const accepted = sent.nodes.filter((n) => n.outcome === 'accepted').map((n) => n.node);
+  if (!ctx.json) ctx.out(`Waiting for provision state ${spec.expected} on node(s) ${v.nodes.join(', ')}\n`);
+  const report = accepted.length
+    ? await waitNodes(ctx, accepted, spec.expected, { timeout: wait, pollInterval: spec.interval })
+    : { ok: true, nodes: [], requests: 0, retries: 0, elapsed: 0 };
+  // Refused PUTs (settle all) join the report in the caller's order.
+  const byNode = new Map([...sent.nodes.filter((n) => n.outcome !== 'accepted'), ...report.nodes].map((n) => [n.node, n]));
+  const merged = {
+    ...report,
+    ok: report.ok && !refused.length,
+    nodes: v.nodes.map((n) => byNode.get(n)).filter(Boolean),
+    requests: report.requests + sent.requests,
+    retries: report.retries + sent.retries,
+  };
+  return finishReport(ctx, merged, spec.expected, wait);
+}
+
+async function runNodeWait(ctx, v) {
+  checkTimeout(v.timeout);
+  if (!(v.poll_interval > 0)) throw new CommandError('The poll interval must be a positive number');
+  if (!ctx.json) ctx.out(`Waiting for provision state ${v.state.toLowerCase()} on node(s) ${v.nodes.join(', ')}\n`);
+  const report = await waitNodes(ctx, v.nodes, v.state, { timeout: v.timeout, pollInterval: v.poll_interval });
+  return finishReport(ctx, report, v.state.toLowerCase(), v.timeout);
+}
+
+async function waitNodes(ctx, nodes, expected, { timeout, pollInterval }) {
+  const progress = ctx.progress(nodes);
+  try {
+    return await ctx.client.waitForProvisionState(nodes, expected, {
+      timeout, pollInterval, settle: ctx.settle, signal: ctx.signal, onProgress: progress.event,
+    });
+  } catch (e) {
+    if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
+    throw e;
+  } finally {
+    progress.end();
+  }
+}
+
+// A settled report (settle 'all', or success): JSON if asked, then one line
+// per node that did not make it, in python-ironicclient's words.
+function finishReport(ctx, report, expected, timeout) {
+  if (ctx.json) ctx.out(`${JSON.stringify(reportJson(report), null, 2)}\n`);
+  const timedOut = [];
+  for (const n of report.nodes) {
+    if (n.outcome === 'failed') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in state ${n.state}, and has error: ${n.lastError ?? 'None'}\n`);
+    else if (n.outcome === 'unexpected-stable') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in unexpected stable state ${n.state}\n`);
+    else if (n.outcome === 'timed-out') timedOut.push(n.node);
+    else if (n.outcome !== 'reached' && n.outcome !== 'accepted') ctx.err(`${n.error?.message ?? `Node ${n.node}: ${n.outcome}`}\n`);
+  }
+  if (timedOut.length) ctx.err(`Node(s) ${timedOut.join(', ')} failed to reach state ${expected} in ${timeout} seconds\n`);
+  return report.ok ? 0 : 1;
+}
+
+/** A report as JSON data, in its own key order: errors as { name, message, status, requestId }. */
+export function reportJson(report) {
+  const error = (e) => e && { name: e.name, message: e.message, ...(e.status !== undefined && { status: e.status }), ...(e.requestId !== undefined && { requestId: e.requestId }) };
+  const node = (n) => Object.fromEntries(Object.entries(n).map(([k, v]) => [k, k === 'error' ? error(v) : v]));
+  return Object.fromEntries(Object.entries(report).map(([k, v]) => [k, k === 'nodes' ? v.map(node) : v]));
+}
+
+async function runAllocationCreate(ctx, v) {
+  if (!v.node && !v.resource_class) throw new CommandError('--resource-class is required except when --node is used');
+  const fields = {};
+  if (v.name !== undefined) fields.name = v.name;
+  if (v.uuid !== undefined) fields.uuid = v.uuid;
+  if (v.extra !== undefined) fields.extra = extraToObject(v.extra);
+  if (v.resource_class !== undefined) fields.resourceClass = v.resource_class;
+  if (v.traits !== undefined) fields.traits = v.traits;
+  if (v.candidate_nodes !== undefined) fields.candidateNodes = v.candidate_nodes;
+  if (v.node !== undefined) fields.node = v.node;
+  if (v.owner !== undefined) fields.owner = v.owner;
+  const wait = v.wait_timeout ?? null;
+  if (wait !== null) checkTimeout(wait);
+  // The allocation's UUID is known at the first event: its progress line is named then (by its name if it has one).
+  let progress = null;
+  const onProgress = (e) => {
+    const label = fields.name ?? e.allocation;
+    progress ??= ctx.progress([label]);
+    progress.event({ ...e, allocation: label });
+  };
+  let result;
+  try {
+    result = await ctx.client.createAllocation(fields, { signal: ctx.signal, ...(wait !== null && { wait, onProgress }) });
+  } catch (e) {
+    if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
+    throw e;
+  } finally {
+    progress?.end();
+  }
+  return showAllocation(ctx, v, result.allocation, result.report);
+}
+
+async function runAllocationWait(ctx, v) {
+  checkTimeout(v.timeout);
+  const progress = ctx.progress([v.allocation]);
+  let report;
+  try {
+    report = await ctx.client.waitForAllocation(v.allocation, { timeout: v.timeout, signal: ctx.signal, onProgress: progress.event });
+  } catch (e) {
+    if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
+    throw e;
+  } finally {
+    progress.end();
+  }
+  return showAllocation(ctx, v, report.allocation.body ?? {}, report);
+}
+
+function showAllocation(ctx, v, allocation, report) {
+  if (ctx.json) {
+    ctx.out(`${JSON.stringify({ allocation, report: report && reportJson(report) }, null, 2)}\n`);
+    return 0;
+  }
+  const data = ALLOCATION_FIELDS.map((f) => (f in allocation ? allocation[f] : ''));
+  try {
+    ctx.out(formatShowOne(ALLOCATION_FIELDS, data, { format: v.formatter, only: v.columns ?? [], noindent: v.noindent, prefix: v.prefix }));
+  } catch (e) {
+    throw new CommandError(e.message);
+  }
+  return 0;
+}
+
