@@ -442,24 +442,35 @@ export function exec(cmd, args, { log, check = true, env } = {}) {
 
 // ------------------------------------------------------------------- CLI
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main('real-ironic', async () => {
+/**
+ * The command line of a script that runs a real server from PyPI:
+ * `install` (make its venv) or `start [--port P]` (run one until Ctrl-C).
+ * `start({ port })` resolves to a server with `url`, `dir` and `stop()`;
+ * `more(server)` gives lines to print after it started.
+ */
+export function serviceCli({ name, venv, ensure, start, more = () => [] }) {
+  main(name, async () => {
     const [command, ...rest] = process.argv.slice(2);
     if (command === 'install') {
-      await ensureVenv();
-      console.log(`real-ironic: ${VENV} is complete`);
+      await ensure();
+      console.log(`${name}: ${venv} is complete`);
     } else if (command === 'start') {
       const port = rest.includes('--port') ? Number(rest[rest.indexOf('--port') + 1]) : undefined;
-      const ironic = await startIronic({ name: 'manual', port });
-      console.log(`real Ironic on ${ironic.url} (logs in ${ironic.dir}); Ctrl-C to stop`);
+      const server = await start({ port });
+      console.log(`${name} on ${server.url} (logs in ${server.dir}); Ctrl-C to stop`);
+      for (const line of more(server)) console.log(`  ${line}`);
       for (const signal of ['SIGINT', 'SIGTERM']) {
         process.once(signal, async () => {
-          await ironic.stop();
+          await server.stop();
           process.exit(0);
         });
       }
     } else {
-      throw new Error('usage: node scripts/real-ironic.mjs install | start [--port P]');
+      throw new Error(`usage: node scripts/${name}.mjs install | start [--port P]`);
     }
   });
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  serviceCli({ name: 'real-ironic', venv: VENV, ensure: ensureVenv, start: ({ port }) => startIronic({ name: 'manual', port }) });
 }

@@ -28,9 +28,9 @@ import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync,
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
-import { ROOT, main } from './lib.mjs';
+import { ROOT } from './lib.mjs';
 import {
-  answers, ensureServiceVenv, exec, freePort, killGroup, startIronic, supervise, tail,
+  answers, ensureServiceVenv, exec, freePort, killGroup, serviceCli, startIronic, supervise, tail,
 } from './real-ironic.mjs';
 
 export const DIR = join(ROOT, '.cache', 'real-keystone');
@@ -459,25 +459,12 @@ export async function startIronicBehindKeystone(keystone, { name = 'ironic-keyst
 // ------------------------------------------------------------------- CLI
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main('real-keystone', async () => {
-    const [command, ...rest] = process.argv.slice(2);
-    if (command === 'install') {
-      await ensureVenv();
-      console.log(`real-keystone: ${VENV} is complete`);
-    } else if (command === 'start') {
-      const port = rest.includes('--port') ? Number(rest[rest.indexOf('--port') + 1]) : undefined;
-      const keystone = await startKeystone({ name: 'manual', port });
-      console.log(`real Keystone on ${keystone.url} (logs in ${keystone.dir}); Ctrl-C to stop`);
-      console.log(`  OS_AUTH_URL=${keystone.url} OS_USERNAME=admin OS_PASSWORD=${keystone.adminPassword} OS_PROJECT_NAME=admin`
-        + ' OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default');
-      for (const signal of ['SIGINT', 'SIGTERM']) {
-        process.once(signal, async () => {
-          await keystone.stop();
-          process.exit(0);
-        });
-      }
-    } else {
-      throw new Error('usage: node scripts/real-keystone.mjs install | start [--port P]');
-    }
+  serviceCli({
+    name: 'real-keystone',
+    venv: VENV,
+    ensure: ensureVenv,
+    start: ({ port }) => startKeystone({ name: 'manual', port }),
+    more: (keystone) => [`OS_AUTH_URL=${keystone.url} OS_USERNAME=admin OS_PASSWORD=${keystone.adminPassword} OS_PROJECT_NAME=admin`
+      + ' OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default'],
   });
 }
