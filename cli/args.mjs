@@ -5,6 +5,7 @@
 // `nargs='?'` options that take the next word (so `--wait n1` swallows n1),
 // one run of positionals, required options and mutually exclusive groups.
 // Only what the CLI uses is here.
+import { pyRepr } from './output.mjs';
 
 /** A command line argparse refuses: `usage` and `prog: error: message`, exit 2. */
 export class UsageError extends Error {
@@ -12,23 +13,6 @@ export class UsageError extends Error {
     super(message);
     this.parser = parser;
   }
-}
-
-/** Python's repr() of a str, as argparse quotes a refused value. */
-export function pyRepr(s) {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = '';
-  for (const ch of s) {
-    const code = ch.codePointAt(0);
-    if (ch === '\\') out += '\\\\';
-    else if (ch === quote) out += `\\${quote}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (ch === '\t') out += '\\t';
-    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
-    else out += ch;
-  }
-  return quote + out + quote;
 }
 
 // Python's int() of a command-line word: ASCII digits, a sign, underscores

@@ -3,7 +3,7 @@
 // values in them, and the progress of a wait on stderr.
 import { stringify as yamlStringify } from 'yaml';
 
-/** Python's repr() of a value JSON.parse made (a str in a list is quoted). */
+/** Python's repr() of a value JSON.parse made (a str in a list is quoted), as argparse and cliff print it. */
 export function pyRepr(value) {
   if (value === null || value === undefined) return 'None';
   if (value === true) return 'True';

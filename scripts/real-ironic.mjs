@@ -443,6 +443,32 @@ export function exec(cmd, args, { log, check = true, env } = {}) {
 // ------------------------------------------------------------------- CLI
 
 /**
+ * One JSON request to a real server's REST API (Ironic's, Keystone's v3),
+ * with `token` as X-Auth-Token. Never throws for a status.
+ * @returns {{ status, headers, text, body }} (`body` null unless JSON)
+ */
+export async function request(url, method, path, { body, token, headers = {} } = {}) {
+  const r = await fetch(url + path, {
+    method,
+    headers: {
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      ...(token ? { 'X-Auth-Token': token } : {}),
+      ...headers,
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await r.text();
+  let parsed = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: `text` says what it was
+  }
+  return { status: r.status, headers: r.headers, text, body: parsed };
+}
+
+/**
  * The command line of a script that runs a real server from PyPI:
  * `install` (make its venv) or `start [--port P]` (run one until Ctrl-C).
  * `start({ port })` resolves to a server with `url`, `dir` and `stop()`;

@@ -30,7 +30,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from './lib.mjs';
 import {
-  answers, ensureServiceVenv, exec, freePort, killGroup, serviceCli, startIronic, supervise, tail,
+  answers, ensureServiceVenv, exec, freePort, killGroup, request, serviceCli, startIronic, supervise, tail,
 } from './real-ironic.mjs';
 
 export const DIR = join(ROOT, '.cache', 'real-keystone');
@@ -290,26 +290,38 @@ export function tokenAuth(token, scope) {
   return { identity: { methods: ['token'], token: { id: token } }, ...(scope ? { scope } : {}) };
 }
 
-/** One request to Keystone's v3 API (`path` after /v3). @returns {{ status, headers, text, body }} */
-export async function request(url, method, path, { body, token, headers = {} } = {}) {
-  const r = await fetch(url + path, {
-    method,
-    headers: {
-      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-      ...(token ? { 'X-Auth-Token': token } : {}),
-      ...headers,
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await r.text();
-  let parsed = null;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    // not JSON: `text` says what it was
-  }
-  return { status: r.status, headers: r.headers, text, body: parsed };
+/**
+ * Ironic's REST API with a user's token (to set nodes up for a test):
+ * `api(method, path, body)` resolves to the answer's JSON, and rejects on
+ * any status but 2xx.
+ */
+export function ironicApi(ironicUrl, token) {
+  return async (method, path, body) => {
+    const r = await request(ironicUrl, method, path, { body, token, headers: { 'X-OpenStack-Ironic-API-Version': '1.115' } });
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${r.text}`);
+    return r.body;
+  };
+}
+
+/**
+ * Writes `dir`/clouds.yaml with a cloud `name` logging in to `keystone` as
+ * `user` on `project` (both in the default domain, region RegionOne), and
+ * the password apart in `dir`/secure.yaml, as operators keep it.
+ * @returns the variables that point the OpenStack tools at both files
+ */
+export function writeCloudConfig(dir, keystone, { name = 'lab', user, password, project }) {
+  writeFileSync(join(dir, 'clouds.yaml'), `clouds:
+  ${name}:
+    auth:
+      auth_url: ${keystone.url}
+      username: ${user}
+      project_name: ${project}
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: ${REGION}
+`);
+  writeFileSync(join(dir, 'secure.yaml'), `clouds:\n  ${name}:\n    auth:\n      password: ${password}\n`);
+  return { OS_CLIENT_CONFIG_FILE: join(dir, 'clouds.yaml'), OS_CLIENT_SECURE_FILE: join(dir, 'secure.yaml') };
 }
 
 // The admin helpers, on the object startKeystone returns. Each takes a fresh

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startIronic, ensureVenv, DIR, PYTHON } from '../../scripts/real-ironic.mjs';
+import { startIronic, ensureVenv, request, DIR, PYTHON } from '../../scripts/real-ironic.mjs';
 
 const ORACLE = fileURLToPath(new URL('oracle.py', import.meta.url));
 const API_VERSION = '1.115'; // what the helpers speak; the clients under test negotiate their own
@@ -28,7 +28,7 @@ export async function realIronic(name, options = {}) {
     throw e;
   }
   const directUrl = ironic.url;
-  const api = (method, path, body, headers = {}) => rest(directUrl, method, path, body, headers);
+  const api = (method, path, body, headers = {}) => request(directUrl, method, path, { body, headers: { 'X-OpenStack-Ironic-API-Version': API_VERSION, ...headers } });
 
   const self = {
     url: proxy.url,
@@ -138,22 +138,6 @@ function runPython(args, input) {
     child.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`python failed (${code}): ${err}`))));
     child.stdin.end(JSON.stringify(input));
   });
-}
-
-async function rest(base, method, path, body, headers) {
-  const r = await fetch(base + path, {
-    method,
-    headers: { 'X-OpenStack-Ironic-API-Version': API_VERSION, 'Content-Type': 'application/json', ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let parsed = null;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    // not JSON: the text is enough
-  }
-  return { status: r.status, headers: r.headers, text, body: parsed };
 }
 
 // Forwards everything to Ironic unchanged (the Host header too, so Ironic's

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CSP } from '../../www/server.mjs';
-import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth } from '../../scripts/real-keystone.mjs';
+import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth, ironicApi } from '../../scripts/real-keystone.mjs';
 import { consumerProject } from '../runtimes/harness.mjs';
 import { launchChromium, allowImportMap, servePage, runPage } from '../runtimes/pages.mjs';
 
@@ -38,12 +38,7 @@ test('a page logs in to Keystone through CORS, finds Ironic in the catalog and w
   started.push(() => ironic.stop());
   await keystone.createProjectUser({ project: PROJECT, user: USER, password: PASSWORD, role: 'admin' });
   const { token } = await issueToken(keystone.url, passwordAuth({ user: USER, password: PASSWORD, project: PROJECT }));
-  const made = await fetch(`${ironic.url}/v1/nodes`, {
-    method: 'POST',
-    headers: { 'X-Auth-Token': token, 'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.115' },
-    body: JSON.stringify({ name: 'kb-1', driver: 'fake-hardware' }),
-  });
-  assert.equal(made.status, 201, await made.text());
+  await ironicApi(ironic.url, token)('POST', '/v1/nodes', { name: 'kb-1', driver: 'fake-hardware' });
 
   csp = `${allowImportMap(CSP, readFileSync(join(dir, 'index.html'), 'utf8'))}; connect-src 'self' ${keystone.root} ${ironic.url}`;
   const query = new URLSearchParams({ auth: keystone.url, user: USER, password: PASSWORD, project: PROJECT });

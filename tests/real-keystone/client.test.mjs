@@ -6,7 +6,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { IronicClient, AuthError, InvalidArgumentError } from 'ironic-wait';
-import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth, REGION } from '../../scripts/real-keystone.mjs';
+import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth, ironicApi, REGION } from '../../scripts/real-keystone.mjs';
 
 // Tokens live this long, so that renewal shows within a test: the package
 // renews halfway through a life this short.
@@ -24,16 +24,7 @@ before(async () => {
   ironic = await startIronicBehindKeystone(keystone, { name: 'client-ironic' });
   await keystone.createProjectUser({ project: PROJECT, user: USER, password: PASSWORD, role: 'admin' });
   const login = await issueToken(keystone.url, passwordAuth({ user: USER, password: PASSWORD, project: PROJECT }));
-  const api = async (method, path, body) => {
-    const r = await fetch(`${ironic.url}${path}`, {
-      method,
-      headers: { 'X-Auth-Token': login.token, 'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.115' },
-      body: body && JSON.stringify(body),
-    });
-    const text = await r.text();
-    assert.ok(r.ok, `${method} ${path}: ${r.status} ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
+  const api = ironicApi(ironic.url, login.token);
   await api('POST', '/v1/nodes', { driver: 'fake-hardware', name: 'kn-1' });
   nodeUuid = (await api('POST', '/v1/nodes', { driver: 'fake-hardware', name: 'kn-2' })).uuid;
   // Through Ironic's API, not the package: the tests below must not depend on each other.

@@ -5,11 +5,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth } from '../../scripts/real-keystone.mjs';
+import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth, ironicApi, writeCloudConfig } from '../../scripts/real-keystone.mjs';
 import { ROOT } from '../../scripts/lib.mjs';
 
 const PROJECT = 'console';
@@ -19,31 +19,16 @@ const PASSWORD = 'dave-secret-3';
 let keystone;
 let ironic;
 let dir;
+let cloudFiles; // OS_CLIENT_CONFIG_FILE and OS_CLIENT_SECURE_FILE: clouds.yaml and secure.yaml in dir
 
 before(async () => {
   keystone = await startKeystone({ name: 'console' });
   ironic = await startIronicBehindKeystone(keystone, { name: 'console-ironic' });
   await keystone.createProjectUser({ project: PROJECT, user: USER, password: PASSWORD, role: 'admin' });
   const login = await issueToken(keystone.url, passwordAuth({ user: USER, password: PASSWORD, project: PROJECT }));
-  const created = await fetch(`${ironic.url}/v1/nodes`, {
-    method: 'POST',
-    headers: { 'X-Auth-Token': login.token, 'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.115' },
-    body: JSON.stringify({ driver: 'fake-hardware', name: 'console-node' }),
-  });
-  assert.equal(created.status, 201, await created.clone().text());
+  await ironicApi(ironic.url, login.token)('POST', '/v1/nodes', { driver: 'fake-hardware', name: 'console-node' });
   dir = mkdtempSync(join(tmpdir(), 'iw-console-'));
-  // The password only in secure.yaml, as operators keep it.
-  writeFileSync(join(dir, 'clouds.yaml'), `clouds:
-  lab:
-    auth:
-      auth_url: ${keystone.url}
-      username: ${USER}
-      project_name: ${PROJECT}
-      user_domain_name: Default
-      project_domain_name: Default
-    region_name: RegionOne
-`);
-  writeFileSync(join(dir, 'secure.yaml'), `clouds:\n  lab:\n    auth:\n      password: ${PASSWORD}\n`);
+  cloudFiles = writeCloudConfig(dir, keystone, { user: USER, password: PASSWORD, project: PROJECT });
 });
 
 after(async () => {
@@ -72,7 +57,7 @@ function start(env) {
 }
 
 test('OS_CLOUD: the console proxies to the catalog\'s Ironic with a token the page never sees', { timeout: 120_000 }, async () => {
-  const { url, child, output } = await start({ OS_CLOUD: 'lab', OS_CLIENT_CONFIG_FILE: join(dir, 'clouds.yaml'), OS_CLIENT_SECURE_FILE: join(dir, 'secure.yaml') });
+  const { url, child, output } = await start({ OS_CLOUD: 'lab', ...cloudFiles });
   assert.ok(url, `the server started: ${output.stderr}`);
   try {
     assert.match(output.stdout, new RegExp(`/v1 goes to ${ironic.url.replace(/[.]/g, '\\.')} \\(cloud lab, with a Keystone token the server renews\\)`));

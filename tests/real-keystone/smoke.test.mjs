@@ -7,9 +7,10 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  startKeystone, startIronicBehindKeystone, issueToken, request,
+  startKeystone, startIronicBehindKeystone, issueToken,
   passwordAuth, applicationCredentialAuth, tokenAuth,
 } from '../../scripts/real-keystone.mjs';
+import { request } from '../../scripts/real-ironic.mjs';
 
 // Every token lives this long, so that the expiry test waits no more; long
 // enough for any other test to use its token on a busy machine.
@@ -47,19 +48,8 @@ async function aliceToken() {
 }
 
 /** A request to Ironic, at the public baremetal endpoint that a catalog names (or Ironic's URL), with `token` unless null. */
-async function ironicApi(method, path, token, { body, base = ironic.url } = {}) {
-  const r = await fetch(base + path, {
-    method,
-    headers: {
-      'X-OpenStack-Ironic-API-Version': API_VERSION,
-      ...(token ? { 'X-Auth-Token': token } : {}),
-      ...(body ? { 'Content-Type': 'application/json' } : {}),
-    },
-    body: body && JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, headers: r.headers, text, body: text ? JSON.parse(text) : null };
-}
+const ironicRequest = (method, path, token, { body, base = ironic.url } = {}) =>
+  request(base, method, path, { body, token, headers: { 'X-OpenStack-Ironic-API-Version': API_VERSION } });
 
 /** Ironic's refusal of an unauthenticated request: keystonemiddleware's 401, naming Keystone. */
 function assertIronicRefuses(r, what) {
@@ -89,7 +79,7 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
 
     // The catalog's Ironic takes the token.
     const publicUrl = byType.baremetal.endpoints.find((e) => e.interface === 'public').url;
-    const nodes = await ironicApi('GET', '/v1/nodes', r.token, { base: publicUrl });
+    const nodes = await ironicRequest('GET', '/v1/nodes', r.token, { base: publicUrl });
     assert.equal(nodes.status, 200, nodes.text);
   });
 
@@ -105,7 +95,7 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
       assert.deepEqual(r.body.token.methods, ['application_credential'], how);
       assert.equal(r.body.token.project.id, demo.project.id, `${how}: scoped to the credential's project`);
       assert.equal(r.body.token.application_credential.id, credential.id, how);
-      const nodes = await ironicApi('GET', '/v1/nodes', r.token);
+      const nodes = await ironicRequest('GET', '/v1/nodes', r.token);
       assert.equal(nodes.status, 200, `${how}: ${nodes.text}`);
     }
 
@@ -137,9 +127,9 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
     assert.equal(second.body.token.expires_at, first.body.token.expires_at);
     // Its audit chain names the old token, so revoking that one revokes both.
     assert.deepEqual(second.body.token.audit_ids.slice(1), first.body.token.audit_ids);
-    assert.equal((await ironicApi('GET', '/v1/nodes', second.token)).status, 200);
+    assert.equal((await ironicRequest('GET', '/v1/nodes', second.token)).status, 200);
     await keystone.revokeToken(first.token);
-    assertIronicRefuses(await ironicApi('GET', '/v1/nodes', second.token), 'a token made from a revoked one');
+    assertIronicRefuses(await ironicRequest('GET', '/v1/nodes', second.token), 'a token made from a revoked one');
   });
 
   test('a wrong password is 401 with Keystone\'s error body, the same as an unknown user', async () => {
@@ -176,17 +166,17 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
   });
 
   test('Ironic refuses a request without a token and accepts one with it', async () => {
-    assertIronicRefuses(await ironicApi('GET', '/v1/nodes', null), 'no token');
-    assertIronicRefuses(await ironicApi('GET', '/v1/nodes', 'not-a-token'), 'a made-up token');
+    assertIronicRefuses(await ironicRequest('GET', '/v1/nodes', null), 'no token');
+    assertIronicRefuses(await ironicRequest('GET', '/v1/nodes', 'not-a-token'), 'a made-up token');
     // The API's root and version document stay open (clients negotiate there).
-    assert.equal((await ironicApi('GET', '/v1', null)).status, 200);
+    assert.equal((await ironicRequest('GET', '/v1', null)).status, 200);
 
     const { token } = await aliceToken();
-    const created = await ironicApi('POST', '/v1/nodes', token, { body: { driver: 'fake-hardware', name: 'smoke-node' } });
+    const created = await ironicRequest('POST', '/v1/nodes', token, { body: { driver: 'fake-hardware', name: 'smoke-node' } });
     assert.equal(created.status, 201, created.text);
     assert.equal(created.body.owner, demo.project.id, 'made by a project admin, owned by the project');
     assert.equal(created.body.provision_state, 'enroll');
-    const listed = await ironicApi('GET', '/v1/nodes?fields=uuid,name,owner', token);
+    const listed = await ironicRequest('GET', '/v1/nodes?fields=uuid,name,owner', token);
     assert.equal(listed.status, 200, listed.text);
     assert.ok(listed.body.nodes.some((n) => n.uuid === created.body.uuid && n.name === 'smoke-node'), listed.text);
   });
@@ -194,21 +184,21 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
   test('a revoked token is refused by Ironic at once, and only that token', async () => {
     const revoked = await aliceToken();
     const other = await aliceToken();
-    assert.equal((await ironicApi('GET', '/v1/nodes', revoked.token)).status, 200);
+    assert.equal((await ironicRequest('GET', '/v1/nodes', revoked.token)).status, 200);
     await keystone.revokeToken(revoked.token);
     // Immediately: keystonemiddleware caches nothing (token_cache_time = -1).
-    assertIronicRefuses(await ironicApi('GET', '/v1/nodes', revoked.token), 'a revoked token');
+    assertIronicRefuses(await ironicRequest('GET', '/v1/nodes', revoked.token), 'a revoked token');
     const validation = await keystone.validateToken(revoked.token);
     assert.equal(validation.status, 404, validation.text);
-    assert.equal((await ironicApi('GET', '/v1/nodes', other.token)).status, 200, 'another token of the same user still works');
+    assert.equal((await ironicRequest('GET', '/v1/nodes', other.token)).status, 200, 'another token of the same user still works');
   });
 
   test('an expired token is refused by Ironic and by Keystone', async () => {
     const r = await aliceToken();
-    assert.equal((await ironicApi('GET', '/v1/nodes', r.token)).status, 200);
+    assert.equal((await ironicRequest('GET', '/v1/nodes', r.token)).status, 200);
     // Keystone's clock and ours are the same machine's; a second of slack.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, r.expiresAt - Date.now()) + 1000));
-    assertIronicRefuses(await ironicApi('GET', '/v1/nodes', r.token), 'an expired token');
+    assertIronicRefuses(await ironicRequest('GET', '/v1/nodes', r.token), 'an expired token');
     const validation = await keystone.validateToken(r.token);
     assert.equal(validation.status, 404, validation.text);
     const self = await request(keystone.url, 'GET', '/auth/tokens', { token: r.token, headers: { 'X-Subject-Token': r.token } });
