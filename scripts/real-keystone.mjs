@@ -306,12 +306,14 @@ export function ironicApi(ironicUrl, token) {
 /**
  * Writes `dir`/clouds.yaml with a cloud `name` logging in to `keystone` as
  * `user` on `project` (both in the default domain, region RegionOne), and
- * the password apart in `dir`/secure.yaml, as operators keep it.
+ * the password apart in `dir`/secure.yaml, as operators keep it. The
+ * auth type is spelt out: python-ironicclient's `baremetal` assumes `none`.
  * @returns the variables that point the OpenStack tools at both files
  */
 export function writeCloudConfig(dir, keystone, { name = 'lab', user, password, project }) {
   writeFileSync(join(dir, 'clouds.yaml'), `clouds:
   ${name}:
+    auth_type: password
     auth:
       auth_url: ${keystone.url}
       username: ${user}
