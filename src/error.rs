@@ -157,7 +157,12 @@ impl fmt::Display for Error {
 
 /// `<message> (HTTP <status>) (Request-ID: <id>)`, as python-ironicclient
 /// and keystoneauth word an error answer.
-fn http_message(f: &mut fmt::Formatter<'_>, message: &str, status: Option<u16>, request_id: Option<&str>) -> fmt::Result {
+fn http_message(
+    f: &mut fmt::Formatter<'_>,
+    message: &str,
+    status: Option<u16>,
+    request_id: Option<&str>,
+) -> fmt::Result {
     f.write_str(message)?;
     if let Some(status) = status {
         write!(f, " (HTTP {status})")?;

@@ -63,11 +63,19 @@ pub enum Scope {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthMethod {
-    Password { user: Owned, password: String },
+    Password {
+        user: Owned,
+        password: String,
+    },
     /// By id, or by name and the user who owns it.
-    ApplicationCredential { credential: ApplicationCredential, secret: String },
+    ApplicationCredential {
+        credential: ApplicationCredential,
+        secret: String,
+    },
     /// An existing token exchanged for a new (scoped) one.
-    Token { token: String },
+    Token {
+        token: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,7 +107,10 @@ impl Credentials {
                     }
                 };
                 members.push(("secret", quote(secret)));
-                object(&[("methods", "[\"application_credential\"]".into()), ("application_credential", object(&members))])
+                object(&[
+                    ("methods", "[\"application_credential\"]".into()),
+                    ("application_credential", object(&members)),
+                ])
             }
             AuthMethod::Token { token } => {
                 object(&[("methods", "[\"token\"]".into()), ("token", object(&[("id", quote(token))]))])
@@ -222,7 +233,9 @@ pub fn read_token<D: Document>(response: &Response) -> Result<Token, Error> {
     };
     let catalog = match &view.catalog {
         None => Vec::new(),
-        Some(catalog) => read_catalog(catalog).ok_or_else(|| invalid("has a catalog that is not a list of services"))?,
+        Some(catalog) => {
+            read_catalog(catalog).ok_or_else(|| invalid("has a catalog that is not a list of services"))?
+        }
     };
     Ok(Token { value, expires_at: expires.map(|(text, _)| text), lifetime_ms, catalog })
 }
@@ -281,10 +294,19 @@ pub fn interface(given: &str) -> Option<&'static str> {
 
 /// The URL of `service_type`'s endpoint with this interface (and region,
 /// when one is asked for): the first that matches, as keystoneauth takes it.
-pub fn find_endpoint(catalog: &[Endpoint], service_type: &str, interface: &str, region: Option<&str>) -> Result<String, Error> {
+pub fn find_endpoint(
+    catalog: &[Endpoint],
+    service_type: &str,
+    interface: &str,
+    region: Option<&str>,
+) -> Result<String, Error> {
     catalog
         .iter()
-        .find(|e| e.service_type == service_type && e.interface == interface && region.is_none_or(|r| e.region.as_deref() == Some(r)))
+        .find(|e| {
+            e.service_type == service_type
+                && e.interface == interface
+                && region.is_none_or(|r| e.region.as_deref() == Some(r))
+        })
         .map(|e| e.url.clone())
         .ok_or_else(|| {
             let region = region.map(|r| format!(" in {r} region")).unwrap_or_default();
@@ -397,7 +419,10 @@ mod tests {
     #[test]
     fn application_credential_and_token_bodies() {
         let by_id = Credentials {
-            method: AuthMethod::ApplicationCredential { credential: ApplicationCredential::Id("ac".into()), secret: "x".into() },
+            method: AuthMethod::ApplicationCredential {
+                credential: ApplicationCredential::Id("ac".into()),
+                secret: "x".into(),
+            },
             scope: Scope::Unscoped,
         };
         assert_eq!(
@@ -417,7 +442,10 @@ mod tests {
             json!({"auth": {"identity": {"methods": ["application_credential"],
                 "application_credential": {"name": "ci", "user": {"name": "alice", "domain": {"name": "Default"}}, "secret": "x"}}}})
         );
-        let token = Credentials { method: AuthMethod::Token { token: "t0".into() }, scope: Scope::Domain(Named::Name("d".into())) };
+        let token = Credentials {
+            method: AuthMethod::Token { token: "t0".into() },
+            scope: Scope::Domain(Named::Name("d".into())),
+        };
         assert_eq!(
             body(&token.request()),
             json!({"auth": {"identity": {"methods": ["token"], "token": {"id": "t0"}},
@@ -495,7 +523,8 @@ mod tests {
 
     #[test]
     fn short_lives_are_renewed_halfway_and_a_missing_life_never() {
-        let life = |ms| Token { value: "t".into(), expires_at: None, lifetime_ms: ms, catalog: vec![] }.renew_after_ms();
+        let life =
+            |ms| Token { value: "t".into(), expires_at: None, lifetime_ms: ms, catalog: vec![] }.renew_after_ms();
         assert_eq!(life(Some(20_000)), Some(10_000));
         assert_eq!(life(Some(240_000)), Some(120_000));
         assert_eq!(life(Some(0)), Some(0));
@@ -517,14 +546,21 @@ mod tests {
             read_token::<Value>(&r).unwrap_err().to_string(),
             "The request you have made requires authentication. (HTTP 401) (Request-ID: req-9)"
         );
-        let r = Response { status: 503, body: "down".into(), content_type: Some("text/plain".into()), ..Default::default() };
+        let r = Response {
+            status: 503,
+            body: "down".into(),
+            content_type: Some("text/plain".into()),
+            ..Default::default()
+        };
         assert_eq!(read_token::<Value>(&r).unwrap_err().to_string(), "Service Unavailable (HTTP 503)");
     }
 
     #[test]
     fn answers_that_are_no_token_are_typed_errors() {
         let no_header = answer(201, None, json!({"token": {}}));
-        assert!(matches!(read_token::<Value>(&no_header), Err(Error::Auth(f)) if f.message.contains("X-Subject-Token")));
+        assert!(
+            matches!(read_token::<Value>(&no_header), Err(Error::Auth(f)) if f.message.contains("X-Subject-Token"))
+        );
         for bad in [
             json!([1]),
             json!({"token": 3}),
@@ -545,7 +581,15 @@ mod tests {
         assert_eq!(epoch_ms("2000-03-01T00:00:00.5Z"), Some(951_868_800_500));
         assert_eq!(epoch_ms("2026-12-01T07:25:31.123456Z"), Some(1_796_109_931_123));
         assert_eq!(epoch_ms("2026-12-01T07:25:31+00:00"), Some(1_796_109_931_000));
-        for bad in ["", "2026-12-01", "2026-13-01T00:00:00Z", "2026-12-01T24:00:00Z", "1969-12-31T23:59:59Z", "2026-12-01T07:25", "x-y-zT1:2:3"] {
+        for bad in [
+            "",
+            "2026-12-01",
+            "2026-13-01T00:00:00Z",
+            "2026-12-01T24:00:00Z",
+            "1969-12-31T23:59:59Z",
+            "2026-12-01T07:25",
+            "x-y-zT1:2:3",
+        ] {
             assert_eq!(epoch_ms(bad), None, "{bad}");
         }
     }

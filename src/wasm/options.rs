@@ -182,7 +182,16 @@ macro_rules! call_options {
     )*};
 }
 
-call_options!(Provision, WaitForNodes, CreateAllocation, WaitForAllocation, GetNode, ListNodes, Microversion, Authenticate);
+call_options!(
+    Provision,
+    WaitForNodes,
+    CreateAllocation,
+    WaitForAllocation,
+    GetNode,
+    ListNodes,
+    Microversion,
+    Authenticate
+);
 
 // serde(flatten) cannot share the wait-tuning fields: it is not supported
 // with deny_unknown_fields, and the values it buffers lose the JS values

@@ -40,9 +40,24 @@ pub(super) enum Login {
 
 /// The fields `auth` may have, keystoneauth's names camel-cased.
 const FIELDS: &[&str] = &[
-    "type", "authUrl", "username", "userId", "password", "userDomainName", "userDomainId", "projectName",
-    "projectId", "projectDomainName", "projectDomainId", "domainName", "domainId", "systemScope",
-    "applicationCredentialId", "applicationCredentialName", "applicationCredentialSecret", "token",
+    "type",
+    "authUrl",
+    "username",
+    "userId",
+    "password",
+    "userDomainName",
+    "userDomainId",
+    "projectName",
+    "projectId",
+    "projectDomainName",
+    "projectDomainId",
+    "domainName",
+    "domainId",
+    "systemScope",
+    "applicationCredentialId",
+    "applicationCredentialName",
+    "applicationCredentialSecret",
+    "token",
 ];
 const USER: &[&str] = &["username", "userId", "userDomainName", "userDomainId"];
 const SCOPE: &[&str] =
@@ -125,15 +140,20 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
         )));
     }
     let required = |value: Option<String>, field: &str| {
-        value.ok_or_else(|| Error::InvalidArgument(format!("Option auth.{field} is required for auth type {auth_type}")))
+        value
+            .ok_or_else(|| Error::InvalidArgument(format!("Option auth.{field} is required for auth type {auth_type}")))
     };
     let method = match auth_type.as_str() {
         "none" => return Ok(Login::None),
         "http_basic" => {
-            let (user, password) = (required(a.take("username"), "username")?, required(a.take("password"), "password")?);
+            let (user, password) =
+                (required(a.take("username"), "username")?, required(a.take("password"), "password")?);
             return basic(&user, &password).map(Login::Basic);
         }
-        "password" => AuthMethod::Password { user: user(&mut a, &auth_type)?, password: required(a.take("password"), "password")? },
+        "password" => AuthMethod::Password {
+            user: user(&mut a, &auth_type)?,
+            password: required(a.take("password"), "password")?,
+        },
         "v3applicationcredential" => {
             let credential = match (a.take("applicationCredentialId"), a.take("applicationCredentialName")) {
                 (Some(id), _) => ApplicationCredential::Id(id),
@@ -151,7 +171,13 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
         }
         _ => AuthMethod::Token { token: required(a.take("token"), "token")? },
     };
-    let scope = match (a.take("projectId"), a.take("projectName"), a.take("domainId"), a.take("domainName"), a.take("systemScope")) {
+    let scope = match (
+        a.take("projectId"),
+        a.take("projectName"),
+        a.take("domainId"),
+        a.take("domainName"),
+        a.take("systemScope"),
+    ) {
         (None, None, None, None, None) => TokenScope::Unscoped,
         (Some(id), _, None, None, None) => TokenScope::Project(Owned::Id(id)),
         (None, Some(name), None, None, None) => {
@@ -176,9 +202,8 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
     })?)?;
     let interface = match interface {
         None => "public",
-        Some(given) => keystone::interface(&given).ok_or_else(|| {
-            Error::InvalidArgument("Option interface must be public, internal or admin".into())
-        })?,
+        Some(given) => keystone::interface(&given)
+            .ok_or_else(|| Error::InvalidArgument("Option interface must be public, internal or admin".into()))?,
     };
     Ok(Login::Keystone(Keystone {
         base,
@@ -196,9 +221,9 @@ fn user(a: &mut Fields, auth_type: &str) -> Result<Owned, Error> {
     match (a.take("userId"), a.take("username")) {
         (Some(id), _) => Ok(Owned::Id(id)),
         (None, Some(name)) => Ok(Owned::Name { name, domain: domain(a, "user")? }),
-        (None, None) => {
-            Err(Error::InvalidArgument(format!("Option auth.username or auth.userId is required for auth type {auth_type}")))
-        }
+        (None, None) => Err(Error::InvalidArgument(format!(
+            "Option auth.username or auth.userId is required for auth type {auth_type}"
+        ))),
     }
 }
 
@@ -298,8 +323,13 @@ impl Client {
         }
         let mut retries = 0;
         let (response, received) = loop {
-            let exchange =
-                Exchange { url: &url, request: &request, headers: &headers, timeout_at: self.request_timeout_at(), max_body: self.max_body };
+            let exchange = Exchange {
+                url: &url,
+                request: &request,
+                headers: &headers,
+                timeout_at: self.request_timeout_at(),
+                max_body: self.max_body,
+            };
             let reply = io::send(scope, exchange).await;
             if scope.aborted() {
                 return Err(Error::Aborted);
@@ -311,8 +341,12 @@ impl Client {
             }
             let Some(delay) = self.retry.delay_ms(retries, &reply) else {
                 return Err(match reply {
-                    Reply::ConnectionFailed(why) => Error::auth(format!("Unable to establish connection to {url}: {why}")),
-                    Reply::TimedOut => Error::auth(format!("Unable to establish connection to {url}: the request timed out")),
+                    Reply::ConnectionFailed(why) => {
+                        Error::auth(format!("Unable to establish connection to {url}: {why}"))
+                    }
+                    Reply::TimedOut => {
+                        Error::auth(format!("Unable to establish connection to {url}: the request timed out"))
+                    }
                     other => protocol::reply_error::<Json>(&other),
                 });
             };

@@ -164,7 +164,9 @@ impl Client {
         let opts: options::Client = options::read(options, "IronicClient options", "Option ")?;
         let login = auth::login(opts.auth.as_ref(), opts.region, opts.interface)?;
         if opts.auth.is_some() && (opts.token.is_some() || opts.get_token.is_some() || opts.basic_auth.is_some()) {
-            return Err(Error::InvalidArgument("Option auth cannot be combined with token, getToken or basicAuth".into()));
+            return Err(Error::InvalidArgument(
+                "Option auth cannot be combined with token, getToken or basicAuth".into(),
+            ));
         }
         let endpoint = match (&opts.endpoint, &login) {
             (None, auth::Login::Keystone(_)) => None,
