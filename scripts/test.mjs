@@ -29,7 +29,7 @@ const PARTS = [
 await main('test', async () => {
   const argv = process.argv.slice(2);
   if (argv.includes('--list')) {
-    for (const p of PARTS) console.log(`${p.name.padEnd(10)} ${p.what}`);
+    for (const p of PARTS) console.log(`${p.name.padEnd(13)} ${p.what}`);
     return;
   }
   const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1]?.split(',') : null;
@@ -48,8 +48,8 @@ await main('test', async () => {
     const r = spawnSync(part.cmd, part.args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...part.env } });
     results.push({ name: part.name, ok: r.status === 0, seconds: (performance.now() - started) / 1000 });
   }
-  console.log('\npart       result  seconds');
-  for (const r of results) console.log(`${r.name.padEnd(10)} ${(r.ok ? 'pass' : 'FAIL').padEnd(7)} ${r.seconds.toFixed(0).padStart(7)}`);
+  console.log('\npart          result  seconds');
+  for (const r of results) console.log(`${r.name.padEnd(13)} ${(r.ok ? 'pass' : 'FAIL').padEnd(7)} ${r.seconds.toFixed(0).padStart(7)}`);
   const failed = results.filter((r) => !r.ok).map((r) => r.name);
   // The plain closing line CI reads: parts, each a whole test runner's verdict.
   console.log(`parts: ${results.length - failed.length} passed, ${failed.length} failed`);

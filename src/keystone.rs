@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::document::{object, present, quote, Document, Present};
 use crate::error::{AuthFailure, Error};
-use crate::protocol::{Method, Request, Response};
+use crate::protocol::{bounded, Method, Request, Response};
 
 /// Something Keystone knows by id or by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -340,7 +340,7 @@ pub fn refusal<D: Document>(response: &Response) -> Error {
         .and_then(|e| e.view::<ErrorView<D>>()?.message)
         .and_then(|m| m.as_string())
         .filter(|m| !m.is_empty());
-    let message = message.unwrap_or_else(|| response.http_error::<D>().message);
+    let message = message.map(bounded).unwrap_or_else(|| response.http_error::<D>().message);
     Error::Auth(AuthFailure { message, status: Some(response.status), request_id: response.request_id.clone() })
 }
 
@@ -361,9 +361,14 @@ pub fn epoch_ms(text: &str) -> Option<u64> {
     if !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
         return None;
     }
+    // Milliseconds: the first three digits of any number of them.
     let millis = match fraction {
         "" => 0,
-        f => number(f)? * 1000 / 10u64.pow(f.len().min(18) as u32),
+        f if f.bytes().all(|b| b.is_ascii_digit()) => {
+            let ms = f.get(..3).unwrap_or(f);
+            number(ms)? * 10u64.pow(3 - ms.len() as u32)
+        }
+        _ => return None,
     };
     // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
     // days_from_civil).
@@ -581,6 +586,8 @@ mod tests {
         assert_eq!(epoch_ms("2000-03-01T00:00:00.5Z"), Some(951_868_800_500));
         assert_eq!(epoch_ms("2026-12-01T07:25:31.123456Z"), Some(1_796_109_931_123));
         assert_eq!(epoch_ms("2026-12-01T07:25:31+00:00"), Some(1_796_109_931_000));
+        assert_eq!(epoch_ms("2026-12-01T07:25:31.1234567890123456789012345Z"), Some(1_796_109_931_123));
+        assert_eq!(epoch_ms("9999-12-31T23:59:59.999Z"), Some(253_402_300_799_999));
         for bad in [
             "",
             "2026-12-01",

@@ -582,7 +582,7 @@ pub fn not_an_object(python_type: &str) -> Error {
 
 /// A server's message as it is, unless it is longer than any real Ironic
 /// message: then its first [`MAX_MESSAGE_CHARS`] characters and `...`.
-fn bounded(message: String) -> String {
+pub fn bounded(message: String) -> String {
     if message.chars().nth(MAX_MESSAGE_CHARS).is_none() {
         return message;
     }

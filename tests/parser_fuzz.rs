@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use ironic_wait::document::Document;
 use ironic_wait::error::{Error, Subject};
+use ironic_wait::keystone::{self, BAREMETAL};
 use ironic_wait::protocol::{
     self, negotiate, parse_node_page, reply_error, version_range, Microversion, Pager, Reply, Requested, Response,
     RetryPolicy, MAX_PAGES, MAX_RETRY_AFTER_MS,
@@ -100,6 +101,10 @@ const STRINGS: &[&str] = &[
     "1.115",
     "1.1",
     "http://ironic.example:6385/v1/nodes?limit=2&marker=u-1",
+    "2026-12-01T07:25:31.000000Z",
+    "2026-12-01T08:25:31Z",
+    "baremetal",
+    "public",
     "/v1/nodes?marker=",
     "{\"faultstring\": \"nested\"}",
     "\u{0}",
@@ -175,6 +180,37 @@ fn shaped_document() -> impl Strategy<Value = serde_json::Value> {
             }
             doc.insert("links".into(), extra);
             serde_json::Value::Object(doc)
+        },
+    )
+}
+
+/// Keystone's answers to a login: the token's fields present or not, of
+/// random types, and catalogs of services and endpoints whose fields are
+/// known strings or anything.
+fn keystone_answer() -> impl Strategy<Value = serde_json::Value> {
+    fn object(fields: Vec<(&'static str, Option<Value>)>) -> Value {
+        Value::Object(fields.into_iter().filter_map(|(k, v)| Some((k.to_string(), v?))).collect())
+    }
+    let field = || {
+        prop::option::weighted(
+            0.8,
+            prop_oneof![3 => prop::sample::select(STRINGS.to_vec()).prop_map(Value::from), 1 => json_tree()],
+        )
+    };
+    let endpoint = (field(), field(), field(), field())
+        .prop_map(|(i, r, rid, u)| object(vec![("interface", i), ("region", r), ("region_id", rid), ("url", u)]));
+    let endpoints = prop_oneof![4 => prop::collection::vec(endpoint, 0..5).prop_map(Value::Array), 1 => json_tree()];
+    let service = (field(), prop::option::weighted(0.9, endpoints))
+        .prop_map(|(t, e)| object(vec![("type", t), ("endpoints", e)]));
+    let catalog = prop_oneof![4 => prop::collection::vec(service, 0..5).prop_map(Value::Array), 1 => json_tree()];
+    (field(), field(), prop::option::weighted(0.8, catalog), any::<bool>()).prop_map(
+        |(expires, issued, catalog, wrapped)| {
+            let token = object(vec![("expires_at", expires), ("issued_at", issued), ("catalog", catalog)]);
+            if wrapped {
+                serde_json::json!({ "token": token })
+            } else {
+                token
+            }
         },
     )
 }
@@ -288,6 +324,7 @@ fn read_everything(status: u16, body: &str) -> Result<(), TestCaseError> {
     check!(http.status == status, "http_error changed the status");
     check_server_error(&Error::Http(http))?;
     check_server_error(&reply_error::<Value>(&Reply::Response(response.clone())))?;
+    read_keystone(&Response { subject_token: Some("gAAAA-t".into()), ..response.clone() })?;
     // The version range of a body without version headers: the `version`
     // object's two strings, when they are strings.
     let version = parsed.as_ref().map(|v| &v["version"]);
@@ -304,6 +341,40 @@ fn read_everything(status: u16, body: &str) -> Result<(), TestCaseError> {
     // 2-core machine: 2 s, and 10 s more per MB.
     let allowed = Duration::from_secs(2) + Duration::from_secs(10) * body.len() as u32 / (1 << 20);
     check!(started.elapsed() < allowed, "{:?} for {} bytes", started.elapsed(), body.len());
+    Ok(())
+}
+
+/// Keystone's answer to a login: a token (only from a success with the
+/// `X-Subject-Token` header, its catalog searchable), or a typed, bounded
+/// error.
+fn read_keystone(response: &Response) -> Result<(), TestCaseError> {
+    match keystone::read_token::<Value>(response) {
+        Ok(token) => {
+            check!(
+                response.is_success() && response.subject_token.as_deref() == Some(token.value.as_str()),
+                "a token from status {} and header {:?}",
+                response.status,
+                response.subject_token
+            );
+            check!(token.renew_after_ms() <= token.lifetime_ms, "renewed after its life ends");
+            for interface in ["public", "internal", "admin"] {
+                for region in [None, Some("RegionOne")] {
+                    match keystone::find_endpoint(&token.catalog, BAREMETAL, interface, region) {
+                        Ok(url) => check!(
+                            token.catalog.iter().any(|e| e.url == url && e.interface == interface),
+                            "{url} is not a {interface} endpoint of the catalog"
+                        ),
+                        Err(e) => check!(matches!(e, Error::Auth(_)), "{e:?}"),
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            check!(matches!(e, Error::Auth(_) | Error::InvalidResponse(_)), "an error of an unexpected kind: {e:?}");
+            let chars = e.to_string().chars().count();
+            check!(chars <= MAX_MESSAGE_CHARS, "a message of {chars} characters");
+        }
+    }
     Ok(())
 }
 
@@ -406,6 +477,18 @@ proptest! {
         }
     }
 
+
+    /// Keystone's answers to a login, of any status, with or without the
+    /// token header: a token whose catalog can be searched, or a typed error.
+    #[test]
+    fn keystone_answers_are_a_token_or_a_typed_error(
+        answer in keystone_answer(),
+        status in prop_oneof![4 => Just(201u16), 1 => status()],
+        header in prop::option::weighted(0.9, prop_oneof![Just("gAAAA-t".to_string()), any_text()]),
+    ) {
+        let response = Response { status, body: answer.to_string(), subject_token: header, ..Default::default() };
+        read_keystone(&response)?;
+    }
 }
 
 proptest! {
