@@ -265,7 +265,8 @@ function makeConfigDrive(dir) {
 
 /** --extra key=value pairs: the value JSON-decoded when it can be (split_and_deserialize). */
 function extraToObject(pairs) {
-  const out = {};
+  // No prototype: a key `__proto__` is a key like any other, as in Python.
+  const out = Object.create(null);
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
     if (eq < 0) throw new CommandError(`Attributes must be a list of PATH=VALUE not "${pair}"`);

@@ -133,6 +133,12 @@ const CASES = [
     differences: ['progress'],
   },
   {
+    // A key named like JS's prototype accessor is a key like any other.
+    name: 'allocation create --extra __proto__=...',
+    scenario: scenario([available('n1')]),
+    args: ['allocation', 'create', '--resource-class', 'gold', '--uuid', ALLOCATION, '--extra', '__proto__={"polluted": true}', '--extra', 'k=2', '-f', 'json', '-c', 'extra'],
+  },
+  {
     name: 'allocation create -f shell --prefix',
     scenario: scenario([available('n1')]),
     args: ['allocation', 'create', '--resource-class', 'gold', '--uuid', ALLOCATION, '--name', 'say "hi"', '-f', 'shell', '--prefix', 'al_'],
