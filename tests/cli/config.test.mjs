@@ -1,20 +1,16 @@
 // cli/config.mjs: clouds.yaml / secure.yaml / clouds-public.yaml, OS_* variables and --os-* flags into
 // IronicClient options. Every case runs in its own temp directories (cwd, home, system dir) with an
 // explicit env object: the real environment and home are never read. The last group runs python's own
-// loader (osc-lib's OSC_Config on openstacksdk, from the real-ironic venv) on the same files and
-// variables and compares, so the precedence is python's and not a guess.
+// loader (osc-lib's OSC_Config on openstacksdk, from the real-ironic venv, made if missing) on the
+// same files and variables and compares, so the precedence is python's and not a guess.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { resolveConfig, ConfigError, OS_FLAGS } from '../../cli/config.mjs';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const PYTHON = path.join(ROOT, '.cache/real-ironic/venv/bin/python');
+import { ensureVenv, PYTHON } from '../../scripts/real-ironic.mjs';
 const SECRET = 'S3cret-never-shown';
 
 const sandboxes = [];
@@ -455,9 +451,9 @@ const DIFFERENTIAL = [
   },
 ];
 
-const havePython = existsSync(PYTHON);
+await ensureVenv();
 for (const c of DIFFERENTIAL) {
-  test(`same as python's loader: ${c.name}`, { skip: !havePython && 'no real-ironic venv (.cache/real-ironic)' }, async () => {
+  test(`same as python's loader: ${c.name}`, async () => {
     const box = await sandbox(c.files);
     const env = Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, v.replace('<root>', box.root)]));
     const py = fromPython(await runPython({ cwd: box.cwd, home: box.home, env, argv: c.argv }));
@@ -466,7 +462,7 @@ for (const c of DIFFERENTIAL) {
   });
 }
 
-test('same as python\'s loader: a region the cloud does not list', { skip: !havePython && 'no real-ironic venv' }, async () => {
+test('same as python\'s loader: a region the cloud does not list', async () => {
   const box = await sandbox({ 'cwd/clouds.yaml': 'clouds:\n  c:\n    auth_type: none\n    endpoint: http://i\n' +
     '    regions: [R1, R2]\n' });
   const env = { OS_CLOUD: 'c', OS_REGION_NAME: 'R3' };
@@ -475,7 +471,7 @@ test('same as python\'s loader: a region the cloud does not list', { skip: !have
   assert.equal(await configError(box.resolve({ env })), py.error);
 });
 
-test('same as python\'s loader: a cloud that is not there', { skip: !havePython && 'no real-ironic venv' }, async () => {
+test('same as python\'s loader: a cloud that is not there', async () => {
   const box = await sandbox({ 'cwd/clouds.yaml': PASSWORD_CLOUD });
   const py = await runPython({ cwd: box.cwd, home: box.home, env: { OS_CLOUD: 'nope' } });
   assert.equal(await configError(box.resolve({ env: { OS_CLOUD: 'nope' } })), py.error);
