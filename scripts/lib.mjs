@@ -36,7 +36,7 @@ export async function main(name, fn) {
 // gzip -9, as in wasm-toolchain.md, so figures compare with its table.
 export const PKG = join(ROOT, 'pkg');
 export const WASM_FILE = 'ironic_wait_bg.wasm';
-// 150 KB since issue 11's Keystone logins (+13.6 KB of wasm gzip: login,
+// 150 KB since issue 11's Keystone logins (+14.0 KB of wasm gzip: login,
 // renewal and catalog code, a serde view per part of Keystone's answer).
 // 136 KB since issue 10 (was 96, and 80 before issue 8): the design card's
 // crates cost more than the hand-written code they replaced. Measured step by

@@ -12,9 +12,9 @@ use wasm_bindgen::{JsCast, JsValue};
 use super::{check_header_value, endpoint, Client};
 use crate::error::Error;
 use crate::keystone::{self, ApplicationCredential, AuthMethod, Credentials, Named, Owned, Scope as TokenScope};
-use crate::protocol::{self, Reply};
+use crate::protocol::{self, Reply, Response};
 use crate::wasm::document::Json;
-use crate::wasm::io::{self, Exchange, Scope};
+use crate::wasm::io::Scope;
 use crate::wasm::js;
 
 /// A Keystone login and what it last gave.
@@ -321,42 +321,20 @@ impl Client {
         if let Some(ua) = &self.user_agent {
             headers.push(("User-Agent".into(), ua.clone()));
         }
-        let mut retries = 0;
-        let (response, received) = loop {
-            let exchange = Exchange {
-                url: &url,
-                request: &request,
-                headers: &headers,
-                timeout_at: self.request_timeout_at(),
-                max_body: self.max_body,
-            };
-            let reply = io::send(scope, exchange).await;
-            if scope.aborted() {
-                return Err(Error::Aborted);
+        let keystone_answered = |r: &Response| !matches!(r.status, 409 | 503);
+        let response = match self.send_until(scope, &url, &request, &headers, &keystone_answered).await {
+            Ok(response) => response,
+            Err(Reply::ConnectionFailed(why)) => {
+                return Err(Error::auth(format!("Unable to establish connection to {url}: {why}")))
             }
-            if let Reply::Response(r) = &reply {
-                if !matches!(r.status, 409 | 503) {
-                    break (reply, js::now());
-                }
+            Err(Reply::TimedOut) => {
+                return Err(Error::auth(format!("Unable to establish connection to {url}: the request timed out")))
             }
-            let Some(delay) = self.retry.delay_ms(retries, &reply) else {
-                return Err(match reply {
-                    Reply::ConnectionFailed(why) => {
-                        Error::auth(format!("Unable to establish connection to {url}: {why}"))
-                    }
-                    Reply::TimedOut => {
-                        Error::auth(format!("Unable to establish connection to {url}: the request timed out"))
-                    }
-                    other => protocol::reply_error::<Json>(&other),
-                });
-            };
-            retries += 1;
-            scope.pause(js::now() + delay).await;
-            if scope.aborted() {
-                return Err(Error::Aborted);
-            }
+            // Still 409 or 503 after the retries.
+            Err(Reply::Response(r)) => return Err(keystone::refusal::<Json>(&r)),
+            Err(other) => return Err(protocol::reply_error::<Json>(&other)),
         };
-        let Reply::Response(response) = response else { unreachable!("the loop breaks on a response only") };
+        let received = js::now();
         let token = keystone::read_token::<Json>(&response)?;
         check_header_value(&token.value, "Keystone's X-Subject-Token")
             .map_err(|_| Error::InvalidResponse("Keystone's X-Subject-Token is not a valid header value".into()))?;

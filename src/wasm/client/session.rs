@@ -192,30 +192,38 @@ impl Client {
         scope: &Rc<Scope>,
     ) -> Result<(Option<String>, Option<String>), Error> {
         let request = protocol::version_document();
-        let url = self.url(&request);
+        let headers = self.headers(None, &request);
+        let accept = |r: &Response| r.is_success() || r.max_version.is_some() || r.status == 406;
+        match self.send_until(scope, &self.url(&request), &request, &headers, &accept).await {
+            Ok(r) => Ok(protocol::version_range::<Json>(&r)),
+            Err(reply) => Err(protocol::reply_error::<Json>(&reply)),
+        }
+    }
+
+    /// Sends one request to `url` with python-ironicclient's retries (409,
+    /// 503, connection failures) until an answer `accept` takes; otherwise
+    /// the last reply (out of retries, not to be retried, or aborted).
+    pub(super) async fn send_until(
+        &self,
+        scope: &Rc<Scope>,
+        url: &str,
+        request: &Request,
+        headers: &[(String, String)],
+        accept: &dyn Fn(&Response) -> bool,
+    ) -> Result<Response, Reply> {
         let mut retries = 0;
         loop {
-            let headers = self.headers(None, &request);
-            let exchange = Exchange {
-                url: &url,
-                request: &request,
-                headers: &headers,
-                timeout_at: self.request_timeout_at(),
-                max_body: self.max_body,
+            let exchange =
+                Exchange { url, request, headers, timeout_at: self.request_timeout_at(), max_body: self.max_body };
+            let reply = match io::send(scope, exchange).await {
+                Reply::Response(r) if accept(&r) => return Ok(r),
+                reply => reply,
             };
-            let reply = io::send(scope, exchange).await;
-            if let Reply::Response(r) = &reply {
-                if r.is_success() || r.max_version.is_some() || r.status == 406 {
-                    return Ok(protocol::version_range::<Json>(r));
-                }
-            }
-            let Some(delay) = self.retry.delay_ms(retries, &reply) else {
-                return Err(protocol::reply_error::<Json>(&reply));
-            };
+            let Some(delay) = self.retry.delay_ms(retries, &reply) else { return Err(reply) };
             retries += 1;
             scope.pause(js::now() + delay).await;
             if scope.aborted() {
-                return Err(Error::Aborted);
+                return Err(Reply::Unusable(Error::Aborted));
             }
         }
     }
