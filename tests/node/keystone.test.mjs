@@ -162,6 +162,7 @@ test('what Keystone answers that is no token is a typed error; 503 and resets ar
     ['a catalog URL of another scheme', () => ({ body: tokenBody({ catalog: catalogOf('file:///etc/passwd') }) }), InvalidResponseError, /not an http\(s\) URL/],
     ['a redirect', () => ({ status: 302, headers: { Location: 'http://127.0.0.1:1/v3/auth/tokens' }, body: '' }), Error, /redirect/i],
     ['403 text', () => ({ status: 403, headers: { 'Content-Type': 'text/plain' }, body: 'no' }), AuthError, /^Forbidden \(HTTP 403\) \(Request-ID: req-ks-1\)$/],
+    ['503 after the retries', () => ({ status: 503, headers: { 'Content-Type': 'text/plain' }, body: '' }), AuthError, /^Service Unavailable \(HTTP 503\) \(Request-ID: req-ks-2\)$/],
   ];
   for (const [what, answer, Kind, message] of cases) {
     const keystone = await startKeystone(answer);
