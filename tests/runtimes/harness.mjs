@@ -6,7 +6,7 @@
 // EXPECTED, one subtest per scenario step.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSimulator } from '../../sim/server.mjs';
@@ -32,8 +32,8 @@ function packTarball(dir) {
 /**
  * A fresh consumer project CACHE/<runtime>/<name> holding scenario.mjs and
  * `files` (name in the project -> a file of tests/runtimes/ to copy, or
- * `{ text }`), with ironic-wait installed from the tarball (npm, offline:
- * the tarball has no dependencies).
+ * `{ text }`), with ironic-wait installed from the tarball, and its
+ * dependencies exactly as the repository's package-lock.json pins them.
  * @returns the project's directory
  */
 export function consumerProject(runtime, name, files = {}) {
@@ -41,17 +41,56 @@ export function consumerProject(runtime, name, files = {}) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const tarball = packTarball(join(CACHE, runtime));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({
-    name: `${name}-consumer`, private: true, type: 'module', dependencies: { 'ironic-wait': `file:${tarball}` },
-  }, null, 2));
+  const manifest = { name: `${name}-consumer`, private: true, type: 'module', dependencies: { 'ironic-wait': `file:${tarball}` } };
+  writeFileSync(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
+  writeFileSync(join(dir, 'package-lock.json'), JSON.stringify(consumerLock(manifest, tarball), null, 2));
   cpSync(join(HERE, 'scenario.mjs'), join(dir, 'scenario.mjs'));
   for (const [file, from] of Object.entries(files)) {
     mkdirSync(join(dir, file, '..'), { recursive: true });
     if (typeof from === 'string') cpSync(join(HERE, from), join(dir, file));
     else writeFileSync(join(dir, file), from.text);
   }
-  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  // With a lock, npm needs no registry metadata: a package is found in the
+  // cache by its integrity (`npm ci` of the repository put it there), and
+  // only when it is missing (a cache emptied since) is it downloaded.
+  execFileSync('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  assertInstalledAsLocked(dir);
   return dir;
+}
+
+/**
+ * The consumer's package-lock.json: ironic-wait from the tarball, and the
+ * package's dependencies (and theirs) as the repository's own lock has them,
+ * so that a consumer gets exactly what `npm test` was run with.
+ */
+function consumerLock(manifest, tarball) {
+  const repo = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')).packages;
+  const own = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  const packages = {
+    '': { name: manifest.name, dependencies: manifest.dependencies },
+    'node_modules/ironic-wait': { version: own.version, resolved: `file:${tarball}`, dependencies: own.dependencies ?? {} },
+  };
+  const pending = Object.keys(own.dependencies ?? {});
+  while (pending.length) {
+    const dep = pending.pop();
+    const path = `node_modules/${dep}`;
+    if (packages[path]) continue;
+    // The repository's lock is hoisted flat today; a nested copy would need its own path here.
+    assert.ok(repo[path], `the repository's package-lock.json has no ${path}`);
+    packages[path] = repo[path];
+    pending.push(...Object.keys(repo[path].dependencies ?? {}));
+  }
+  return { name: manifest.name, lockfileVersion: 3, requires: true, packages };
+}
+
+/** Every package a consumer project's lock names is installed at the locked version. */
+function assertInstalledAsLocked(dir) {
+  const { packages } = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8'));
+  for (const [path, { version }] of Object.entries(packages)) {
+    if (!path) continue;
+    const installed = JSON.parse(readFileSync(join(dir, path, 'package.json'), 'utf8')).version;
+    assert.equal(installed, version, `${path} in ${dir}: installed ${installed}, locked ${version}`);
+  }
 }
 
 /** The simulator, on its own loopback port. */
