@@ -68,7 +68,10 @@ function consumerLock(manifest, tarball) {
   const own = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   const packages = {
     '': { name: manifest.name, dependencies: manifest.dependencies },
-    'node_modules/ironic-wait': { version: own.version, resolved: `file:${tarball}`, dependencies: own.dependencies ?? {} },
+    // npm ci links a package's commands from what its lock entry says.
+    'node_modules/ironic-wait': {
+      version: own.version, resolved: `file:${tarball}`, license: own.license, dependencies: own.dependencies ?? {}, bin: own.bin, engines: own.engines,
+    },
   };
   const pending = Object.keys(own.dependencies ?? {});
   while (pending.length) {
