@@ -159,7 +159,7 @@ export interface ProvisionOptions extends WaitTuning {
 }
 
 export interface WaitOptions extends WaitTuning {
-  /** Seconds; 0 (default) = no limit. The last check happens at the deadline. */
+  /** Seconds; 0 (default) = no limit. The last check happens at the deadline and covers every node still waiting (every page of a list); nothing else starts after it. */
   timeout?: number;
 }
 

@@ -326,9 +326,11 @@ struct Round<D> {
     listing: Option<Listing>,
     /// The last round, at the deadline.
     is_final: bool,
-    /// The final round, due at the deadline, with nothing sent yet: its
-    /// first batch goes out even when the shell's timer fired a little late.
-    fresh: bool,
+    /// The final check: the round due at the deadline, started when the
+    /// shell's timer fired (at most [`LATE_TIMER_MS`] late). It goes on past
+    /// the deadline until every target still waiting is checked (every
+    /// page, every GET); any other round sends nothing after the deadline.
+    final_check: bool,
 }
 
 /// A round that reads the node list instead of one GET per node.
@@ -543,13 +545,13 @@ impl<D: Document> Engine<D> {
         // With the cap full, due retries wait for a reply, not a timer.
         let room = self.in_flight.len() < self.options.concurrency;
         let retries = self.retrying.iter().filter(|_| room).map(|(at, _)| Some(*at));
-        // What waits to be sent is dropped just past the deadline, and the
-        // wait may end then: wake for it rather than for a slow reply.
+        // What waits to be sent is dropped just past the deadline (all but
+        // the final check's), and the wait may end then: wake for it rather
+        // than for a slow reply.
         let unsent = !self.retrying.is_empty()
-            || self
-                .round
-                .as_ref()
-                .is_some_and(|r| !r.queue.is_empty() || r.listing.as_ref().is_some_and(|l| l.next_page.is_some()));
+            || self.round.as_ref().is_some_and(|r| {
+                !r.final_check && (!r.queue.is_empty() || r.listing.as_ref().is_some_and(|l| l.next_page.is_some()))
+            });
         let past_deadline = self.timers.deadline.map(|d| d + 1).filter(|&at| unsent && at > now);
         timers.into_iter().chain(limits).chain(retries).chain([past_deadline]).flatten().min()
     }
@@ -573,7 +575,7 @@ impl<D: Document> Engine<D> {
         let is_final = self.timers.deadline.is_some_and(|d| now >= d);
         // The final check, due at the deadline itself, may start a little
         // after it: a JS timer never fires early, and often a bit late.
-        let fresh = self.timers.deadline.is_some_and(|d| due_at == Some(d) && now <= d + LATE_TIMER_MS);
+        let final_check = self.timers.deadline.is_some_and(|d| due_at == Some(d) && now <= d + LATE_TIMER_MS);
         self.rounds += 1;
         self.round = Some(Round {
             number: self.rounds,
@@ -583,19 +585,22 @@ impl<D: Document> Engine<D> {
             queue,
             listing,
             is_final,
-            fresh,
+            final_check,
         });
     }
 
     /// Moves what is due into flight, within the concurrency cap: retries
     /// whose time has come first, then the round's next page or checks.
-    /// Nothing starts after the deadline: what has not started by then
-    /// stays unanswered.
+    /// After the deadline only the final check goes on (every page and
+    /// check of it); no retry starts, and what is left of another round is
+    /// never sent.
     fn send_due(&mut self, now: Millis) -> Vec<Fetch> {
-        let fresh = self.round.as_mut().is_some_and(|r| std::mem::replace(&mut r.fresh, false));
-        if !fresh && self.timers.deadline.is_some_and(|d| now > d) {
-            self.leave_unsent(now);
-            return Vec::new();
+        if self.timers.deadline.is_some_and(|d| now > d) {
+            self.drop_retries(now);
+            if self.round.as_ref().is_some_and(|r| !r.final_check) {
+                self.leave_round_unsent(now);
+                return Vec::new();
+            }
         }
         let mut ready = Vec::new();
         let mut i = 0;
@@ -649,14 +654,19 @@ impl<D: Document> Engine<D> {
             .collect()
     }
 
-    /// Past the deadline: retries, pages and checks not yet sent are never
-    /// sent; their targets stay unsettled (the round ends once what is in
-    /// flight is in, and the wait with it).
-    fn leave_unsent(&mut self, now: Millis) {
+    /// Past the deadline: retries not yet sent are never sent; their
+    /// targets stay unsettled.
+    fn drop_retries(&mut self, now: Millis) {
         let unsent: Vec<Outgoing> = self.retrying.drain(..).map(|(_, outgoing)| outgoing).collect();
         for outgoing in unsent {
             self.deliver_for(outgoing, Check::Unanswered, now);
         }
+    }
+
+    /// Past the deadline, a round that is not the final check: its pages
+    /// and checks not yet sent are never sent, their targets stay unsettled
+    /// (the round ends once what is in flight is in, and the wait with it).
+    fn leave_round_unsent(&mut self, now: Millis) {
         let Some(round) = &mut self.round else { return };
         let page_unsent = round.listing.as_mut().is_some_and(|l| l.next_page.take().is_some());
         let queued: Vec<usize> = round.queue.drain(..).collect();

@@ -789,6 +789,27 @@ fn no_request_starts_after_the_deadline_even_in_the_middle_of_a_round() {
 }
 
 #[test]
+fn the_final_check_reads_every_page_of_the_list() {
+    // 64 nodes in pages of 40 (a real Ironic's max_limit), 100 ms a page, a
+    // 3 s timeout with a 1 s interval: rounds at 0, 1.2 s, 2.4 s and the
+    // final one at the deadline. Its second page is asked for after the
+    // deadline, and the nodes on it are judged on what it shows.
+    let idents = names(64);
+    let fleet: Vec<(&str, Vec<Answer>)> = idents
+        .iter()
+        .map(|n| (n.as_str(), vec![State("deploying"), State("deploying"), State("deploying"), State("active")]))
+        .collect();
+    let mut fake = FakeIronic::new(&fleet);
+    fake.latency = 100;
+    let w = WaitOptions { timeout: 3.0, poll_interval: 1.0, page_size: 40, ..WaitOptions::nodes(idents, "active") };
+    let t = drive(w, &mut fake);
+    assert_eq!(t.instants(), [0, 100, 1200, 1300, 2400, 2500, 3000, 3100]);
+    assert_eq!(t.report.error, None);
+    assert!(t.report.targets.iter().all(|t| t.outcome.name() == "reached" && t.polls == 4));
+    assert_eq!(t.ended_at, 3200);
+}
+
+#[test]
 fn retries_and_list_fallbacks_never_start_after_the_deadline() {
     // Every GET is answered 503 after 600 ms: a retry due after the deadline
     // is dropped, and the wait ends with the request in flight at it.
@@ -901,4 +922,38 @@ fn list_entries_match_as_ironic_resolves_identifiers() {
     let outcomes: Vec<_> = report.targets.iter().map(|t| t.outcome.name()).collect();
     assert_eq!(outcomes, ["timed-out", "reached"], "the UUID stays deploying; the name n9 is active");
     assert_eq!(report.targets[0].seen.state.as_deref(), Some("deploying"));
+}
+
+#[test]
+fn the_final_check_sends_every_get_past_the_deadline_but_no_retry() {
+    // 20 nodes, 8 at a time, 100 ms a GET, one round before the deadline at
+    // 1 s: the final round goes out at the deadline in three batches; a 503
+    // in it is not retried.
+    let idents = names(20);
+    let mut fleet: Vec<(&str, Vec<Answer>)> =
+        idents.iter().map(|n| (n.as_str(), vec![State("deploying"), State("active")])).collect();
+    fleet[19].1 = vec![State("deploying"), Busy(None)];
+    let mut fake = FakeIronic::new(&fleet);
+    fake.latency = 100;
+    let w = WaitOptions {
+        timeout: 1.0,
+        poll_interval: 5.0,
+        list_threshold: 1000,
+        settle: ironic_wait::engine::Settle::All,
+        ..WaitOptions::nodes(idents, "active")
+    };
+    let t = drive(w, &mut fake);
+    let batches: Vec<u64> = [0, 100, 200]
+        .into_iter()
+        .chain([1000, 1100, 1200])
+        .flat_map(|at| {
+            let n = if at % 1000 == 200 { 4 } else { 8 };
+            vec![at; n]
+        })
+        .collect();
+    assert_eq!(t.instants(), batches);
+    let outcomes = t.outcomes();
+    assert!(outcomes[..19].iter().all(|o| *o == "reached"), "{outcomes:?}");
+    assert_eq!(outcomes[19], "timed-out");
+    assert_eq!(t.ended_at, 1300);
 }

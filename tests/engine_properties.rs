@@ -836,6 +836,16 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
     let mut truth: HashMap<String, HashSet<String>> = HashMap::new();
     let mut not_found: HashSet<String> = HashSet::new();
     let mut listing: Option<Listing> = None;
+    // After the deadline only the final check goes on: what each request
+    // asked for (at most once), and what a retry would ask for again.
+    // An identifier given twice has a check of each of its own.
+    let mut asked_after_deadline: HashMap<String, usize> = HashMap::new();
+    let mut retry_would_ask: HashSet<String> = HashSet::new();
+    let mut checks_per_round: HashMap<String, usize> = HashMap::new();
+    for ident in &idents {
+        *checks_per_round.entry(format!("{:?}", Asked::Get(ident.clone()))).or_default() += 1;
+    }
+    let retry_class = RetryPolicy { max_retries: 1, ..s.options(idents.clone()).retry };
     let mut wake = 0usize;
     let mut same_instant = (now, 0usize);
     let same_instant_limit = 2 * (idents.len() + MAX_PAGES_PER_LISTING + 1) * (s.max_retries as usize + 1) + 64;
@@ -858,25 +868,44 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
             drain(&mut engine, &mut events, &mut settled)?;
         }
         // The engine expires requests at their limit when stepped; mirror it.
-        in_flight.retain(|_, r| r.timeout_at.map_or(true, |t| t > now));
+        in_flight.retain(|_, r| {
+            let expired = r.timeout_at.is_some_and(|t| t <= now);
+            if expired && s.max_retries > 0 {
+                retry_would_ask.insert(format!("{:?}", r.asked));
+            }
+            !expired
+        });
         let late = late_wake.take();
         match engine.step(now) {
             Step::Fetch(fetches) => {
                 check!(!fetches.is_empty(), "an empty fetch at {} ms", now - s.origin);
                 check!(aborted.is_none(), "a request started after the abort");
-                if let Some(d) = deadline {
-                    // Tolerated: what was due by the deadline, when the
-                    // caller's timer fired a little late.
-                    let late_timer = late.is_some_and(|due| due <= d && now - due <= MAX_LAG_MS);
-                    check!(
-                        now <= d || late_timer,
-                        "a request started at {} ms, after the deadline at {} ms{}",
-                        now - s.origin,
-                        d - s.origin,
-                        if now == first_step { " (the first step came after the deadline)" } else { "" }
-                    );
-                }
+                // A round that had not begun by the deadline sends nothing,
+                // unless it is the final check due at the deadline and the
+                // caller's timer fired a little late.
+                let late_timer = late.is_some_and(|due| deadline.is_some_and(|d| due <= d && now - due <= MAX_LAG_MS));
+                check!(
+                    !(now == first_step && deadline.is_some_and(|d| now > d)) || late_timer,
+                    "a request started at {} ms, the first step, after the deadline",
+                    now - s.origin,
+                );
                 for fetch in fetches {
+                    if let Some(d) = deadline.filter(|&d| now > d) {
+                        let key = classify(&fetch.request).map(|asked| format!("{asked:?}")).unwrap_or_default();
+                        let per_round = checks_per_round.get(&key).copied().unwrap_or(1);
+                        check!(
+                            per_round > 1 || !retry_would_ask.contains(&key),
+                            "a retry of {key} started at {} ms, after the deadline at {} ms",
+                            now - s.origin,
+                            d - s.origin
+                        );
+                        let asked = asked_after_deadline.entry(key.clone()).or_default();
+                        *asked += 1;
+                        check!(
+                            *asked <= per_round,
+                            "{key} asked {asked} times after the deadline (a round after the final check?)"
+                        );
+                    }
                     check!(issued.insert(fetch.id), "request id {:?} used twice", fetch.id);
                     // Seconds to milliseconds may round up by one.
                     let limit = fetch.timeout_at.map(|at| at.checked_sub(now));
@@ -968,6 +997,12 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
                 for delivery in pending.drain(..take).collect::<Vec<_>>() {
                     if let Some(request) = in_flight.remove(&delivery.id) {
                         record(&request.asked, &delivery, &mut truth, &mut not_found, &mut listing)?;
+                        let key = format!("{:?}", request.asked);
+                        if retry_class.delay_ms(0, &delivery.reply).is_some() {
+                            retry_would_ask.insert(key);
+                        } else {
+                            retry_would_ask.remove(&key);
+                        }
                     }
                     let repeat = delivery.twice.then(|| delivery.reply.clone());
                     engine.observe(delivery.id, delivery.reply, now);
@@ -1007,12 +1042,14 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
     check!(report.retries <= report.requests, "more retries than requests");
     if aborted.map_or(true, |(_, done)| done) {
         if let Some(d) = deadline {
-            // A late timer may start the last requests late, and fire
-            // their time limit late.
-            let limit = d.max(first_step) + s.request_limit() + 2 * MAX_LAG_MS;
+            // The request in flight at the deadline, then each of the final
+            // check's requests after it, one after another at worst. A late
+            // timer may start them late, and fire their time limit late.
+            let requests = asked_after_deadline.values().sum::<usize>() as Millis + 1;
+            let limit = d.max(first_step) + requests * s.request_limit() + 2 * MAX_LAG_MS;
             check!(
                 ended_at <= limit,
-                "ended at {} ms: deadline {} ms + request limit {} ms",
+                "ended at {} ms: deadline {} ms + {requests} requests of at most {} ms",
                 ended_at - s.origin,
                 d - s.origin,
                 s.request_limit()

@@ -125,3 +125,20 @@ test('nodes that are all on the first page: one page per round', async (t) => {
   t.diagnostic(`list rounds, pages in each: ${rounds.map((r) => r.length).join(' ')}`);
   assert.deepEqual(rounds.map((r) => r.length), [1], 'one round of one page: they are all available already');
 });
+
+test('a timeout: the final check at the deadline reads every page, so every node is checked there', async (t) => {
+  // The 64 nodes rest in `available`; waiting for `active` (unexpected
+  // stable states allowed) can only time out. Each round, the last one at the
+  // deadline included, must read both pages of the 64.
+  const client = new IronicClient({ endpoint: ironic.url });
+  const start = ironic.seen.length;
+  const report = await client.waitForProvisionState(WAITED, 'active', {
+    timeout: 3, pollInterval: 1, settle: 'all', failOnUnexpectedState: false,
+  });
+  assert.deepEqual(new Set(report.nodes.map((n) => n.outcome)), new Set(['timed-out']));
+  const rounds = listRounds(ironic.seen.slice(start));
+  t.diagnostic(`list rounds, pages in each: ${rounds.map((r) => r.length).join(' ')}`);
+  assert.ok(rounds.length >= 2, `${rounds.length} rounds`);
+  assert.deepEqual(rounds.map((r) => r.length), rounds.map(() => 2), 'two pages in every round');
+  assert.deepEqual(new Set(report.nodes.map((n) => n.polls)), new Set([rounds.length]), 'every node checked in every round');
+});
