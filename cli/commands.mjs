@@ -7,30 +7,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { parse as parseYaml } from 'yaml';
+import { tables } from 'ironic-wait';
 import { Parser } from './args.mjs';
 import { ALLOCATION_FIELDS, FORMATS, formatShowOne } from './output.mjs';
 
 /** A mistake python-ironicclient reports as CommandError, InvalidAttribute, ValueError...: its text, exit 1. */
 export class CommandError extends Error {}
 
-// python-ironicclient's PROVISION_ACTIONS (v1/utils.py) and what OSC sends.
-const LONG = 10;
-const SHORT = 2;
-export const PROVISION = {
-  manage: { target: 'manage', expected: 'manageable', interval: SHORT },
-  provide: { target: 'provide', expected: 'available', interval: LONG },
-  deploy: { target: 'active', expected: 'active', interval: LONG, options: ['config-drive', 'deploy-steps'] },
-  undeploy: { target: 'deleted', expected: 'available', interval: LONG },
-  inspect: { target: 'inspect', expected: 'manageable', interval: SHORT },
-  clean: { target: 'clean', expected: 'manageable', interval: LONG, options: ['clean-steps|runbook', 'disable-ramdisk'] },
-  rescue: { target: 'rescue', expected: 'rescue', interval: LONG, options: ['rescue-password'] },
-  unrescue: { target: 'unrescue', expected: 'active', interval: LONG },
-  adopt: { target: 'adopt', expected: 'active', interval: SHORT },
-  rebuild: { target: 'rebuild', expected: 'active', interval: LONG, options: ['config-drive', 'deploy-steps'] },
-  service: { target: 'service', expected: 'active', interval: LONG, options: ['service-steps|runbook', 'disable-ramdisk'] },
-  abort: { target: 'abort', expected: null },
-  unhold: { target: 'unhold', expected: null },
+// OSC's provision commands: the library's action table (python-ironicclient's
+// PROVISION_ACTIONS: target, expected state, poll interval) and the options
+// each command adds to baremetal's common ones.
+const PROVISION_OPTIONS = {
+  manage: [], provide: [], deploy: ['config-drive', 'deploy-steps'], undeploy: [], inspect: [],
+  clean: ['clean-steps|runbook', 'disable-ramdisk'], rescue: ['rescue-password'], unrescue: [], adopt: [],
+  rebuild: ['config-drive', 'deploy-steps'], service: ['service-steps|runbook', 'disable-ramdisk'], abort: [], unhold: [],
 };
+export const PROVISION = Object.fromEntries(Object.entries(PROVISION_OPTIONS).map(([name, options]) => {
+  const { target, expected, pollInterval } = tables().actionsByName[name];
+  return [name, { target, expected, interval: pollInterval, options }];
+}));
 
 const CONFIG_DRIVE_HELP =
   'A gzipped, base64-encoded configuration drive string OR the path to the configuration drive file OR the path to a ' +
@@ -283,7 +278,7 @@ function extraToObject(pairs) {
 }
 
 /** The longest timeout a JS timer holds (the library's limit), in seconds. */
-const MAX_TIMEOUT = 2147483;
+const MAX_TIMEOUT = tables().limits.maxSeconds;
 
 // Checked before anything is sent (baremetal sends the action first, then fails).
 function checkTimeout(timeout) {

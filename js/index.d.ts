@@ -15,6 +15,46 @@
 /** The version of the ironic-wait build (the Rust crate's version). */
 export function version(): string;
 
+/** One row of python-ironicclient's action table. */
+export interface ProvisionActionRow {
+  /** The name a caller uses (`deploy`, `undeploy`, or Ironic's `active`, `deleted`). */
+  name: string;
+  /** The `target` sent in `PUT /v1/nodes/{id}/states/provision`. */
+  target: string;
+  /** The state a wait after it waits for; `null`: it cannot be waited on (`abort`, `unhold`). */
+  expected: string | null;
+  /** Seconds between the checks of that wait. */
+  pollInterval: number | null;
+}
+
+/**
+ * What the core knows and callers show or check too, written once in Rust:
+ * the CLI and the console read these instead of keeping copies. Frozen.
+ */
+export interface Tables {
+  actions: readonly ProvisionActionRow[];
+  actionsByName: Readonly<Record<string, ProvisionActionRow>>;
+  provisionStates: readonly string[];
+  stableStates: readonly string[];
+  /** Ironic's own `* failed` states; any state that is `error` or ends with `failureSuffix` is a failure. */
+  failureStates: readonly string[];
+  failureSuffix: string;
+  holdStates: readonly string[];
+  allocationStates: readonly string[];
+  /** Every outcome a report entry or progress event may carry. */
+  outcomes: readonly Outcome[];
+  /** Seconds unless named otherwise. */
+  defaults: Readonly<{
+    pollInterval: number; allocationPollInterval: number; concurrency: number; listThreshold: number;
+    pageSize: number; requestTimeout: number; maxRetries: number; retryInterval: number; maxResponseBytes: number;
+  }>;
+  /** `maxSeconds`: the longest timeout or interval (a JS timer's limit); `maxRetryAfter` in seconds. */
+  limits: Readonly<{ maxSeconds: number; maxPageSize: number; maxPages: number; maxRetryAfter: number }>;
+}
+
+/** The core's tables. */
+export function tables(): Tables;
+
 export interface IronicClientOptions {
   /**
    * Ironic's endpoint, e.g. `http://127.0.0.1:6385` (a trailing `/v1` is accepted). Required unless `auth` logs in to

@@ -12,9 +12,32 @@
 // quoting its value (it may be a secret).
 // Do not call into the wasm at module top level: under top-level await
 // (web.js) this module may be evaluated before the wasm is instantiated.
-import { RawClient, version } from './ironic_wait.js';
+import { RawClient, version, tables as rawTables } from './ironic_wait.js';
 
 export { version };
+
+let frozenTables;
+/**
+ * The core's tables: the action table (also keyed by name, `actionsByName`),
+ * the provision and allocation states with the failure rule, the outcome
+ * names, the defaults and the limits. Made once, deeply frozen.
+ */
+export function tables() {
+  if (!frozenTables) {
+    const t = rawTables();
+    t.actionsByName = Object.fromEntries(t.actions.map((a) => [a.name, a]));
+    frozenTables = deepFreeze(t);
+  }
+  return frozenTables;
+}
+
+function deepFreeze(value) {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
 
 /** Base class of every error this package raises itself. */
 export class IronicWaitError extends Error {

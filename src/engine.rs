@@ -57,6 +57,9 @@ pub const LATE_TIMER_MS: Millis = 100;
 /// Requests in flight at once, unless the caller says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 8;
 
+/// Seconds one request may take, unless the caller says otherwise.
+pub const REQUEST_TIMEOUT: f64 = 60.0;
+
 /// How a wait with many targets ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settle {
@@ -146,7 +149,7 @@ impl WaitOptions {
             page_size: MAX_PAGE_SIZE,
             fields: true,
             retry: RetryPolicy::default(),
-            request_timeout: 60.0,
+            request_timeout: REQUEST_TIMEOUT,
         }
     }
 
@@ -178,6 +181,20 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome's name, as [`Outcome::name`] gives them.
+    pub const NAMES: [&'static str; 10] = [
+        "reached",
+        "failed",
+        "unexpected-stable",
+        "held",
+        "timed-out",
+        "aborted",
+        "not-found",
+        "error",
+        "stopped",
+        "accepted",
+    ];
+
     /// The outcome's name in reports and progress events.
     pub fn name(&self) -> &'static str {
         match self {

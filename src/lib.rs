@@ -13,6 +13,8 @@
 //!   their answers, the service catalog.
 //! - [`document`]: the JSON documents the core reads, parsed by the runtime.
 //! - [`error`]: the one error type; messages are python-ironicclient's.
+//! - [`tables`]: the action table, state rules, outcome names, defaults and
+//!   limits as one value, exported to JS so that no caller keeps a copy.
 //!
 //! The wasm shell (`src/wasm`, wasm32 only) performs the fetches and timers
 //! the engine asks for and exports the JS API.
@@ -23,6 +25,7 @@ pub mod error;
 pub mod keystone;
 pub mod protocol;
 pub mod states;
+pub mod tables;
 pub mod verdict;
 
 #[cfg(target_arch = "wasm32")]

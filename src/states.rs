@@ -63,10 +63,13 @@ pub const HOLD_STATES: [&str; 3] = ["deploy hold", "clean hold", "service hold"]
 /// Allocation states: `allocating` is the initial one.
 pub const ALLOCATION_STATES: [&str; 3] = ["allocating", "active", "error"];
 
+/// The ending of a failure state's name, with its space.
+pub const FAILURE_SUFFIX: &str = " failed";
+
 /// python-ironicclient's failure rule, to the letter: `error`, or any state
 /// ending in " failed" (with the space), known to Ironic or not.
 pub fn is_failure_state(state: &str) -> bool {
-    state == "error" || state.ends_with(" failed")
+    state == "error" || state.ends_with(FAILURE_SUFFIX)
 }
 
 pub fn is_hold_state(state: &str) -> bool {

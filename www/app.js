@@ -7,6 +7,7 @@ import { catchStrays, report } from './errors.js';
 import { createNodeTable } from './nodes.js';
 import { createRunPanel } from './run.js';
 import { createAllocations } from './allocations.js';
+import { useStateRules } from './states.js';
 
 catchStrays();
 start();
@@ -19,8 +20,9 @@ async function start() {
     report(new Error(`The ironic-wait package could not be loaded from /pkg/ (${e.message}). Build it with \`npm run build\` (\`npm start\` does).`), 'Start-up');
     return;
   }
-  const { IronicClient, version } = pkg;
+  const { IronicClient, version, tables } = pkg;
   setText(byId('version'), version());
+  useStateRules(tables());
 
   // The console server accepts writes only with the token it put in this page.
   const headers = { 'X-Console-Token': document.querySelector('meta[name="console-token"]')?.content ?? '' };

@@ -43,12 +43,21 @@ export function stepOf(path, state, pos) {
   return back === -1 ? pos : back;
 }
 
+// The package's state rules (its `tables()`), given once the package has
+// loaded: app.js loads it at start, and reports it if it cannot.
+let rules = null;
+
+/** Takes the state rules from the package's tables; call before the first stateKind. */
+export function useStateRules({ stableStates, holdStates, failureSuffix }) {
+  rules = { stableStates, holdStates, failureSuffix };
+}
+
 /** A provision state's colour family: failed, hold, working, or the stable state itself. */
 export function stateKind(state) {
   if (state == null) return 'none';
-  if (state === 'error' || state.endsWith(' failed')) return 'failed';
-  if (state.endsWith(' hold')) return 'hold';
-  if (['enroll', 'manageable', 'available', 'active', 'rescue'].includes(state)) return state;
+  if (state === 'error' || state.endsWith(rules.failureSuffix)) return 'failed';
+  if (rules.holdStates.includes(state)) return 'hold';
+  if (rules.stableStates.includes(state)) return state;
   return 'working';
 }
 

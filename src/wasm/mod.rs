@@ -22,3 +22,10 @@ use wasm_bindgen::prelude::*;
 pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
+
+/// The core's tables (`crate::tables`): actions, state rules, outcomes,
+/// defaults and limits.
+#[wasm_bindgen]
+pub fn tables() -> JsValue {
+    report::to_js(&crate::tables::tables())
+}

@@ -25,9 +25,11 @@ const NOT_JSON = 'API response body must be a JSON object; got bytes';
 
 export const EXPECTED = {
   exports: {
-    names: [...ERRORS.filter((n) => n !== 'IronicWaitError'), 'IronicClient', 'IronicWaitError', 'version'].sort(),
+    names: [...ERRORS.filter((n) => n !== 'IronicWaitError'), 'IronicClient', 'IronicWaitError', 'tables', 'version'].sort(),
     version: true,
     microversion: '1.115',
+    deploy: { name: 'deploy', target: 'active', expected: 'active', pollInterval: 10 },
+    frozen: true,
   },
   // Names survive minifiers: each class has its own as a string.
   errorNames: ERRORS.map((name) => [name, name, `${name}: text`, true, true]),

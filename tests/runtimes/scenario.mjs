@@ -70,6 +70,8 @@ export async function runScenario(api, { url }) {
         names: Object.keys(api).sort(),
         version: /^\d+\.\d+\.\d+$/.test(api.version()),
         microversion: await client().microversion(),
+        deploy: api.tables().actionsByName.deploy,
+        frozen: Object.isFrozen(api.tables().limits) && api.tables() === api.tables(),
       };
     },
 

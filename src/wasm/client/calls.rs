@@ -138,7 +138,7 @@ impl Client {
                 .ok_or_else(|| Error::InvalidArgument("expectedState must be a provision state".into()))?;
             let mut w = wait_options(&opts.tuning(), WaitOptions::nodes(idents, &expected))?;
             w.timeout = opts.timeout.unwrap_or(0.0);
-            w.poll_interval = opts.poll_interval.unwrap_or(2.0);
+            w.poll_interval = opts.poll_interval.unwrap_or(w.poll_interval);
             w.check()?;
             Ok((w, opts.on_progress.clone()))
         })();
@@ -153,8 +153,8 @@ impl Client {
             // The wait is checked before the POST; its identifier comes after.
             let wait = match opts.wait {
                 Some(Wait::Seconds(timeout)) => {
-                    let poll_interval = opts.poll_interval.unwrap_or(1.0);
-                    let w = WaitOptions { timeout, poll_interval, ..WaitOptions::allocation("new".into()) };
+                    let mut w = WaitOptions { timeout, ..WaitOptions::allocation("new".into()) };
+                    w.poll_interval = opts.poll_interval.unwrap_or(w.poll_interval);
                     w.check()?;
                     Some(w)
                 }
@@ -184,11 +184,8 @@ impl Client {
         let (opts, scope) = call::<options::WaitForAllocation>(&options)?;
         let prepared = (|| {
             let id = js::text(&id).ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
-            let w = WaitOptions {
-                timeout: opts.timeout.unwrap_or(0.0),
-                poll_interval: opts.poll_interval.unwrap_or(1.0),
-                ..WaitOptions::allocation(id)
-            };
+            let mut w = WaitOptions { timeout: opts.timeout.unwrap_or(0.0), ..WaitOptions::allocation(id) };
+            w.poll_interval = opts.poll_interval.unwrap_or(w.poll_interval);
             w.check()?;
             Ok((w, opts.on_progress.clone()))
         })();

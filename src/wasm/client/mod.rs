@@ -27,6 +27,7 @@ use super::report;
 use crate::engine;
 use crate::error::Error;
 use crate::protocol::{self, Microversion, Request, Requested, RetryPolicy};
+use crate::tables;
 
 mod auth;
 mod calls;
@@ -55,10 +56,6 @@ struct Client {
     /// The largest answer read, in bytes.
     max_body: usize,
 }
-
-/// Answers up to this size are read (`maxResponseBytes`): a full page of a
-/// thousand detailed nodes is a few MB.
-const DEFAULT_MAX_BODY: f64 = 16.0 * 1024.0 * 1024.0;
 
 /// The low-level client behind `IronicClient` (js/index.js).
 #[wasm_bindgen]
@@ -197,11 +194,12 @@ impl Client {
             engine::millis(v, &format!("Option {key}"), &message)?;
             Ok(v)
         };
-        let max_retries = opts.max_retries.unwrap_or(5.0);
+        let retry = RetryPolicy::default();
+        let max_retries = opts.max_retries.unwrap_or(retry.max_retries.into());
         if !(0.0..=1000.0).contains(&max_retries) || max_retries.fract() != 0.0 {
             return Err(Error::InvalidArgument("Option maxRetries must be a whole number from 0 to 1000".into()));
         }
-        let max_body = opts.max_response_bytes.unwrap_or(DEFAULT_MAX_BODY);
+        let max_body = opts.max_response_bytes.unwrap_or(tables::DEFAULT_MAX_RESPONSE_BYTES.into());
         if !(1024.0..=2_147_483_647.0).contains(&max_body) || max_body.fract() != 0.0 {
             return Err(Error::InvalidArgument(
                 "Option maxResponseBytes must be a whole number from 1024 to 2147483647".into(),
@@ -226,9 +224,10 @@ impl Client {
             headers,
             retry: RetryPolicy {
                 max_retries: max_retries as u32,
-                interval_ms: (seconds("retryInterval", opts.retry_interval, 2.0)? * 1000.0) as u64,
+                interval_ms: (seconds("retryInterval", opts.retry_interval, retry.interval_ms as f64 / 1000.0)?
+                    * 1000.0) as u64,
             },
-            request_timeout: seconds("requestTimeout", opts.request_timeout, 60.0)?,
+            request_timeout: seconds("requestTimeout", opts.request_timeout, engine::REQUEST_TIMEOUT)?,
             user_agent,
             max_body: max_body as usize,
         })
