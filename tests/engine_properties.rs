@@ -846,6 +846,7 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
         *checks_per_round.entry(format!("{:?}", Asked::Get(ident.clone()))).or_default() += 1;
     }
     let retry_class = RetryPolicy { max_retries: 1, ..s.options(idents.clone()).retry };
+    let mut final_check_begun = false;
     let mut wake = 0usize;
     let mut same_instant = (now, 0usize);
     let same_instant_limit = 2 * (idents.len() + MAX_PAGES_PER_LISTING + 1) * (s.max_retries as usize + 1) + 64;
@@ -889,6 +890,19 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
                     "a request started at {} ms, the first step, after the deadline",
                     now - s.origin,
                 );
+                // The final check begins at the deadline (or a late timer's
+                // step for it); without one nothing may start after it.
+                if deadline.is_some_and(|d| now == d) || late_timer {
+                    final_check_begun = true;
+                }
+                if let Some(d) = deadline.filter(|&d| now > d) {
+                    check!(
+                        final_check_begun,
+                        "a request started at {} ms, after the deadline at {} ms, with no final check begun",
+                        now - s.origin,
+                        d - s.origin
+                    );
+                }
                 for fetch in fetches {
                     if let Some(d) = deadline.filter(|&d| now > d) {
                         let key = classify(&fetch.request).map(|asked| format!("{asked:?}")).unwrap_or_default();
