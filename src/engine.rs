@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use ironic_wait::engine::{Engine, Step, WaitOptions};
-//! use ironic_wait::protocol::{Reply, Response};
+//! use ironic_wait::http::{Reply, Response};
 //!
 //! let options = WaitOptions::nodes(vec!["n1".into()], "active");
 //! // Natively, bodies are read as serde_json documents (see `document`).
@@ -44,7 +44,10 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::document::Document;
 use crate::error::{Error, Failure, HttpError, Seconds, Subject};
-use crate::protocol::{self, Pager, Reply, Request, RetryPolicy, MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
+use crate::http::retry::RetryPolicy;
+use crate::http::{Reply, Request};
+use crate::ironic::paging::Pager;
+use crate::ironic::{answers, requests, MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
 use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
 
 /// Milliseconds on the caller's clock.
@@ -118,7 +121,7 @@ impl WaitOptions {
             return Err(Error::InvalidArgument("Nothing to wait for: no identifiers given".into()));
         }
         for ident in &self.idents {
-            protocol::check_ident(ident)?;
+            requests::check_ident(ident)?;
         }
         if self.concurrency == 0 {
             return Err(Error::InvalidArgument("Concurrency must be at least 1".into()));
@@ -438,7 +441,7 @@ impl<D: Document> Engine<D> {
         let (mut by_uuid, mut by_name) = (HashMap::new(), HashMap::new());
         for (index, ident) in options.idents.iter().enumerate() {
             let map: &mut HashMap<String, Vec<usize>> =
-                if protocol::is_uuid_like(ident) { &mut by_uuid } else { &mut by_name };
+                if requests::is_uuid_like(ident) { &mut by_uuid } else { &mut by_name };
             map.entry(ident.clone()).or_default().push(index);
         }
         let targets = options
@@ -632,7 +635,7 @@ impl<D: Document> Engine<D> {
             let fields = self.options.fields.then_some(NODE_WAIT_FIELDS);
             if let Some(listing) = &mut round.listing {
                 if let Some(marker) = listing.next_page.take() {
-                    let request = protocol::list_nodes(fields, self.options.page_size, marker.as_deref(), None);
+                    let request = requests::list_nodes(fields, self.options.page_size, marker.as_deref(), None);
                     ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0, round: round.number });
                 }
             }
@@ -641,8 +644,8 @@ impl<D: Document> Engine<D> {
                 let ident = &self.targets[round.due[position]].ident;
                 // Identifiers were checked in `new`, so these cannot fail.
                 let request = match self.options.subject {
-                    Subject::Node => protocol::get_node(ident, fields),
-                    Subject::Allocation => protocol::get_allocation(ident),
+                    Subject::Node => requests::get_node(ident, fields),
+                    Subject::Allocation => requests::get_allocation(ident),
                 };
                 if let Ok(request) = request {
                     ready.push(Outgoing {
@@ -734,7 +737,7 @@ impl<D: Document> Engine<D> {
             Reply::Response(r) if r.status == 404 && outgoing.purpose != Purpose::Page => {
                 Check::NotFound(r.http_error::<D>())
             }
-            other => Check::Failed(protocol::reply_error::<D>(&other)),
+            other => Check::Failed(answers::reply_error::<D>(&other)),
         };
         self.deliver_for(outgoing, check, now);
     }

@@ -11,7 +11,8 @@ use serde::Deserialize;
 
 use crate::document::{object, present, quote, Document, Present};
 use crate::error::{AuthFailure, Error};
-use crate::protocol::{bounded, Method, Request, Response};
+use crate::http::message::bounded;
+use crate::http::{Method, Request, Response};
 
 /// Something Keystone knows by id or by name.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,8 +7,10 @@
 //! - [`verdict`]: the decision table, one node or allocation body -> verdict.
 //! - [`engine`]: the wait engine over many targets (what to fetch now, how
 //!   long to sleep, when it is over).
-//! - [`protocol`]: Ironic REST without I/O: requests, responses, error
-//!   bodies, microversions, retries.
+//! - [`http`]: HTTP without I/O: requests, replies, the retry policy,
+//!   encodings, servers' messages.
+//! - [`ironic`]: Ironic's REST API without I/O: microversions, requests,
+//!   answers and error bodies, node lists page by page.
 //! - [`keystone`]: Keystone v3 authentication without I/O: token requests,
 //!   their answers, the service catalog.
 //! - [`document`]: the JSON documents the core reads, parsed by the runtime.
@@ -22,8 +24,9 @@
 pub mod document;
 pub mod engine;
 pub mod error;
+pub mod http;
+pub mod ironic;
 pub mod keystone;
-pub mod protocol;
 pub mod states;
 pub mod tables;
 pub mod verdict;

@@ -6,7 +6,8 @@
 use serde::Serialize;
 
 use crate::engine::{Outcome, WaitOptions, MAX_SECONDS};
-use crate::protocol::{RetryPolicy, MAX_PAGES, MAX_PAGE_SIZE, MAX_RETRY_AFTER_MS};
+use crate::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS};
+use crate::ironic::{MAX_PAGES, MAX_PAGE_SIZE};
 use crate::states::{
     ACTIONS, ALLOCATION_STATES, FAILURE_STATES, FAILURE_SUFFIX, HOLD_STATES, PROVISION_STATES, STABLE_STATES,
 };

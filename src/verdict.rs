@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::document::{present, Document, Present};
 use crate::error::{Error, Failure, Subject};
+use crate::ironic::answers::read;
 use crate::states::{is_failure_state, is_hold_state};
 
 /// How to judge a node against the state waited for.
@@ -153,14 +154,6 @@ pub fn judge_allocation<D: Document>(ident: &str, body: &D) -> Result<(Verdict, 
         }
         _ => Ok((Verdict::Waiting, seen)),
     }
-}
-
-/// Row 1: anything but a JSON object is not an answer; an object is read
-/// into the view `T`.
-pub fn read<D: Document, T: serde::de::DeserializeOwned>(body: &D) -> Result<T, Error> {
-    // The view first: it is `None` for anything but an object, and the
-    // type is looked up only then, for the message.
-    body.view().ok_or_else(|| crate::protocol::not_an_object(body.python_type()))
 }
 
 /// Field access that turns python-ironicclient's crashes into typed errors.

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use ironic_wait::engine::{Event, Outcome, Settle, WaitOptions};
 use ironic_wait::error::{Error, Subject};
-use ironic_wait::protocol::{Reply, Request, Response, RetryPolicy};
+use ironic_wait::http::retry::RetryPolicy;
+use ironic_wait::http::{Reply, Request, Response};
 use serde_json::{json, Value};
 
 /// Natively the engine reads serde_json's documents.
@@ -633,10 +634,7 @@ fn retries_give_up_after_max_retries() {
     assert_eq!(t.instants(), [0, 2000, 4000, 6000, 8000, 10000], "6 attempts, 2 s apart");
     assert_eq!(t.error(), "fault 503 (HTTP 503) (Request-ID: req-x)");
     let t = drive(
-        WaitOptions {
-            retry: ironic_wait::protocol::RetryPolicy { max_retries: 1, interval_ms: 500 },
-            ..opts(&["a"], "active")
-        },
+        WaitOptions { retry: RetryPolicy { max_retries: 1, interval_ms: 500 }, ..opts(&["a"], "active") },
         &mut fake,
     );
     assert_eq!(t.instants(), [0, 500]);

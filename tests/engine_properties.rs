@@ -15,7 +15,8 @@ use std::collections::{HashMap, HashSet};
 
 use ironic_wait::engine::{Event, Millis, Outcome, RequestId, Settle, WaitOptions, MAX_SECONDS};
 use ironic_wait::error::{Error, HttpError, Subject};
-use ironic_wait::protocol::{Reply, Request, Response, RetryPolicy};
+use ironic_wait::http::retry::RetryPolicy;
+use ironic_wait::http::{Reply, Request, Response};
 use ironic_wait::states::{is_failure_state, FAILURE_STATES, HOLD_STATES, STABLE_STATES};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -1490,7 +1491,7 @@ fn the_scripted_server_pages_honestly() {
     let mut marker: Option<String> = None;
     let mut seen = Vec::new();
     for _ in 0..4 {
-        let request = ironic_wait::protocol::list_nodes(Some("uuid"), 3, marker.as_deref(), None);
+        let request = ironic_wait::ironic::requests::list_nodes(Some("uuid"), 3, marker.as_deref(), None);
         let asked = classify(&request).unwrap();
         let (_, served) = fake.serve(&asked, &request);
         let Reply::Response(r) = served.reply else { panic!() };

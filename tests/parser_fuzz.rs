@@ -23,11 +23,13 @@ use std::time::{Duration, Instant};
 
 use ironic_wait::document::Document;
 use ironic_wait::error::{Error, Subject};
+use ironic_wait::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS};
+use ironic_wait::http::{Reply, Response};
+use ironic_wait::ironic::answers::{not_an_object, reply_error};
+use ironic_wait::ironic::microversion::{negotiate, version_range, Microversion, Requested};
+use ironic_wait::ironic::paging::{parse_node_page, Pager};
+use ironic_wait::ironic::{requests, MAX_PAGES};
 use ironic_wait::keystone::{self, BAREMETAL};
-use ironic_wait::protocol::{
-    self, negotiate, parse_node_page, reply_error, version_range, Microversion, Pager, Reply, Requested, Response,
-    RetryPolicy, MAX_PAGES, MAX_RETRY_AFTER_MS,
-};
 use ironic_wait::verdict::{judge_allocation, judge_node, NodeRule, Verdict};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -314,7 +316,7 @@ fn read_everything(status: u16, body: &str) -> Result<(), TestCaseError> {
             // JSON body; anything else not JSON is python's raw bytes.
             let expected = if matches!(status, 204 | 205) { "list" } else { "bytes" };
             check!(
-                (parsed.is_none() || expected == "list") && e == protocol::not_an_object(expected),
+                (parsed.is_none() || expected == "list") && e == not_an_object(expected),
                 "json() of {} refused with {e:?}",
                 if parsed.is_some() { "JSON" } else { "text that is not JSON" }
             );
@@ -471,7 +473,7 @@ proptest! {
             read_everything(status, text)?;
             for spoiled in [format!("\u{feff}{text}"), format!("{text} x"), format!("{text}}}")] {
                 let response = Response { status: 200, body: spoiled.clone(), ..Default::default() };
-                prop_assert_eq!(response.json::<Value>(), Err(protocol::not_an_object("bytes")), "{:?}", spoiled);
+                prop_assert_eq!(response.json::<Value>(), Err(not_an_object("bytes")), "{:?}", spoiled);
                 read_everything(status, &spoiled)?;
             }
         }
@@ -518,7 +520,7 @@ proptest! {
         if parsed.is_none() {
             let response = Response { status, body: text.clone(), ..Default::default() };
             let expected = if matches!(status, 204 | 205) { "list" } else { "bytes" };
-            prop_assert_eq!(response.json::<Value>(), Err(protocol::not_an_object(expected)));
+            prop_assert_eq!(response.json::<Value>(), Err(not_an_object(expected)));
             prop_assert_eq!(version_range::<Value>(&response), (None, None));
             let http = response.http_error::<Value>();
             // Not JSON: the status's name, nothing of the body.
@@ -688,7 +690,7 @@ proptest! {
             "%", "node-0", "\\", ";", "..;", "./.",
         ]).prop_map(str::to_string),
     ]) {
-        for built in [protocol::get_node(&ident, None), protocol::get_allocation(&ident)] {
+        for built in [requests::get_node(&ident, None), requests::get_allocation(&ident)] {
             match built {
                 Ok(request) => {
                     let segment = request.path.rsplit('/').next().unwrap();
@@ -857,7 +859,7 @@ fn a_pager_follows_at_most_max_pages() {
 #[test]
 fn markers_from_the_server_stay_one_query_parameter() {
     for marker in ["a&limit=1", "x#y", "../../admin", "\u{0}", "é", "%2525", "+ +"] {
-        let path = protocol::list_nodes(Some("uuid"), 5, Some(marker), None).path;
+        let path = requests::list_nodes(Some("uuid"), 5, Some(marker), None).path;
         assert_eq!(support::query_param(&path, "marker").as_deref(), Some(marker), "{path}");
         assert_eq!(path.matches('&').count(), 2, "{path}");
     }

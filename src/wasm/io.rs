@@ -17,7 +17,7 @@ use web_sys::{AbortController, AbortSignal, ReadableStreamDefaultReader, Request
 use super::js;
 use crate::engine::RequestId;
 use crate::error::{Error, HttpError};
-use crate::protocol::{Reply, Request, Response};
+use crate::http::{Reply, Request, Response};
 
 /// Everything in flight for one call (a provision, a wait, a GET). Dropping
 /// it removes its listener from the caller's signal.
@@ -350,9 +350,9 @@ async fn fetch(exchange: &Exchange<'_>, signal: &AbortSignal) -> Result<Reply, J
     }
     let builder = RequestBuilder::new(exchange.url)
         .method(match exchange.request.method {
-            crate::protocol::Method::Get => Method::GET,
-            crate::protocol::Method::Put => Method::PUT,
-            crate::protocol::Method::Post => Method::POST,
+            crate::http::Method::Get => Method::GET,
+            crate::http::Method::Put => Method::PUT,
+            crate::http::Method::Post => Method::POST,
         })
         .headers(headers)
         .abort_signal(Some(signal))

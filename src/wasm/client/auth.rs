@@ -11,8 +11,10 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use super::{check_header_value, endpoint, Client};
 use crate::error::Error;
+use crate::http::encode::basic_auth;
+use crate::http::{Reply, Response};
+use crate::ironic::answers::reply_error;
 use crate::keystone::{self, ApplicationCredential, AuthMethod, Credentials, Named, Owned, Scope as TokenScope};
-use crate::protocol::{self, Reply, Response};
 use crate::wasm::document::Json;
 use crate::wasm::io::Scope;
 use crate::wasm::js;
@@ -246,7 +248,7 @@ pub(super) fn basic(user: &str, password: &str) -> Result<String, Error> {
             "basic auth: the username must not contain ':' and neither part a control character".into(),
         ));
     }
-    Ok(protocol::basic_auth(user, password))
+    Ok(basic_auth(user, password))
 }
 
 impl Client {
@@ -332,7 +334,7 @@ impl Client {
             }
             // Still 409 or 503 after the retries.
             Err(Reply::Response(r)) => return Err(keystone::refusal::<Json>(&r)),
-            Err(other) => return Err(protocol::reply_error::<Json>(&other)),
+            Err(other) => return Err(reply_error::<Json>(&other)),
         };
         let received = js::now();
         let token = keystone::read_token::<Json>(&response)?;

@@ -11,7 +11,11 @@ use super::{call, deadline, reject, Client, JsResult};
 use crate::document::Document;
 use crate::engine::{Event, Outcome, Report, Settle, TargetReport, WaitOptions, DEFAULT_CONCURRENCY};
 use crate::error::{Error, Seconds, Subject};
-use crate::protocol::{self, Microversion, Pager, ProvisionArgs};
+use crate::ironic::answers::not_an_object;
+use crate::ironic::microversion::Microversion;
+use crate::ironic::paging::Pager;
+use crate::ironic::requests::{self, ProvisionArgs};
+use crate::ironic::MAX_PAGE_SIZE;
 use crate::states::Action;
 use crate::verdict::Seen;
 use crate::wasm::document::Json;
@@ -41,7 +45,7 @@ impl Client {
                 return Err(Error::InvalidArgument("nodes must name at least one node".into()));
             }
             let requests =
-                idents.iter().map(|i| protocol::provision(i, action, &args)).collect::<Result<Vec<_>, _>>()?;
+                idents.iter().map(|i| requests::provision(i, action, &args)).collect::<Result<Vec<_>, _>>()?;
             // Every wait option is checked before the first PUT.
             let wait = match opts.wait {
                 Some(Wait::Seconds(timeout)) => {
@@ -149,7 +153,7 @@ impl Client {
     pub(super) async fn create_allocation(self: Rc<Self>, fields: JsValue, options: JsValue) -> JsResult {
         let (opts, scope) = call::<options::CreateAllocation>(&options)?;
         let prepared = (|| {
-            let request = protocol::create_allocation(&allocation_body(&fields)?)?;
+            let request = requests::create_allocation(&allocation_body(&fields)?)?;
             // The wait is checked before the POST; its identifier comes after.
             let wait = match opts.wait {
                 Some(Wait::Seconds(timeout)) => {
@@ -197,13 +201,13 @@ impl Client {
         let (opts, scope) = call::<options::GetNode>(&options)?;
         let prepared = (|| {
             let id = js::text(&id).ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
-            let fields = opts.fields.as_ref().map(|f| protocol::field_list(&f.0)).transpose()?;
-            protocol::get_node(&id, fields.as_deref())
+            let fields = opts.fields.as_ref().map(|f| requests::field_list(&f.0)).transpose()?;
+            requests::get_node(&id, fields.as_deref())
         })();
         let request = prepared.map_err(|e| reject(&scope, e, None))?;
         let node = self.fetch_json(&scope, &request).await?;
         if node.python_type() != "dict" {
-            return Err(reject(&scope, protocol::not_an_object(node.python_type()), None));
+            return Err(reject(&scope, not_an_object(node.python_type()), None));
         }
         Ok(node.0)
     }
@@ -212,9 +216,9 @@ impl Client {
     pub(super) async fn list_nodes(self: Rc<Self>, options: JsValue) -> JsResult {
         let (opts, scope) = call::<options::ListNodes>(&options)?;
         let prepared = (|| {
-            let fields = opts.fields.as_ref().map(|f| protocol::field_list(&f.0)).transpose()?;
+            let fields = opts.fields.as_ref().map(|f| requests::field_list(&f.0)).transpose()?;
             let limit = match opts.limit {
-                Some(l) if l >= 1.0 && l.fract() == 0.0 => Some(l.min(protocol::MAX_PAGE_SIZE as f64) as u32),
+                Some(l) if l >= 1.0 && l.fract() == 0.0 => Some(l.min(MAX_PAGE_SIZE as f64) as u32),
                 Some(_) => return Err(Error::InvalidArgument("Option limit must be a whole number from 1".into())),
                 None => None,
             };
@@ -232,8 +236,8 @@ impl Client {
         let mut marker: Option<String> = None;
         let mut pager = Pager::default();
         loop {
-            let page_size = limit.unwrap_or(protocol::MAX_PAGE_SIZE);
-            let request = protocol::list_nodes(fields.as_deref(), page_size, marker.as_deref(), state.as_deref());
+            let page_size = limit.unwrap_or(MAX_PAGE_SIZE);
+            let request = requests::list_nodes(fields.as_deref(), page_size, marker.as_deref(), state.as_deref());
             let page = self.fetch_json(&scope, &request).await?;
             let (nodes, next) = pager.page(&page, false).map_err(|e| reject(&scope, e, None))?;
             for node in nodes {

@@ -9,7 +9,7 @@ use wasm_bindgen::JsValue;
 use super::{deadline, reject, Client, JsResult};
 use crate::engine::{Engine, Event, Outcome, Report, Step, TargetReport, WaitOptions};
 use crate::error::{Error, Subject};
-use crate::protocol::Microversion;
+use crate::ironic::microversion::Microversion;
 use crate::wasm::document::Json;
 use crate::wasm::io::Scope;
 use crate::wasm::js;

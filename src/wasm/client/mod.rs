@@ -26,7 +26,10 @@ use super::options::{self, CallOptions};
 use super::report;
 use crate::engine;
 use crate::error::Error;
-use crate::protocol::{self, Microversion, Request, Requested, RetryPolicy};
+use crate::http::retry::RetryPolicy;
+use crate::http::Request;
+use crate::ironic;
+use crate::ironic::microversion::{Microversion, Requested};
 use crate::tables;
 
 mod auth;
@@ -246,7 +249,7 @@ impl Client {
         let mut set = |name: &str, value: &str| headers.push((name.to_string(), value.to_string()));
         set("Accept", "application/json");
         if let Some(v) = version {
-            set(protocol::VERSION_HEADER, &v.to_string());
+            set(ironic::VERSION_HEADER, &v.to_string());
         }
         if request.body.is_some() {
             set("Content-Type", "application/json");

@@ -9,7 +9,10 @@ use wasm_bindgen::JsValue;
 
 use super::{reject, Client};
 use crate::error::Error;
-use crate::protocol::{self, Microversion, Reply, Request, Response};
+use crate::http::{Reply, Request, Response};
+use crate::ironic::answers::reply_error;
+use crate::ironic::microversion::{self, Microversion};
+use crate::ironic::requests;
 use crate::wasm::document::Json;
 use crate::wasm::io::{self, Exchange, Scope};
 use crate::wasm::js;
@@ -57,14 +60,14 @@ impl Client {
                         Ok(range) => range,
                         Err(e) => return Reply::Unusable(e),
                     };
-                    match protocol::renegotiate(self.requested, version, min.as_deref(), max.as_deref()) {
+                    match microversion::renegotiate(self.requested, version, min.as_deref(), max.as_deref()) {
                         Ok(best) if !renegotiated => {
                             renegotiated = true;
                             self.version.set(Some(best));
                         }
                         // Refused again: the version it was just told to use.
                         Ok(best) => {
-                            return Reply::Unusable(protocol::refusal(
+                            return Reply::Unusable(microversion::refusal(
                                 self.requested,
                                 best,
                                 min.as_deref(),
@@ -95,7 +98,7 @@ impl Client {
             };
             let retry_at = self.retry.delay_ms(retries, &reply).map(|delay| js::now().saturating_add(delay));
             let Some(at) = retry_at.filter(|&at| scope.deadline.get().is_none_or(|d| at <= d)) else {
-                return Err(protocol::reply_error::<Json>(&reply));
+                return Err(reply_error::<Json>(&reply));
             };
             retries += 1;
             scope.retries.set(scope.retries.get() + 1);
@@ -180,7 +183,7 @@ impl Client {
         // login may be what finds the endpoint).
         self.ensure_token(scope, None).await?;
         let (min, max) = self.server_range(scope).await?;
-        let v = protocol::negotiate(self.requested, min.as_deref(), max.as_deref())?;
+        let v = microversion::negotiate(self.requested, min.as_deref(), max.as_deref())?;
         self.version.set(Some(v));
         Ok(v)
     }
@@ -191,12 +194,12 @@ impl Client {
         self: &Rc<Self>,
         scope: &Rc<Scope>,
     ) -> Result<(Option<String>, Option<String>), Error> {
-        let request = protocol::version_document();
+        let request = requests::version_document();
         let headers = self.headers(None, &request);
         let accept = |r: &Response| r.is_success() || r.max_version.is_some() || r.status == 406;
         match self.send_until(scope, &self.url(&request), &request, &headers, &accept).await {
-            Ok(r) => Ok(protocol::version_range::<Json>(&r)),
-            Err(reply) => Err(protocol::reply_error::<Json>(&reply)),
+            Ok(r) => Ok(microversion::version_range::<Json>(&r)),
+            Err(reply) => Err(reply_error::<Json>(&reply)),
         }
     }
 

@@ -1,0 +1,91 @@
+//! The one retry policy: which failed replies are sent again, and after
+//! how long.
+
+use crate::http::Reply;
+
+/// The longest pause a `Retry-After` can ask for; a larger one counts as this.
+pub const MAX_RETRY_AFTER_MS: u64 = 60_000;
+
+/// python-ironicclient's retries: 409, 503 and connection failures are
+/// tried again, `max_retries` times, `interval_ms` apart; better than it,
+/// a `Retry-After` in seconds is honoured instead of the fixed interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    pub interval_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { max_retries: 5, interval_ms: 2000 }
+    }
+}
+
+impl RetryPolicy {
+    /// After `retries_done` retries, how long to wait before sending again,
+    /// or `None` if this reply is final.
+    pub fn delay_ms(&self, retries_done: u32, reply: &Reply) -> Option<u64> {
+        if retries_done >= self.max_retries {
+            return None;
+        }
+        match reply {
+            Reply::Response(r) if matches!(r.status, 409 | 503) => {
+                let asked = r.retry_after.as_deref().and_then(retry_after_ms);
+                Some(asked.map_or(self.interval_ms, |ms| ms.min(MAX_RETRY_AFTER_MS)))
+            }
+            Reply::Response(_) | Reply::Unusable(_) => None,
+            Reply::ConnectionFailed(_) | Reply::TimedOut => Some(self.interval_ms),
+        }
+    }
+}
+
+/// `Retry-After` as delta-seconds (any number of digits: a huge one is
+/// capped by the caller). An HTTP-date needs a wall clock the core
+/// does not have, so it falls back to the fixed interval.
+fn retry_after_ms(value: &str) -> Option<u64> {
+    let digits = value.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(digits.parse::<u64>().unwrap_or(u64::MAX).saturating_mul(1000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use serde_json::Value;
+
+    use crate::error::Error;
+    use crate::http::Response;
+    use crate::ironic::answers::reply_error;
+
+    #[test]
+    fn retries_follow_python_ironicclient_and_honour_retry_after() {
+        let policy = RetryPolicy::default();
+        let status = |s| Reply::Response(Response { status: s, ..Default::default() });
+        assert_eq!(policy.delay_ms(0, &status(409)), Some(2000));
+        assert_eq!(policy.delay_ms(4, &status(503)), Some(2000));
+        assert_eq!(policy.delay_ms(5, &status(503)), None, "6 attempts in all");
+        assert_eq!(policy.delay_ms(0, &Reply::ConnectionFailed("refused".into())), Some(2000));
+        assert_eq!(policy.delay_ms(0, &Reply::TimedOut), Some(2000));
+        for s in [200, 400, 404, 429, 500, 502, 504] {
+            assert_eq!(policy.delay_ms(0, &status(s)), None, "{s}");
+        }
+        let after =
+            |v: &str| Reply::Response(Response { status: 503, retry_after: Some(v.into()), ..Default::default() });
+        assert_eq!(policy.delay_ms(0, &after("7")), Some(7000));
+        assert_eq!(policy.delay_ms(0, &after("Wed, 21 Oct 2026 07:28:00 GMT")), Some(2000));
+        // A huge or absurd Retry-After is capped, never a timer that
+        // overflows (and so fires at once, in a loop).
+        assert_eq!(policy.delay_ms(0, &after("61")), Some(MAX_RETRY_AFTER_MS));
+        assert_eq!(policy.delay_ms(0, &after("99999999999999999999999999")), Some(MAX_RETRY_AFTER_MS));
+        for odd in ["-1", "1.5", "", " ", "0x10", "+3"] {
+            assert_eq!(policy.delay_ms(0, &after(odd)), Some(2000), "{odd:?}");
+        }
+        let unusable = Reply::Unusable(Error::InvalidResponse("too large".into()));
+        assert_eq!(policy.delay_ms(0, &unusable), None, "final as it is");
+        assert_eq!(reply_error::<Value>(&unusable), Error::InvalidResponse("too large".into()));
+        assert_eq!(RetryPolicy { max_retries: 0, interval_ms: 1 }.delay_ms(0, &status(503)), None);
+    }
+}

@@ -1,0 +1,323 @@
+//! The requests the client sends to Ironic, built and checked: identifiers
+//! as one path segment, node and allocation GETs, node lists, the provision
+//! PUT with its argument rules, the allocation POST, `GET /v1`.
+
+use serde::Deserialize;
+
+use crate::document::{self, present, Document, Present};
+use crate::error::Error;
+use crate::http::encode::query_escape;
+use crate::http::{Method, Request};
+use crate::states::Action;
+
+/// An identifier checked and percent-encoded as exactly one path segment:
+/// `a/b`, `?`, `#` and `%` are escaped, and `.`/`..`/empty are refused since
+/// URL parsers resolve them (even escaped) to another path.
+pub fn path_segment(ident: &str) -> Result<String, Error> {
+    check_ident(ident)?;
+    Ok(query_escape(ident))
+}
+
+/// An identifier that can name a node or an allocation in a path.
+pub fn check_ident(ident: &str) -> Result<(), Error> {
+    if ident.is_empty() || ident.trim() != ident || ident == "." || ident == ".." {
+        return Err(Error::InvalidArgument(format!("Invalid identifier \"{ident}\": expected a UUID or a name")));
+    }
+    Ok(())
+}
+
+/// Whether Ironic takes `ident` for a UUID (oslo's `is_uuid_like`: 32 hex
+/// digits, in any case, with or without the dashes): it then looks the node
+/// up by UUID only, never by name.
+pub fn is_uuid_like(ident: &str) -> bool {
+    let digits = ident.bytes().filter(|&b| b != b'-');
+    let hyphens_in_place =
+        ident.len() == 32 || (ident.len() == 36 && [8, 13, 18, 23].iter().all(|&i| ident.as_bytes()[i] == b'-'));
+    hyphens_in_place && digits.clone().count() == 32 && digits.clone().all(|b| b.is_ascii_hexdigit())
+}
+
+/// `GET /v1/nodes/{ident}`, with only `fields` where given.
+pub fn get_node(ident: &str, fields: Option<&str>) -> Result<Request, Error> {
+    let mut path = format!("/v1/nodes/{}", path_segment(ident)?);
+    if let Some(fields) = fields {
+        path.push_str("?fields=");
+        path.push_str(fields);
+    }
+    Ok(Request::get(path))
+}
+
+/// One page of the node list. With `fields` the plain list serves them;
+/// without (before 1.8) only `/v1/nodes/detail` carries the target state
+/// and last_error. `marker` is a node UUID from the previous page; the
+/// `provision_state` filter is repeated on every page (Ironic's own `next`
+/// link drops it).
+pub fn list_nodes(fields: Option<&str>, limit: u32, marker: Option<&str>, provision_state: Option<&str>) -> Request {
+    let mut path = match fields {
+        Some(fields) => format!("/v1/nodes?fields={fields}&limit={limit}"),
+        None => format!("/v1/nodes/detail?limit={limit}"),
+    };
+    for (key, value) in [("provision_state", provision_state), ("marker", marker)] {
+        if let Some(value) = value {
+            path.push_str(&format!("&{key}={}", query_escape(value)));
+        }
+    }
+    Request::get(path)
+}
+
+/// A caller's `fields` list checked and joined: names only, so the query
+/// cannot be bent.
+pub fn field_list<S: AsRef<str>>(fields: &[S]) -> Result<String, Error> {
+    let valid = |f: &str| !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if fields.is_empty() || !fields.iter().all(|f| valid(f.as_ref())) {
+        return Err(Error::InvalidArgument("fields must be a non-empty list of field names".into()));
+    }
+    Ok(fields.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(","))
+}
+
+/// `GET /v1/allocations/{ident}`.
+pub fn get_allocation(ident: &str) -> Result<Request, Error> {
+    Ok(Request::get(format!("/v1/allocations/{}", path_segment(ident)?)))
+}
+
+/// The optional parts of a provision request, as the caller gave them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProvisionArgs<D> {
+    /// A config drive: text (gzip+base64 ISO or URL) or an object (1.56+).
+    pub config_drive: Option<D>,
+    pub clean_steps: Option<D>,
+    pub deploy_steps: Option<D>,
+    pub service_steps: Option<D>,
+    pub runbook: Option<String>,
+    pub rescue_password: Option<String>,
+    pub disable_ramdisk: Option<bool>,
+}
+
+impl<D> Default for ProvisionArgs<D> {
+    fn default() -> Self {
+        ProvisionArgs {
+            config_drive: None,
+            clean_steps: None,
+            deploy_steps: None,
+            service_steps: None,
+            runbook: None,
+            rescue_password: None,
+            disable_ramdisk: None,
+        }
+    }
+}
+
+/// `PUT /v1/nodes/{ident}/states/provision`. The CLI's argument rules are
+/// checked here so a mistake is a clear error before anything is sent; and
+/// unlike python-ironicclient, nothing given is silently dropped (it sends
+/// `configdrive` and drops `clean_steps`/`rescue_password` beside it).
+pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs<D>) -> Result<Request, Error> {
+    let name = action.name;
+    let only_for = |given: bool, option: &str, targets: &[&str]| {
+        if given && !targets.contains(&action.target) {
+            return Err(Error::InvalidArgument(format!("{option} cannot be used with {name}")));
+        }
+        Ok(())
+    };
+    only_for(args.config_drive.is_some(), "configDrive", &["active", "rebuild"])?;
+    only_for(args.deploy_steps.is_some(), "deploySteps", &["active", "rebuild"])?;
+    only_for(args.clean_steps.is_some(), "cleanSteps", &["clean"])?;
+    only_for(args.service_steps.is_some(), "serviceSteps", &["service"])?;
+    only_for(args.runbook.is_some(), "runbook", &["clean", "service"])?;
+    only_for(args.disable_ramdisk.is_some(), "disableRamdisk", &["clean", "service"])?;
+    only_for(args.rescue_password.is_some(), "rescuePassword", &["rescue"])?;
+    let steps = match action.target {
+        "clean" => Some(("cleanSteps", &args.clean_steps)),
+        "service" => Some(("serviceSteps", &args.service_steps)),
+        _ => None,
+    };
+    if let Some((option, given)) = steps {
+        if given.is_some() == args.runbook.is_some() {
+            return Err(Error::InvalidArgument(format!("{name} needs exactly one of {option} and runbook")));
+        }
+    }
+    if args.runbook.is_some() && args.disable_ramdisk.is_some() {
+        return Err(Error::InvalidArgument("You cannot supply runbook and disableRamdisk together".into()));
+    }
+    if action.target == "rescue" && args.rescue_password.as_deref().map_or(true, str::is_empty) {
+        return Err(Error::InvalidArgument("rescue needs a rescuePassword".into()));
+    }
+    let mut body = vec![("target", document::quote(action.target))];
+    if let Some(drive) = &args.config_drive {
+        if !matches!(drive.python_type(), "str" | "dict") {
+            return Err(Error::InvalidArgument("configDrive must be a string or an object".into()));
+        }
+        body.push(("configdrive", drive.to_json()));
+    }
+    for (field, option, value) in [
+        ("clean_steps", "cleanSteps", &args.clean_steps),
+        ("deploy_steps", "deploySteps", &args.deploy_steps),
+        ("service_steps", "serviceSteps", &args.service_steps),
+    ] {
+        if let Some(steps) = value {
+            if steps.python_type() != "list" {
+                return Err(Error::InvalidArgument(format!("{option} must be a list of steps")));
+            }
+            body.push((field, steps.to_json()));
+        }
+    }
+    if let Some(runbook) = &args.runbook {
+        body.push(("runbook", document::quote(runbook)));
+    }
+    if let Some(password) = &args.rescue_password {
+        body.push(("rescue_password", document::quote(password)));
+    }
+    if let Some(disable) = args.disable_ramdisk {
+        body.push(("disable_ramdisk", (if disable { "true" } else { "false" }).into()));
+    }
+    Ok(Request {
+        method: Method::Put,
+        path: format!("/v1/nodes/{}/states/provision", path_segment(ident)?),
+        body: Some(document::object(&body)),
+    })
+}
+
+/// `POST /v1/allocations` with the given fields (Ironic's names). As in the
+/// CLI, a resource class is required unless a node is named.
+pub fn create_allocation<D: Document>(fields: &D) -> Result<Request, Error> {
+    #[derive(Deserialize)]
+    #[serde(bound = "D: Document")]
+    struct Required<D> {
+        #[serde(default, deserialize_with = "present")]
+        resource_class: Present<D>,
+        #[serde(default, deserialize_with = "present")]
+        node: Present<D>,
+    }
+    let required = fields.view::<Required<D>>();
+    let given = |field: &Option<D>| field.as_ref().is_some_and(|v| v.python_type() != "NoneType");
+    if !required.is_some_and(|r| given(&r.resource_class) || given(&r.node)) {
+        return Err(Error::InvalidArgument("resourceClass is required except when node is given".into()));
+    }
+    Ok(Request { method: Method::Post, path: "/v1/allocations".into(), body: Some(fields.to_json()) })
+}
+
+/// `GET /v1`: the version document, whose headers give the server's range.
+pub fn version_document() -> Request {
+    Request::get("/v1".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use serde_json::{json, Value};
+
+    use crate::ironic::NODE_WAIT_FIELDS;
+
+    #[test]
+    fn identifiers_are_one_path_segment() {
+        assert_eq!(path_segment("node-1_a.b~").unwrap(), "node-1_a.b~");
+        assert_eq!(path_segment("../x").unwrap(), "..%2Fx");
+        assert_eq!(path_segment("a/b?c#d%e f").unwrap(), "a%2Fb%3Fc%23d%25e%20f");
+        assert_eq!(path_segment("nœud").unwrap(), "n%C5%93ud");
+        for bad in ["", ".", "..", " n1", "n1\n"] {
+            assert!(matches!(path_segment(bad), Err(Error::InvalidArgument(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn requests_are_built_with_fields_where_allowed() {
+        assert_eq!(get_node("n/1", None).unwrap().path, "/v1/nodes/n%2F1");
+        assert_eq!(
+            get_node("n1", Some(NODE_WAIT_FIELDS)).unwrap().path,
+            format!("/v1/nodes/n1?fields={NODE_WAIT_FIELDS}")
+        );
+        assert_eq!(list_nodes(Some("uuid"), 1000, None, None).path, "/v1/nodes?fields=uuid&limit=1000");
+        assert_eq!(list_nodes(None, 1000, Some("u-1"), None).path, "/v1/nodes/detail?limit=1000&marker=u-1");
+        assert_eq!(
+            list_nodes(None, 5, Some("u 1"), Some("clean failed")).path,
+            "/v1/nodes/detail?limit=5&provision_state=clean%20failed&marker=u%201"
+        );
+        assert_eq!(field_list(&["uuid", "last_error"]).unwrap(), "uuid,last_error");
+        for bad in [&[][..], &["uuid&limit=1"], &[""]] {
+            assert!(field_list(bad).is_err());
+        }
+        assert_eq!(get_allocation("a 1").unwrap().path, "/v1/allocations/a%201");
+        assert_eq!(
+            get_node("", None),
+            Err(Error::InvalidArgument("Invalid identifier \"\": expected a UUID or a name".into()))
+        );
+    }
+
+    #[test]
+    fn provision_bodies_carry_what_was_given() {
+        let deploy = Action::named("deploy").unwrap();
+        let r = provision("n 1", deploy, &ProvisionArgs::<Value>::default()).unwrap();
+        assert_eq!(
+            (r.method, r.path.as_str(), r.body.as_deref()),
+            (Method::Put, "/v1/nodes/n%201/states/provision", Some(r#"{"target":"active"}"#))
+        );
+        let args = ProvisionArgs {
+            config_drive: Some(json!({"user_data": "x"})),
+            deploy_steps: Some(json!([])),
+            ..Default::default()
+        };
+        let body = provision("n1", deploy, &args).unwrap().body.unwrap();
+        assert_eq!(body, r#"{"target":"active","configdrive":{"user_data":"x"},"deploy_steps":[]}"#);
+        let clean = Action::named("clean").unwrap();
+        let steps = json!([{"interface": "bios", "step": "factory_reset"}]);
+        let args =
+            ProvisionArgs { clean_steps: Some(steps.clone()), disable_ramdisk: Some(true), ..Default::default() };
+        let body = provision("n1", clean, &args).unwrap().body.unwrap();
+        let expected =
+            r#"{"target":"clean","clean_steps":[{"interface":"bios","step":"factory_reset"}],"disable_ramdisk":true}"#;
+        assert_eq!(body, expected);
+        let rescue = Action::named("rescue").unwrap();
+        let args: ProvisionArgs<Value> = ProvisionArgs { rescue_password: Some("s3cret".into()), ..Default::default() };
+        assert!(provision("n1", rescue, &args).unwrap().body.unwrap().contains("\"rescue_password\":\"s3cret\""));
+    }
+
+    #[test]
+    fn provision_argument_mistakes_are_refused() {
+        let named = |n: &str| Action::named(n).unwrap();
+        let refused =
+            |action: &str, args: ProvisionArgs<Value>| provision("n1", named(action), &args).unwrap_err().to_string();
+        assert_eq!(refused("clean", ProvisionArgs::default()), "clean needs exactly one of cleanSteps and runbook");
+        let both = ProvisionArgs { clean_steps: Some(json!([])), runbook: Some("r".into()), ..Default::default() };
+        assert_eq!(refused("clean", both), "clean needs exactly one of cleanSteps and runbook");
+        assert_eq!(
+            refused("service", ProvisionArgs::default()),
+            "service needs exactly one of serviceSteps and runbook"
+        );
+        let rb =
+            ProvisionArgs::<Value> { runbook: Some("r".into()), disable_ramdisk: Some(true), ..Default::default() };
+        assert_eq!(refused("clean", rb), "You cannot supply runbook and disableRamdisk together");
+        assert_eq!(refused("rescue", ProvisionArgs::default()), "rescue needs a rescuePassword");
+        let drive = ProvisionArgs { config_drive: Some(json!("x")), ..Default::default() };
+        assert_eq!(refused("manage", drive), "configDrive cannot be used with manage");
+        let drive = ProvisionArgs { config_drive: Some(json!(3)), ..Default::default() };
+        assert_eq!(refused("rebuild", drive), "configDrive must be a string or an object");
+        let steps = ProvisionArgs { clean_steps: Some(json!({"a": 1})), ..Default::default() };
+        assert_eq!(refused("clean", steps), "cleanSteps must be a list of steps");
+        assert!(provision("..", named("manage"), &ProvisionArgs::<Value>::default()).is_err());
+    }
+
+    #[test]
+    fn allocations_need_a_resource_class_or_a_node() {
+        let r = create_allocation(&json!({"resource_class": "gold", "traits": ["CUSTOM_X"]})).unwrap();
+        assert_eq!((r.method, r.path.as_str()), (Method::Post, "/v1/allocations"));
+        assert_eq!(r.body.unwrap(), r#"{"resource_class":"gold","traits":["CUSTOM_X"]}"#);
+        assert!(create_allocation(&json!({"node": "n1"})).is_ok());
+        let e = create_allocation(&json!({"name": "a"})).unwrap_err();
+        assert_eq!(e.to_string(), "resourceClass is required except when node is given");
+    }
+
+    #[test]
+    fn uuid_like_is_oslos() {
+        for like in ["1be26c0b-03f2-4d2e-ae87-c02d7f33c123", "1BE26C0B03F24D2EAE87C02D7F33C123"] {
+            assert!(is_uuid_like(like), "{like}");
+        }
+        for not in [
+            "node-1",
+            "1be26c0b-03f2-4d2e-ae87-c02d7f33c12",
+            "1be26c0b03f2-4d2e-ae87-c02d7f33c1234",
+            "g".repeat(32).as_str(),
+        ] {
+            assert!(!is_uuid_like(not), "{not}");
+        }
+    }
+}
