@@ -543,6 +543,11 @@ impl<D: Document> Engine<D> {
         self.report.as_ref()
     }
 
+    /// The report, taken out of a finished wait.
+    pub fn into_report(self) -> Option<Report<D>> {
+        self.report
+    }
+
     /// Target `index` as the report shows it: final from its last event
     /// (the one with an outcome) on, so a shell can make report entries as
     /// targets settle, not all at the end.

@@ -11,6 +11,9 @@
 //!   encodings, servers' messages.
 //! - [`ironic`]: Ironic's REST API without I/O: microversions, requests,
 //!   answers and error bodies, node lists page by page.
+//! - [`client`]: every call of one client as one state machine: the
+//!   shared token and microversion, each request's retries, the provision
+//!   PUTs, the wait and the report. The shell performs what it asks.
 //! - [`keystone`]: Keystone v3 authentication without I/O: token requests,
 //!   their answers, the service catalog.
 //! - [`document`]: the JSON documents the core reads, parsed by the runtime.
@@ -21,6 +24,7 @@
 //! The wasm shell (`src/wasm`, wasm32 only) performs the fetches and timers
 //! the engine asks for and exports the JS API.
 
+pub mod client;
 pub mod document;
 pub mod engine;
 pub mod error;

@@ -1,0 +1,776 @@
+//! One call of the API, whole: its requests (through `exchange`), the
+//! provision PUTs with their concurrency and stop-at-first-error, the wait
+//! (the engine), and the answer or the error with its report. A call has
+//! one deadline, from its start: the PUTs and the POST count against a
+//! wait's timeout too.
+
+use std::collections::VecDeque;
+
+use serde::Deserialize;
+
+use crate::document::{present, Document, Present};
+use crate::engine::{Engine, Event, Millis, Outcome, Settle, Step, TargetReport, WaitOptions};
+use crate::error::{Error, Seconds, Subject};
+use crate::http::{Reply, Request};
+use crate::ironic::answers::not_an_object;
+use crate::ironic::microversion::Microversion;
+use crate::ironic::paging::Pager;
+use crate::ironic::{requests, MAX_PAGE_SIZE};
+use crate::verdict::Seen;
+
+use super::exchange::{Context, Exchange};
+use super::session::{Gate, Session};
+use super::{Action, CallId, ExchangeId, Outgoing, RequestId};
+
+/// A call to start, its arguments checked.
+#[derive(Debug)]
+pub enum CallSpec {
+    /// One document (`getNode`): it must be an object.
+    Get(Request),
+    /// The node list, every page (or one page of `limit`).
+    List {
+        fields: Option<String>,
+        limit: Option<u32>,
+        provision_state: Option<String>,
+    },
+    /// The microversion in use, negotiated if need be.
+    Version,
+    /// The endpoint and a current token; a new one if `refused` is current.
+    Authenticate {
+        refused: Option<String>,
+    },
+    /// The provision PUTs, one per node, and the wait if any.
+    Provision {
+        idents: Vec<String>,
+        requests: Vec<Request>,
+        wait: Option<WaitOptions>,
+        concurrency: usize,
+        settle: Settle,
+    },
+    Wait(WaitOptions),
+    /// The allocation POST, and a wait for the new allocation if any.
+    CreateAllocation {
+        request: Request,
+        wait: Option<WaitOptions>,
+    },
+}
+
+/// What a call settles with.
+#[derive(Debug)]
+pub enum Answer<D> {
+    Document(D),
+    Documents(Vec<D>),
+    Version(Microversion),
+    Credentials {
+        endpoint: Option<String>,
+        token: Option<String>,
+        expires_at: Option<String>,
+    },
+    Report(CallReport<D>),
+    /// The allocation as created (or, after a wait, as last seen).
+    Created {
+        allocation: Option<D>,
+        report: Option<CallReport<D>>,
+    },
+}
+
+/// The report of a call with targets: every target, in the caller's order.
+#[derive(Debug)]
+pub struct CallReport<D> {
+    pub subject: Subject,
+    /// Targets that ended before the wait (a refused PUT, one the deadline
+    /// left unsent, one sent and not waited for), in the caller's order,
+    /// `None` for each target waited for; empty if all were waited for.
+    pub settled: Vec<Option<TargetReport<D>>>,
+    /// The targets waited for, in the wait's order (events' `target`).
+    pub waited: Vec<TargetReport<D>>,
+    pub ok: bool,
+    pub requests: u32,
+    pub retries: u32,
+    pub elapsed_ms: Millis,
+}
+
+/// Where each target of a [`CallReport`] is, in the caller's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Settled(usize),
+    Waited(usize),
+}
+
+impl<D> CallReport<D> {
+    /// The caller's order of the targets.
+    pub fn slots(&self) -> Vec<Slot> {
+        if self.settled.is_empty() {
+            return (0..self.waited.len()).map(Slot::Waited).collect();
+        }
+        let mut waited = 0..;
+        self.settled
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                Some(_) => Slot::Settled(i),
+                None => Slot::Waited(waited.next().unwrap_or_default()),
+            })
+            .collect()
+    }
+
+    /// The target in `slot`.
+    pub fn target(&self, slot: Slot) -> Option<&TargetReport<D>> {
+        match slot {
+            Slot::Settled(i) => self.settled.get(i)?.as_ref(),
+            Slot::Waited(i) => self.waited.get(i),
+        }
+    }
+}
+
+/// A call's end: its answer, or its error with the report if it has one.
+pub type Settled<D> = Result<Answer<D>, (Error, Option<CallReport<D>>)>;
+
+/// The call's own gates (those of no exchange) wait under this id.
+const OWN: ExchangeId = ExchangeId(0);
+
+#[derive(Debug)]
+enum Phase<D> {
+    Get(Exchange),
+    List {
+        version: Option<Microversion>,
+        exchange: Option<Exchange>,
+        fields: Option<String>,
+        limit: Option<u32>,
+        provision_state: Option<String>,
+        pager: Pager,
+        nodes: Vec<D>,
+    },
+    Version,
+    Authenticate {
+        refused: Option<String>,
+    },
+    Puts(Puts),
+    Post {
+        exchange: Exchange,
+        wait: Option<WaitOptions>,
+    },
+    Wait(Box<Wait<D>>),
+    Over,
+}
+
+#[derive(Debug)]
+struct Puts {
+    idents: Vec<String>,
+    unsent: VecDeque<(usize, Request)>,
+    in_flight: Vec<(usize, Exchange)>,
+    /// Per PUT: `None` until answered (or never sent), then its result.
+    results: Vec<Option<Result<(), Error>>>,
+    wait: Option<WaitOptions>,
+    concurrency: usize,
+    settle: Settle,
+}
+
+#[derive(Debug)]
+struct Wait<D> {
+    options: WaitOptions,
+    /// Targets that ended before the wait (see [`CallReport::settled`]).
+    settled: Vec<Option<TargetReport<D>>>,
+    /// Made once the version is known (it decides `fields`).
+    engine: Option<Engine<D>>,
+    /// The engine's requests: its id for each, and the exchange.
+    fetches: Vec<(crate::engine::RequestId, Exchange)>,
+    sleep_until: Option<Millis>,
+    /// After `createAllocation`: the answer is the allocation and report.
+    created: bool,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Call<D> {
+    id: CallId,
+    started: Millis,
+    deadline: Option<Millis>,
+    requests: u32,
+    /// Retries of the call's own requests (the engine counts its own).
+    retries: u32,
+    next_exchange: u64,
+    /// `Outgoing::sent` when the call was last entered: the requests it
+    /// sent since are not yet in `requests`.
+    mark: u32,
+    phase: Phase<D>,
+    answer: Option<Settled<D>>,
+    /// The report kept after the answer was made, for `target_report`.
+    waited: Option<Vec<TargetReport<D>>>,
+}
+
+impl<D: Document> Call<D> {
+    pub fn new(id: CallId, spec: CallSpec, now: Millis) -> Call<D> {
+        let deadline_of = |w: &Option<WaitOptions>| w.as_ref().and_then(|w| deadline(now, w.timeout));
+        let mut call = Call {
+            id,
+            started: now,
+            deadline: None,
+            requests: 0,
+            retries: 0,
+            next_exchange: 0,
+            mark: 0,
+            phase: Phase::Over,
+            answer: None,
+            waited: None,
+        };
+        call.phase = match spec {
+            CallSpec::Get(request) => Phase::Get(call.exchange(request, true)),
+            CallSpec::List { fields, limit, provision_state } => Phase::List {
+                version: None,
+                exchange: None,
+                fields,
+                limit,
+                provision_state,
+                pager: Pager::default(),
+                nodes: Vec::new(),
+            },
+            CallSpec::Version => Phase::Version,
+            CallSpec::Authenticate { refused } => Phase::Authenticate { refused },
+            CallSpec::Provision { idents, requests, wait, concurrency, settle } => {
+                call.deadline = deadline_of(&wait);
+                Phase::Puts(Puts {
+                    results: vec![None; requests.len()],
+                    unsent: requests.into_iter().enumerate().collect(),
+                    in_flight: Vec::new(),
+                    idents,
+                    wait,
+                    concurrency: concurrency.max(1),
+                    settle,
+                })
+            }
+            CallSpec::Wait(options) => {
+                call.deadline = deadline(now, options.timeout);
+                Phase::Wait(Box::new(Wait::new(options, Vec::new(), false)))
+            }
+            CallSpec::CreateAllocation { request, wait } => {
+                call.deadline = deadline_of(&wait);
+                Phase::Post { exchange: call.exchange(request, true), wait }
+            }
+        };
+        call
+    }
+
+    fn exchange(&mut self, request: Request, retrying: bool) -> Exchange {
+        self.next_exchange += 1;
+        Exchange::new(ExchangeId(self.next_exchange), request, retrying)
+    }
+
+    pub fn owns(&self, id: RequestId) -> bool {
+        match &self.phase {
+            Phase::Get(x) | Phase::Post { exchange: x, .. } => x.owns(id),
+            Phase::List { exchange, .. } => exchange.as_ref().is_some_and(|x| x.owns(id)),
+            Phase::Puts(p) => p.in_flight.iter().any(|(_, x)| x.owns(id)),
+            Phase::Wait(w) => w.fetches.iter().any(|(_, x)| x.owns(id)),
+            _ => false,
+        }
+    }
+
+    pub fn wake_at(&self) -> Option<Millis> {
+        let d = self.deadline;
+        match &self.phase {
+            Phase::Get(x) | Phase::Post { exchange: x, .. } => x.wake_at(d),
+            Phase::List { exchange, .. } => exchange.as_ref().and_then(|x| x.wake_at(d)),
+            Phase::Puts(p) => p.in_flight.iter().filter_map(|(_, x)| x.wake_at(d)).min(),
+            Phase::Wait(w) if w.engine.is_none() => d,
+            Phase::Wait(w) => w.fetches.iter().filter_map(|(_, x)| x.wake_at(d)).chain(w.sleep_until).min(),
+            _ => None,
+        }
+    }
+
+    fn cx<'a>(&self, session: &'a mut Session, out: &'a mut Outgoing, now: Millis) -> Context<'a> {
+        Context { call: self.id, session, out, now, deadline: self.deadline }
+    }
+
+    /// Sends what is due and moves on as far as it can.
+    pub fn advance(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        if self.answer.is_some() {
+            return;
+        }
+        self.mark = out.sent;
+        self.step(session, out, now);
+        self.requests = self.sent(out);
+    }
+
+    pub fn observe(&mut self, id: RequestId, reply: Reply, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        self.mark = out.sent;
+        let mut cx = self.cx(session, out, now);
+        match &mut self.phase {
+            Phase::Get(x) | Phase::Post { exchange: x, .. } => x.observe::<D>(id, reply, &mut cx),
+            Phase::List { exchange: Some(x), .. } => x.observe::<D>(id, reply, &mut cx),
+            Phase::Puts(p) => {
+                if let Some((_, x)) = p.in_flight.iter_mut().find(|(_, x)| x.owns(id)) {
+                    x.observe::<D>(id, reply, &mut cx);
+                }
+            }
+            Phase::Wait(w) => {
+                if let Some((_, x)) = w.fetches.iter_mut().find(|(_, x)| x.owns(id)) {
+                    x.observe::<D>(id, reply, &mut cx);
+                }
+            }
+            _ => {}
+        }
+        self.step(session, out, now);
+        self.requests = self.sent(out);
+    }
+
+    /// Requests sent for this call so far.
+    fn sent(&self, out: &Outgoing) -> u32 {
+        self.requests + (out.sent - self.mark)
+    }
+
+    /// Ends the call as aborted: nothing more is sent for it; a node's last
+    /// event says it was aborted.
+    pub fn abort(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        if self.answer.is_some() {
+            return;
+        }
+        match &mut self.phase {
+            Phase::Puts(p) => {
+                let elapsed_ms = now.saturating_sub(self.started);
+                for (target, ident) in p.idents.iter().enumerate() {
+                    let event = Event { target, seen: Seen::default(), elapsed_ms, outcome: Some(Outcome::Aborted) };
+                    out.push(Action::Progress { call: self.id, event, ident: ident.clone() });
+                }
+            }
+            Phase::Wait(w) => {
+                if let Some(engine) = &mut w.engine {
+                    engine.abort(now);
+                    progress(self.id, engine, out);
+                }
+            }
+            _ => {}
+        }
+        self.settle(Err((Error::Aborted, None)), session, out, now);
+    }
+
+    pub fn target_report(&self, target: usize) -> Option<TargetReport<D>> {
+        match (&self.phase, &self.waited) {
+            (Phase::Wait(w), _) => Some(w.engine.as_ref()?.target_report(target)),
+            (_, Some(waited)) => waited.get(target).cloned(),
+            _ => None,
+        }
+    }
+
+    pub fn take_answer(&mut self) -> Option<Settled<D>> {
+        self.answer.take()
+    }
+
+    /// The call's answer: what is still in flight is cancelled, what it
+    /// waited for is left.
+    fn settle(&mut self, answer: Settled<D>, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        let phase = std::mem::replace(&mut self.phase, Phase::Over);
+        let mut cx = Context { call: self.id, session, out, now, deadline: self.deadline };
+        match phase {
+            Phase::Get(mut x) | Phase::Post { exchange: mut x, .. } => x.drop_out(&mut cx),
+            Phase::List { exchange: Some(mut x), .. } => x.drop_out(&mut cx),
+            Phase::Puts(mut p) => p.in_flight.iter_mut().for_each(|(_, x)| x.drop_out(&mut cx)),
+            Phase::Wait(mut w) => w.fetches.iter_mut().for_each(|(_, x)| x.drop_out(&mut cx)),
+            _ => {}
+        }
+        cx.session.leave_call(self.id, cx.out);
+        if let Ok(Answer::Report(r) | Answer::Created { report: Some(r), .. }) | Err((_, Some(r))) = &answer {
+            self.waited = Some(r.waited.clone());
+        }
+        self.answer = Some(answer);
+        out.push(Action::Settled(self.id));
+    }
+
+    fn fail(&mut self, e: Error, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        self.settle(Err((e, None)), session, out, now);
+    }
+
+    fn step(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        let result = match &mut self.phase {
+            Phase::Get(_) => self.step_get(session, out, now),
+            Phase::List { .. } => self.step_list(session, out, now),
+            Phase::Version => match self.version_gate(session, out, now) {
+                Gate2::Ready(v) => Some(Ok(Answer::Version(v))),
+                Gate2::Failed(e) => Some(Err(e)),
+                Gate2::Waiting | Gate2::TimedOut => None,
+            },
+            Phase::Authenticate { refused } => {
+                match session.token_gate((self.id, OWN), refused.clone().as_deref(), now, out) {
+                    Gate::Open => Some(Ok(Answer::Credentials {
+                        endpoint: session.config.endpoint.clone(),
+                        token: session.token.clone(),
+                        expires_at: session.expires_at.clone(),
+                    })),
+                    Gate::Failed(e) => Some(Err(e)),
+                    Gate::Waiting => None,
+                }
+            }
+            Phase::Puts(_) => self.step_puts(session, out, now),
+            Phase::Post { .. } => self.step_post(session, out, now),
+            Phase::Wait(_) => return self.step_wait(session, out, now),
+            Phase::Over => None,
+        };
+        match result {
+            Some(Ok(answer)) => self.settle(Ok(answer), session, out, now),
+            Some(Err(e)) => self.fail(e, session, out, now),
+            None => {}
+        }
+    }
+
+    /// The version to speak: the session's, else after a token (a login
+    /// may be what finds the endpoint) the negotiated one.
+    fn version_gate(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) -> Gate2 {
+        if let Some(v) = session.version {
+            return Gate2::Ready(v);
+        }
+        let gate = match session.token_gate((self.id, OWN), None, now, out) {
+            Gate::Open => match session.version_gate((self.id, OWN), out) {
+                Ok(v) => return Gate2::Ready(v),
+                Err(gate) => gate,
+            },
+            gate => gate,
+        };
+        match gate {
+            Gate::Failed(e) => Gate2::Failed(e),
+            _ if self.deadline.is_some_and(|d| now >= d) => {
+                session.leave((self.id, OWN), out);
+                Gate2::TimedOut
+            }
+            _ => Gate2::Waiting,
+        }
+    }
+
+    fn step_get(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) -> Option<Result<Answer<D>, Error>> {
+        let mut cx = self.cx(session, out, now);
+        let Phase::Get(x) = &mut self.phase else { return None };
+        x.advance(&mut cx);
+        let response = x.response::<D>()?;
+        self.retries += x.retries;
+        let node = response.and_then(|r| r.json::<D>());
+        Some(node.and_then(|node| match node.python_type() {
+            "dict" => Ok(Answer::Document(node)),
+            other => Err(not_an_object(other)),
+        }))
+    }
+
+    fn step_list(
+        &mut self,
+        session: &mut Session,
+        out: &mut Outgoing,
+        now: Millis,
+    ) -> Option<Result<Answer<D>, Error>> {
+        let gate = match &self.phase {
+            Phase::List { version: None, .. } => Some(self.version_gate(session, out, now)),
+            _ => None,
+        };
+        let mut cx = Context { call: self.id, session, out, now, deadline: self.deadline };
+        let Phase::List { version, exchange, fields, limit, provision_state, pager, nodes } = &mut self.phase else {
+            return None;
+        };
+        match gate {
+            Some(Gate2::Ready(v)) => {
+                if fields.is_some() && v < Microversion::FIELDS {
+                    let e = Error::UnsupportedVersion(format!("fields needs API version 1.8; the server speaks {v}"));
+                    return Some(Err(e));
+                }
+                *version = Some(v);
+            }
+            Some(Gate2::Failed(e)) => return Some(Err(e)),
+            Some(Gate2::Waiting | Gate2::TimedOut) => return None,
+            None => {}
+        }
+        loop {
+            let x = exchange.get_or_insert_with(|| {
+                self.next_exchange += 1;
+                let page_size = limit.unwrap_or(MAX_PAGE_SIZE);
+                let request = requests::list_nodes(fields.as_deref(), page_size, None, provision_state.as_deref());
+                Exchange::new(ExchangeId(self.next_exchange), request, true)
+            });
+            x.advance(&mut cx);
+            let response = x.response::<D>()?;
+            self.retries += x.retries;
+            let page = match response.and_then(|r| r.json::<D>()) {
+                Ok(page) => page,
+                Err(e) => return Some(Err(e)),
+            };
+            let (entries, next) = match pager.page(&page, false) {
+                Ok(read) => read,
+                Err(e) => return Some(Err(e)),
+            };
+            nodes.extend(entries.into_iter().map(|e| e.body));
+            match next {
+                Some(marker) if limit.is_none() => {
+                    self.next_exchange += 1;
+                    let request = requests::list_nodes(
+                        fields.as_deref(),
+                        MAX_PAGE_SIZE,
+                        Some(&marker),
+                        provision_state.as_deref(),
+                    );
+                    *exchange = Some(Exchange::new(ExchangeId(self.next_exchange), request, true));
+                }
+                _ => return Some(Ok(Answer::Documents(std::mem::take(nodes)))),
+            }
+        }
+    }
+
+    fn step_puts(
+        &mut self,
+        session: &mut Session,
+        out: &mut Outgoing,
+        now: Millis,
+    ) -> Option<Result<Answer<D>, Error>> {
+        let expired = self.deadline.is_some_and(|d| now >= d);
+        let mut cx = Context { call: self.id, session, out, now, deadline: self.deadline };
+        let Phase::Puts(p) = &mut self.phase else { return None };
+        let stop_at_error = p.settle == Settle::FirstFailure;
+        loop {
+            let stop = expired || stop_at_error && p.results.iter().any(|r| matches!(r, Some(Err(_))));
+            while !stop && p.in_flight.len() < p.concurrency {
+                let Some((i, request)) = p.unsent.pop_front() else { break };
+                self.next_exchange += 1;
+                let mut x = Exchange::new(ExchangeId(self.next_exchange), request, true);
+                x.advance(&mut cx);
+                p.in_flight.push((i, x));
+            }
+            for (_, x) in &mut p.in_flight {
+                x.advance(&mut cx);
+            }
+            let before = p.in_flight.len();
+            let mut k = 0;
+            while k < p.in_flight.len() {
+                match p.in_flight[k].1.response::<D>() {
+                    Some(result) => {
+                        let result = result.map(drop);
+                        let (i, x) = p.in_flight.remove(k);
+                        self.retries += x.retries;
+                        p.results[i] = Some(result);
+                    }
+                    None => k += 1,
+                }
+            }
+            if p.in_flight.len() == before {
+                break;
+            }
+        }
+        let stop = expired || stop_at_error && p.results.iter().any(|r| matches!(r, Some(Err(_))));
+        if !p.in_flight.is_empty() || !(p.unsent.is_empty() || stop) {
+            return None;
+        }
+        // Every PUT is answered, or will never be sent.
+        if stop_at_error {
+            if let Some(first) = p.results.iter().flatten().find_map(|r| r.as_ref().err()) {
+                return Some(Err(first.clone()));
+            }
+        }
+        let unsent: Vec<String> =
+            p.idents.iter().zip(&p.results).filter(|(_, r)| r.is_none()).map(|(i, _)| i.clone()).collect();
+        if let (Some(w), false, Settle::FirstFailure) = (&p.wait, unsent.is_empty(), p.settle) {
+            return Some(Err(Error::StateTransitionTimeout {
+                subject: Subject::Node,
+                idents: unsent,
+                expected: w.expected.to_ascii_lowercase(),
+                timeout: Seconds(w.timeout),
+            }));
+        }
+        // With settle `all`, a refused PUT is that node's outcome (and one
+        // the deadline left unsent is timed out); the others are waited for.
+        let results = std::mem::take(&mut p.results);
+        let mut settled = Vec::with_capacity(results.len());
+        for (target, (ident, result)) in p.idents.iter().zip(results).enumerate() {
+            let outcome = match result {
+                None => Outcome::TimedOut,
+                Some(Err(e)) => Outcome::Error(e),
+                Some(Ok(())) => {
+                    settled.push(None);
+                    continue;
+                }
+            };
+            let event = Event { target, seen: Seen::default(), elapsed_ms: 0, outcome: Some(outcome.clone()) };
+            out.push(Action::Progress { call: self.id, event, ident: ident.clone() });
+            settled.push(Some(TargetReport::unchecked(ident.clone(), outcome)));
+        }
+        let pending: Vec<String> =
+            p.idents.iter().zip(&settled).filter(|(_, s)| s.is_none()).map(|(i, _)| i.clone()).collect();
+        match p.wait.take() {
+            Some(w) if !pending.is_empty() => {
+                let options = WaitOptions { idents: pending, ..w };
+                self.phase = Phase::Wait(Box::new(Wait::new(options, settled, false)));
+                self.step(session, out, now);
+                None
+            }
+            // Nothing to wait for: sent only, or every PUT refused.
+            _ => {
+                let settled: Vec<_> = p
+                    .idents
+                    .iter()
+                    .zip(settled)
+                    .map(|(ident, s)| {
+                        Some(s.unwrap_or_else(|| TargetReport::unchecked(ident.clone(), Outcome::Accepted)))
+                    })
+                    .collect();
+                let ok = settled.iter().flatten().all(|t| matches!(t.outcome, Outcome::Reached | Outcome::Accepted));
+                Some(Ok(Answer::Report(CallReport {
+                    subject: Subject::Node,
+                    settled,
+                    waited: Vec::new(),
+                    ok,
+                    requests: self.sent(out),
+                    retries: self.retries,
+                    elapsed_ms: now.saturating_sub(self.started),
+                })))
+            }
+        }
+    }
+
+    fn step_post(
+        &mut self,
+        session: &mut Session,
+        out: &mut Outgoing,
+        now: Millis,
+    ) -> Option<Result<Answer<D>, Error>> {
+        let mut cx = self.cx(session, out, now);
+        let Phase::Post { exchange, wait } = &mut self.phase else { return None };
+        exchange.advance(&mut cx);
+        let response = exchange.response::<D>()?;
+        self.retries += exchange.retries;
+        let created = match response.and_then(|r| r.json::<D>()) {
+            Ok(created) => created,
+            Err(e) => return Some(Err(e)),
+        };
+        let Some(mut w) = wait.take() else {
+            return Some(Ok(Answer::Created { allocation: Some(created), report: None }));
+        };
+        #[derive(Deserialize)]
+        #[serde(bound = "D: Document")]
+        struct Created<D> {
+            #[serde(default, deserialize_with = "present")]
+            uuid: Present<D>,
+        }
+        let uuid = created.view::<Created<D>>().and_then(|c| c.uuid).and_then(|u| u.as_string());
+        let Some(uuid) = uuid else {
+            return Some(Err(Error::InvalidResponse("The created allocation has no uuid".into())));
+        };
+        w.idents = vec![uuid];
+        self.phase = Phase::Wait(Box::new(Wait::new(w, Vec::new(), true)));
+        self.step(session, out, now);
+        None
+    }
+
+    fn step_wait(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        let needs_engine = matches!(&self.phase, Phase::Wait(w) if w.engine.is_none());
+        if needs_engine {
+            let gate = self.version_gate(session, out, now);
+            let Phase::Wait(w) = &mut self.phase else { return };
+            let (version, timed_out) = match gate {
+                Gate2::Ready(v) => (Some(v), false),
+                // The negotiation took all the time: no check could be made.
+                Gate2::TimedOut => (None, true),
+                Gate2::Waiting => return,
+                Gate2::Failed(e) => return self.fail(e, session, out, now),
+            };
+            let mut options = w.options.clone();
+            options.fields = version.is_some_and(|v| v >= Microversion::FIELDS);
+            options.retry = session.config.retry;
+            options.request_timeout = session.config.request_timeout_ms.map_or(0.0, |ms| ms as f64 / 1000.0);
+            match Engine::new(options, self.started) {
+                Ok(mut engine) => {
+                    if timed_out {
+                        engine.time_out(now);
+                    }
+                    w.engine = Some(engine);
+                }
+                Err(e) => return self.fail(e, session, out, now),
+            }
+        }
+        let mut cx = Context { call: self.id, session, out, now, deadline: self.deadline };
+        let Phase::Wait(w) = &mut self.phase else { return };
+        let Some(engine) = &mut w.engine else { return };
+        loop {
+            let mut k = 0;
+            while k < w.fetches.len() {
+                w.fetches[k].1.advance(&mut cx);
+                match w.fetches[k].1.reply() {
+                    Some(_) => {
+                        let (engine_id, x) = w.fetches.swap_remove(k);
+                        let reply = match x.reply() {
+                            Some(reply) => reply.clone(),
+                            None => Reply::TimedOut,
+                        };
+                        engine.observe(engine_id, reply, now);
+                    }
+                    None => k += 1,
+                }
+            }
+            progress(self.id, engine, cx.out);
+            match engine.step(now) {
+                Step::Fetch(fetches) => {
+                    for fetch in fetches {
+                        self.next_exchange += 1;
+                        let mut x = Exchange::new(ExchangeId(self.next_exchange), fetch.request, false);
+                        x.advance(&mut cx);
+                        w.fetches.push((fetch.id, x));
+                    }
+                }
+                Step::Sleep { until } => {
+                    w.sleep_until = until;
+                    return;
+                }
+                Step::Done(_) => break,
+            }
+        }
+        let Phase::Wait(w) = std::mem::replace(&mut self.phase, Phase::Over) else { return };
+        let Wait { options, settled, engine, mut fetches, created, .. } = *w;
+        for (_, x) in &mut fetches {
+            x.drop_out(&mut cx);
+        }
+        let Some(report) = engine.and_then(Engine::into_report) else { return };
+        let ok = report.error.is_none()
+            && settled
+                .iter()
+                .flatten()
+                .chain(&report.targets)
+                .all(|t| matches!(t.outcome, Outcome::Reached | Outcome::Accepted));
+        let call_report = CallReport {
+            subject: options.subject,
+            settled,
+            waited: report.targets,
+            ok,
+            requests: self.sent(cx.out),
+            retries: self.retries + report.retries,
+            elapsed_ms: report.elapsed_ms,
+        };
+        let answer = match (report.error, created) {
+            (Some(e), _) => Err((e, Some(call_report))),
+            (None, true) => {
+                let allocation = call_report.waited.first().and_then(|t| t.body.clone());
+                Ok(Answer::Created { allocation, report: Some(call_report) })
+            }
+            (None, false) => Ok(Answer::Report(call_report)),
+        };
+        self.settle(answer, session, out, now);
+    }
+}
+
+/// The version gate of a call's own (see [`Call::version_gate`]).
+enum Gate2 {
+    Ready(Microversion),
+    Waiting,
+    Failed(Error),
+    TimedOut,
+}
+
+impl<D> Wait<D> {
+    fn new(options: WaitOptions, settled: Vec<Option<TargetReport<D>>>, created: bool) -> Wait<D> {
+        Wait { options, settled, engine: None, fetches: Vec::new(), sleep_until: None, created }
+    }
+}
+
+/// The engine's progress events, as actions.
+fn progress<D: Document>(call: CallId, engine: &mut Engine<D>, out: &mut Outgoing) {
+    while let Some(event) = engine.poll_event() {
+        let ident = engine.idents().get(event.target).cloned().unwrap_or_default();
+        out.push(Action::Progress { call, event, ident });
+    }
+}
+
+/// The deadline of a wait of `timeout` seconds started at `started`; none
+/// for 0 (no limit). The timeout was checked already.
+fn deadline(started: Millis, timeout: f64) -> Option<Millis> {
+    (timeout > 0.0).then(|| started.saturating_add((timeout * 1000.0).ceil() as Millis))
+}

@@ -1,0 +1,252 @@
+//! The client without I/O: every call of one `IronicClient`, whole, as one
+//! state machine. It owns what the calls share (endpoint, credentials,
+//! token, microversion: `session`), each request's life (`exchange`) and
+//! each call (`call`: the provision PUTs, the wait, the report). The shell
+//! only performs what [`Client::poll`] asks and feeds back what happened.
+//!
+//! # The drive loop
+//!
+//! Start calls with [`Client::start`]. Then, whenever something happened
+//! (a call started or was aborted, a reply or a token came, a timer
+//! fired), feed it in ([`Client::observe`], [`Client::token_answer`],
+//! [`Client::abort`]) and perform every [`Action`] that [`Client::poll`]
+//! gives until it gives none; then sleep until [`Client::wake_at`] or the
+//! next thing that happens, whichever is first. Waking early is harmless.
+//!
+//! ```
+//! use ironic_wait::client::{Action, CallSpec, Client, Config, Login, Answer};
+//! use ironic_wait::http::{Reply, Response};
+//! use ironic_wait::ironic::microversion::Requested;
+//! use ironic_wait::ironic::requests;
+//!
+//! let config = Config {
+//!     endpoint: Some("http://ironic:6385".into()),
+//!     requested: Requested::Latest,
+//!     token: None,
+//!     login: Login::None,
+//!     headers: Vec::new(),
+//!     user_agent: None,
+//!     retry: Default::default(),
+//!     request_timeout_ms: None,
+//! };
+//! let mut client = Client::<serde_json::Value>::new(config);
+//! let call = client.start(CallSpec::Get(requests::get_node("n1", None).unwrap()), 0);
+//! let mut sent = Vec::new();
+//! while let Some(action) = client.poll(0) {
+//!     match action {
+//!         Action::Send { id, send, .. } => {
+//!             sent.push(send.url.clone());
+//!             // The version document first, then the node.
+//!             let response = match send.url.as_str() {
+//!                 "http://ironic:6385/v1" => Response { min_version: Some("1.1".into()), max_version: Some("1.99".into()), ..Default::default() },
+//!                 _ => Response { body: r#"{"uuid": "u1"}"#.into(), ..Default::default() },
+//!             };
+//!             client.observe(id, Reply::Response(response), 0);
+//!         }
+//!         Action::Settled(done) => {
+//!             let Ok(Answer::Document(node)) = client.take_answer(done).unwrap() else { panic!() };
+//!             assert_eq!(node["uuid"], "u1");
+//!         }
+//!         other => panic!("{other:?}"),
+//!     }
+//! }
+//! assert_eq!(sent, ["http://ironic:6385/v1", "http://ironic:6385/v1/nodes/n1"]);
+//! ```
+
+mod call;
+mod exchange;
+mod session;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::document::Document;
+use crate::engine::{Event, Millis, TargetReport};
+use crate::error::Error;
+use crate::http::Reply;
+
+pub use call::{Answer, CallReport, CallSpec, Settled, Slot};
+pub use session::{check_header_value, endpoint, is_header_name, Config, Keystone, Login, Send, Session};
+
+/// Names a call of a [`Client`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CallId(pub u64);
+
+/// Names a request the shell performs (a fetch or a `getToken()` call);
+/// echoed back with what became of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// Names one exchange of a call (see `exchange`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExchangeId(pub u64);
+
+/// What the shell must do.
+#[must_use]
+#[derive(Debug, PartialEq)]
+pub enum Action {
+    /// Send this request now; abort it at `timeout_at` and observe
+    /// [`Reply::TimedOut`]. Feed its reply to [`Client::observe`].
+    Send { id: RequestId, send: Send, timeout_at: Option<Millis> },
+    /// Call `getToken()` and feed its answer to [`Client::token_answer`].
+    GetToken(RequestId),
+    /// Abort this request: its reply is no longer wanted.
+    Cancel(RequestId),
+    /// Hand this progress event to the call's `onProgress`; with an
+    /// outcome it is the target's last, and [`Client::target_report`]
+    /// gives its report entry from now on.
+    Progress { call: CallId, event: Event, ident: String },
+    /// The call is over: take its answer with [`Client::take_answer`].
+    Settled(CallId),
+}
+
+/// Where actions go, and requests get their ids.
+#[derive(Debug, Default)]
+pub struct Outgoing {
+    actions: VecDeque<Action>,
+    next_id: u64,
+    now: Millis,
+    timeout_ms: Option<Millis>,
+    /// Requests sent for the call being advanced.
+    sent: u32,
+}
+
+impl Outgoing {
+    /// A request of the call being advanced.
+    pub fn send(&mut self, send: Send) -> RequestId {
+        self.sent += 1;
+        self.send_shared(send)
+    }
+
+    /// A request of a shared task: no call's.
+    pub fn send_shared(&mut self, send: Send) -> RequestId {
+        let id = self.id();
+        let timeout_at = self.timeout_ms.map(|t| self.now.saturating_add(t));
+        self.actions.push_back(Action::Send { id, send, timeout_at });
+        id
+    }
+
+    pub fn ask_token(&mut self) -> RequestId {
+        let id = self.id();
+        self.actions.push_back(Action::GetToken(id));
+        id
+    }
+
+    pub fn cancel(&mut self, id: RequestId) {
+        // Not yet handed out: never sent at all.
+        let queued = self.actions.iter().position(|a| matches!(a, Action::Send { id: own, .. } if *own == id));
+        match queued {
+            Some(i) => drop(self.actions.remove(i)),
+            None => self.actions.push_back(Action::Cancel(id)),
+        }
+    }
+
+    pub fn push(&mut self, action: Action) {
+        self.actions.push_back(action);
+    }
+
+    fn id(&mut self) -> RequestId {
+        self.next_id += 1;
+        RequestId(self.next_id)
+    }
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Client<D> {
+    session: Session,
+    calls: BTreeMap<CallId, call::Call<D>>,
+    out: Outgoing,
+    next_call: u64,
+}
+
+impl<D: Document> Client<D> {
+    pub fn new(config: Config) -> Client<D> {
+        let timeout_ms = config.request_timeout_ms;
+        Client {
+            session: Session::new(config),
+            calls: BTreeMap::new(),
+            out: Outgoing { timeout_ms, ..Outgoing::default() },
+            next_call: 0,
+        }
+    }
+
+    /// The shared state: the endpoint, the token, the version.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Starts a call at `now`; its arguments were checked when the spec
+    /// was made.
+    pub fn start(&mut self, spec: CallSpec, now: Millis) -> CallId {
+        self.next_call += 1;
+        let id = CallId(self.next_call);
+        self.calls.insert(id, call::Call::new(id, spec, now));
+        id
+    }
+
+    /// The next thing to do, if any.
+    pub fn poll(&mut self, now: Millis) -> Option<Action> {
+        if self.out.actions.is_empty() {
+            self.advance(now);
+        }
+        self.out.actions.pop_front()
+    }
+
+    /// When to [`Client::poll`] again if nothing happens before.
+    pub fn wake_at(&self) -> Option<Millis> {
+        let calls = self.calls.values().filter_map(call::Call::wake_at);
+        calls.chain(self.session.wake_at()).min()
+    }
+
+    /// What became of request `id`.
+    pub fn observe(&mut self, id: RequestId, reply: Reply, now: Millis) {
+        self.out.now = now;
+        if self.session.owns(id) {
+            self.session.observe::<D>(id, reply, now);
+            return;
+        }
+        let Client { session, calls, out, .. } = self;
+        if let Some(call) = calls.values_mut().find(|c| c.owns(id)) {
+            call.observe(id, reply, session, out, now);
+        }
+    }
+
+    /// `getToken()`'s answer to request `id`: a token, or what went wrong.
+    pub fn token_answer(&mut self, id: RequestId, answer: Result<String, Error>) {
+        self.session.token_answer(id, answer);
+    }
+
+    /// Ends `call` now: its requests in flight are cancelled, nothing more
+    /// is sent for it, and it settles as aborted.
+    pub fn abort(&mut self, id: CallId, now: Millis) {
+        self.out.now = now;
+        let Client { session, calls, out, .. } = self;
+        if let Some(call) = calls.get_mut(&id) {
+            // Whatever it had queued is not done any more.
+            out.actions.retain(|a| !matches!(a, Action::Progress { call, .. } if *call == id));
+            call.abort(session, out, now);
+        }
+    }
+
+    /// Target `target`'s report entry in `call`'s wait, once settled (see
+    /// [`Action::Progress`]).
+    pub fn target_report(&self, call: CallId, target: usize) -> Option<TargetReport<D>> {
+        self.calls.get(&call)?.target_report(target)
+    }
+
+    /// A settled call's answer; the call is forgotten.
+    pub fn take_answer(&mut self, call: CallId) -> Option<Settled<D>> {
+        let answer = self.calls.get_mut(&call)?.take_answer()?;
+        self.calls.remove(&call);
+        Some(answer)
+    }
+
+    fn advance(&mut self, now: Millis) {
+        self.out.now = now;
+        self.session.advance(now, &mut self.out);
+        let Client { session, calls, out, .. } = self;
+        for call in calls.values_mut() {
+            call.advance(session, out, now);
+        }
+    }
+}
