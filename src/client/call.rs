@@ -256,6 +256,10 @@ impl<D: Document> Call<D> {
         Exchange::new(ExchangeId(self.next_exchange), request, retrying)
     }
 
+    pub fn id(&self) -> CallId {
+        self.id
+    }
+
     pub fn owns(&self, id: RequestId) -> bool {
         match &self.phase {
             Phase::Get(x) | Phase::Post { exchange: x, .. } => x.owns(id),
@@ -330,12 +334,15 @@ impl<D: Document> Call<D> {
                 let elapsed_ms = now.saturating_sub(self.started);
                 for (target, ident) in p.idents.iter().enumerate() {
                     let event = Event { target, seen: Seen::default(), elapsed_ms, outcome: Some(Outcome::Aborted) };
-                    out.push(Action::Progress { call: self.id, event, ident: ident.clone() });
+                    out.push(Action::Progress { call: self.id, event, ident: ident.clone(), waited: None });
                 }
             }
             Phase::Wait(w) => {
                 if let Some(engine) = &mut w.engine {
                     engine.abort(now);
+                    // The aborted targets' last events are handed out after
+                    // the call settled: their entries must outlive the wait.
+                    self.waited = engine.report().map(|r| r.targets.clone());
                     progress(self.id, engine, out);
                 }
             }
@@ -539,7 +546,11 @@ impl<D: Document> Call<D> {
                         let result = result.map(drop);
                         let (i, x) = p.in_flight.remove(k);
                         self.retries += x.retries;
-                        p.results[i] = Some(result);
+                        // Kept at its gates by the deadline: unsent, like
+                        // those never taken from the queue.
+                        if !x.never_sent() {
+                            p.results[i] = Some(result);
+                        }
                     }
                     None => k += 1,
                 }
@@ -582,7 +593,7 @@ impl<D: Document> Call<D> {
                 }
             };
             let event = Event { target, seen: Seen::default(), elapsed_ms: 0, outcome: Some(outcome.clone()) };
-            out.push(Action::Progress { call: self.id, event, ident: ident.clone() });
+            out.push(Action::Progress { call: self.id, event, ident: ident.clone(), waited: None });
             settled.push(Some(TargetReport::unchecked(ident.clone(), outcome)));
         }
         let pending: Vec<String> =
@@ -697,8 +708,9 @@ impl<D: Document> Call<D> {
                     None => k += 1,
                 }
             }
+            // Events first: a callback that aborts stops what would follow.
             progress(self.id, engine, cx.out);
-            match engine.step(now) {
+            let sleep = match engine.step(now) {
                 Step::Fetch(fetches) => {
                     for fetch in fetches {
                         self.next_exchange += 1;
@@ -706,12 +718,19 @@ impl<D: Document> Call<D> {
                         x.advance(&mut cx);
                         w.fetches.push((fetch.id, x));
                     }
+                    continue;
                 }
-                Step::Sleep { until } => {
+                Step::Sleep { until } => Some(until),
+                Step::Done(_) => None,
+            };
+            // What the step itself settled (at the deadline, say).
+            progress(self.id, engine, cx.out);
+            match sleep {
+                Some(until) => {
                     w.sleep_until = until;
                     return;
                 }
-                Step::Done(_) => break,
+                None => break,
             }
         }
         let Phase::Wait(w) = std::mem::replace(&mut self.phase, Phase::Over) else { return };
@@ -765,7 +784,8 @@ impl<D> Wait<D> {
 fn progress<D: Document>(call: CallId, engine: &mut Engine<D>, out: &mut Outgoing) {
     while let Some(event) = engine.poll_event() {
         let ident = engine.idents().get(event.target).cloned().unwrap_or_default();
-        out.push(Action::Progress { call, event, ident });
+        let waited = Some(event.target);
+        out.push(Action::Progress { call, event, ident, waited });
     }
 }
 

@@ -58,6 +58,11 @@ pub struct Exchange {
     renegotiated: bool,
     /// The token a 401 refused.
     refused: Option<String>,
+    /// Its request was sent at least once.
+    went_out: bool,
+    /// The reply that stands if the next try may not start (past the
+    /// deadline): the one that asked for it.
+    last: Option<Reply>,
     state: State,
 }
 
@@ -86,6 +91,8 @@ impl Exchange {
             refreshed: false,
             renegotiated: false,
             refused: None,
+            went_out: false,
+            last: None,
             state: State::Ready,
         }
     }
@@ -96,6 +103,11 @@ impl Exchange {
             State::Done(reply) => Some(reply),
             _ => None,
         }
+    }
+
+    /// Timed out at its gates, never sent: the deadline came first.
+    pub fn never_sent(&self) -> bool {
+        !self.went_out && matches!(self.state, State::Done(Reply::TimedOut))
     }
 
     /// The final reply as a success, or the error it stands for.
@@ -123,10 +135,21 @@ impl Exchange {
 
     /// Sends what is due: the request once its gates open, a retry whose
     /// time has come. Past the deadline nothing starts: a request still at
-    /// its gates is timed out.
+    /// its gates is timed out, and a try (a retry, a new token's or
+    /// version's) due when the shell's timer came late is not made: the
+    /// reply that asked for it stands. Not for the engine's requests: its
+    /// own rule lets a final check begin a little after the deadline.
     pub fn advance(&mut self, cx: &mut Context) {
         let who = (cx.call, self.id);
+        let late = self.retrying && cx.deadline.is_some_and(|d| cx.now > d);
         match self.state {
+            State::RetryAt(at) | State::RangeRetry { at, .. } if cx.now >= at && late => {
+                if matches!(self.state, State::RetryAt(_)) {
+                    self.retries -= 1;
+                }
+                self.state = State::Done(self.last.take().unwrap_or(Reply::TimedOut));
+                return;
+            }
             State::RetryAt(at) if cx.now >= at => self.state = State::Ready,
             State::RangeRetry { at, sent, retries } if cx.now >= at => {
                 let send = cx.session.ironic_request(&requests::version_document(), None);
@@ -140,9 +163,14 @@ impl Exchange {
         }
         let gate = match cx.session.token_gate(who, self.refused.as_deref(), cx.now, cx.out) {
             Gate::Open => match cx.session.version_gate(who, cx.out) {
+                Ok(_) if late => {
+                    self.state = State::Done(self.last.take().unwrap_or(Reply::TimedOut));
+                    return;
+                }
                 Ok(version) => {
                     let send = cx.session.ironic_request(&self.request, Some(version));
                     let token = send.sent_token.clone();
+                    self.went_out = true;
                     self.state = State::Sent { id: cx.out.send(send), version, token };
                     return;
                 }
@@ -155,7 +183,7 @@ impl Exchange {
             // The deadline came first.
             Gate::Waiting if cx.expired() => {
                 cx.session.leave(who, cx.out);
-                self.state = State::Done(Reply::TimedOut);
+                self.state = State::Done(self.last.take().unwrap_or(Reply::TimedOut));
             }
             Gate::Waiting | Gate::Open => {}
         }
@@ -175,14 +203,17 @@ impl Exchange {
             Reply::Response(r) if r.status == 401 && !self.refreshed && cx.session.renews_tokens() => {
                 self.refreshed = true;
                 self.refused = token;
+                self.last = Some(reply.clone());
             }
             // Like python-ironicclient, ask `GET /v1` for the range when the
             // 406 does not carry it.
             Reply::Response(r) if r.status == 406 && r.max_version.is_none() => {
+                self.last = Some(reply.clone());
                 let send = cx.session.ironic_request(&requests::version_document(), None);
                 self.state = State::Range { id: cx.out.send(send), sent, retries: 0 };
             }
             Reply::Response(r) if r.status == 406 => {
+                self.last = Some(reply.clone());
                 let (min, max) = (r.min_version.clone(), r.max_version.clone());
                 self.renegotiate(sent, min, max, cx);
             }
@@ -225,9 +256,10 @@ impl Exchange {
                 cx.session.version = Some(best);
                 State::Ready
             }
-            // Refused again: the version it was just told to use.
-            Ok(best) => {
-                State::Done(Reply::Unusable(microversion::refusal(requested, best, min.as_deref(), max.as_deref())))
+            // Refused again, at the version it was told to use: that is the
+            // one the refusal names, not the one this range would give.
+            Ok(_) => {
+                State::Done(Reply::Unusable(microversion::refusal(requested, sent, min.as_deref(), max.as_deref())))
             }
             Err(e) => State::Done(Reply::Unusable(e)),
         };
@@ -241,6 +273,7 @@ impl Exchange {
             let retry_at = cx.session.config.retry.delay_ms(self.retries, &reply).map(|d| cx.now.saturating_add(d));
             if let Some(at) = retry_at.filter(|&at| cx.deadline.is_none_or(|d| at <= d)) {
                 self.retries += 1;
+                self.last = Some(reply);
                 self.state = State::RetryAt(at);
                 return;
             }

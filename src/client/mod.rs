@@ -57,7 +57,7 @@ mod call;
 mod exchange;
 mod session;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::document::Document;
 use crate::engine::{Event, Millis, TargetReport};
@@ -91,10 +91,11 @@ pub enum Action {
     GetToken(RequestId),
     /// Abort this request: its reply is no longer wanted.
     Cancel(RequestId),
-    /// Hand this progress event to the call's `onProgress`; with an
-    /// outcome it is the target's last, and [`Client::target_report`]
-    /// gives its report entry from now on.
-    Progress { call: CallId, event: Event, ident: String },
+    /// Hand this progress event to the call's `onProgress`. An event of
+    /// the wait names its target there (`waited`); with an outcome it is
+    /// the target's last, and [`Client::target_report`] gives its report
+    /// entry from now on.
+    Progress { call: CallId, event: Event, ident: String, waited: Option<usize> },
     /// The call is over: take its answer with [`Client::take_answer`].
     Settled(CallId),
 }
@@ -132,8 +133,11 @@ impl Outgoing {
     }
 
     pub fn cancel(&mut self, id: RequestId) {
-        // Not yet handed out: never sent at all.
-        let queued = self.actions.iter().position(|a| matches!(a, Action::Send { id: own, .. } if *own == id));
+        // Not yet handed out: never sent (or asked) at all.
+        let queued = self.actions.iter().position(|a| match a {
+            Action::Send { id: own, .. } | Action::GetToken(own) => *own == id,
+            _ => false,
+        });
         match queued {
             Some(i) => drop(self.actions.remove(i)),
             None => self.actions.push_back(Action::Cancel(id)),
@@ -154,7 +158,8 @@ impl Outgoing {
 #[derive(Debug)]
 pub struct Client<D> {
     session: Session,
-    calls: BTreeMap<CallId, call::Call<D>>,
+    /// In the order they started (a few at a time: a list is enough).
+    calls: Vec<call::Call<D>>,
     out: Outgoing,
     next_call: u64,
 }
@@ -164,7 +169,7 @@ impl<D: Document> Client<D> {
         let timeout_ms = config.request_timeout_ms;
         Client {
             session: Session::new(config),
-            calls: BTreeMap::new(),
+            calls: Vec::new(),
             out: Outgoing { timeout_ms, ..Outgoing::default() },
             next_call: 0,
         }
@@ -180,7 +185,7 @@ impl<D: Document> Client<D> {
     pub fn start(&mut self, spec: CallSpec, now: Millis) -> CallId {
         self.next_call += 1;
         let id = CallId(self.next_call);
-        self.calls.insert(id, call::Call::new(id, spec, now));
+        self.calls.push(call::Call::new(id, spec, now));
         id
     }
 
@@ -194,7 +199,7 @@ impl<D: Document> Client<D> {
 
     /// When to [`Client::poll`] again if nothing happens before.
     pub fn wake_at(&self) -> Option<Millis> {
-        let calls = self.calls.values().filter_map(call::Call::wake_at);
+        let calls = self.calls.iter().filter_map(call::Call::wake_at);
         calls.chain(self.session.wake_at()).min()
     }
 
@@ -206,7 +211,7 @@ impl<D: Document> Client<D> {
             return;
         }
         let Client { session, calls, out, .. } = self;
-        if let Some(call) = calls.values_mut().find(|c| c.owns(id)) {
+        if let Some(call) = calls.iter_mut().find(|c| c.owns(id)) {
             call.observe(id, reply, session, out, now);
         }
     }
@@ -221,9 +226,7 @@ impl<D: Document> Client<D> {
     pub fn abort(&mut self, id: CallId, now: Millis) {
         self.out.now = now;
         let Client { session, calls, out, .. } = self;
-        if let Some(call) = calls.get_mut(&id) {
-            // Whatever it had queued is not done any more.
-            out.actions.retain(|a| !matches!(a, Action::Progress { call, .. } if *call == id));
+        if let Some(call) = calls.iter_mut().find(|c| c.id() == id) {
             call.abort(session, out, now);
         }
     }
@@ -231,13 +234,14 @@ impl<D: Document> Client<D> {
     /// Target `target`'s report entry in `call`'s wait, once settled (see
     /// [`Action::Progress`]).
     pub fn target_report(&self, call: CallId, target: usize) -> Option<TargetReport<D>> {
-        self.calls.get(&call)?.target_report(target)
+        self.calls.iter().find(|c| c.id() == call)?.target_report(target)
     }
 
     /// A settled call's answer; the call is forgotten.
     pub fn take_answer(&mut self, call: CallId) -> Option<Settled<D>> {
-        let answer = self.calls.get_mut(&call)?.take_answer()?;
-        self.calls.remove(&call);
+        let i = self.calls.iter().position(|c| c.id() == call)?;
+        let answer = self.calls[i].take_answer()?;
+        self.calls.remove(i);
         Some(answer)
     }
 
@@ -245,7 +249,7 @@ impl<D: Document> Client<D> {
         self.out.now = now;
         self.session.advance(now, &mut self.out);
         let Client { session, calls, out, .. } = self;
-        for call in calls.values_mut() {
+        for call in calls.iter_mut() {
             call.advance(session, out, now);
         }
     }

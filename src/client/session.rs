@@ -19,7 +19,7 @@ use crate::ironic::microversion::{self, Microversion, Requested};
 use crate::ironic::{requests, VERSION_HEADER};
 use crate::keystone::{self, Credentials};
 
-use super::{Action, CallId, ExchangeId, Outgoing, RequestId};
+use super::{CallId, ExchangeId, Outgoing, RequestId};
 
 /// How the client authenticates, besides a token it was given.
 #[derive(Debug, Clone)]
@@ -96,7 +96,9 @@ pub struct Session {
     token_task: Option<Task>,
     negotiation: Option<Task>,
     /// Results of ended tasks, for the requests that waited for them.
-    results: Vec<((CallId, ExchangeId), TaskResult)>,
+    /// Which task's (`true` for the token's) is kept with each: a gate
+    /// takes only its own task's result.
+    results: Vec<((CallId, ExchangeId), bool, TaskResult)>,
 }
 
 /// What a request needs before it can go: a token, then a version.
@@ -155,7 +157,7 @@ impl Session {
         now: Millis,
         out: &mut Outgoing,
     ) -> Gate {
-        if let Some(result) = self.take_result(who) {
+        if let Some(result) = self.take_result(who, true) {
             return match result {
                 Ok(()) => Gate::Open,
                 Err(e) => Gate::Failed(e),
@@ -178,7 +180,7 @@ impl Session {
     /// The version gate of request `who`: open with the version to speak,
     /// else it waits for the shared negotiation (started here if none runs).
     pub fn version_gate(&mut self, who: (CallId, ExchangeId), out: &mut Outgoing) -> Result<Microversion, Gate> {
-        if let Some(Err(e)) = self.take_result(who) {
+        if let Some(Err(e)) = self.take_result(who, false) {
             return Err(Gate::Failed(e));
         }
         if let Some(v) = self.version {
@@ -192,15 +194,15 @@ impl Session {
         Err(Gate::Waiting)
     }
 
-    fn take_result(&mut self, who: (CallId, ExchangeId)) -> Option<TaskResult> {
-        let i = self.results.iter().position(|(w, _)| *w == who)?;
-        Some(self.results.swap_remove(i).1)
+    fn take_result(&mut self, who: (CallId, ExchangeId), token: bool) -> Option<TaskResult> {
+        let i = self.results.iter().position(|(w, t, _)| *w == who && *t == token)?;
+        Some(self.results.swap_remove(i).2)
     }
 
     /// Request `who` no longer waits (its call ended or passed its
     /// deadline); a task nobody waits for any more is cancelled.
     pub fn leave(&mut self, who: (CallId, ExchangeId), out: &mut Outgoing) {
-        self.results.retain(|(w, _)| *w != who);
+        self.results.retain(|(w, _, _)| *w != who);
         for task in [&mut self.token_task, &mut self.negotiation] {
             if let Some(t) = task {
                 t.waiters.retain(|w| *w != who);
@@ -218,7 +220,7 @@ impl Session {
             .flatten()
             .flat_map(|t| t.waiters.iter().copied())
             .filter(|w| w.0 == call)
-            .chain(self.results.iter().map(|(w, _)| *w).filter(|w| w.0 == call))
+            .chain(self.results.iter().map(|(w, _, _)| *w).filter(|w| w.0 == call))
             .collect();
         for who in waiting {
             self.leave(who, out);
@@ -312,7 +314,7 @@ impl Session {
     fn end(&mut self, token: bool, result: TaskResult) {
         let task = if token { self.token_task.take() } else { self.negotiation.take() };
         for who in task.map(|t| t.waiters).unwrap_or_default() {
-            self.results.push((who, result.clone()));
+            self.results.push((who, token, result.clone()));
         }
     }
 
@@ -427,7 +429,9 @@ fn join(task: &mut Option<Task>, who: (CallId, ExchangeId)) {
 
 fn cancel(task: Option<Task>, out: &mut Outgoing) {
     match task.map(|t| t.state) {
-        Some(TaskState::InFlight { id, .. }) | Some(TaskState::Asked(id)) => out.push(Action::Cancel(id)),
+        // Through `Outgoing::cancel`: a request still queued is dropped, not
+        // handed out and then cancelled.
+        Some(TaskState::InFlight { id, .. }) | Some(TaskState::Asked(id)) => out.cancel(id),
         _ => {}
     }
 }

@@ -1,12 +1,13 @@
 //! The only module that touches JS: fetch, setTimeout, AbortSignal and the
-//! exported client. It performs what the engine asks and decides nothing.
+//! exported client. It performs what the core's client (`crate::client`)
+//! asks and decides nothing.
 //!
 //! - `js`: bindings to JS globals and value conversions.
-//! - `io`: one call's fetches, timers, wake-ups and abort wiring.
+//! - `io`: performing one request: fetch, its time and size limits.
 //! - `document`: the core's documents in the wasm: what `JSON.parse` made.
 //! - `report`: reports, progress events and errors as JS objects (serde).
 //! - `options`: the client's and each method's options, read with serde.
-//! - `client`: the exported `RawClient` and the drive loop.
+//! - `client`: the exported `RawClient` and the one driver of its calls.
 
 mod client;
 mod document;

@@ -194,6 +194,19 @@ struct ErrorObject<'a> {
     report: Option<JsValue>,
 }
 
+/// `createAllocation`'s answer.
+#[derive(Serialize)]
+struct Created {
+    #[serde(serialize_with = "preserve")]
+    allocation: JsValue,
+    #[serde(serialize_with = "preserve")]
+    report: JsValue,
+}
+
+pub fn created(allocation: JsValue, report: JsValue) -> JsValue {
+    to_js(&Created { allocation, report })
+}
+
 /// `authenticate()`'s answer.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

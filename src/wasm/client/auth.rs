@@ -1,44 +1,14 @@
-//! Credentials: a given token, `getToken()`, Ironic's HTTP basic auth, or a
-//! Keystone login, renewed before the token expires and once after a 401,
-//! which also finds Ironic's endpoint in Keystone's catalog. Concurrent
-//! calls share one `getToken()` or login.
+//! The `auth` and `basicAuth` options, read into the core's login (what
+//! a login sends and when is the core's: `crate::client`).
 
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
-
-use js_sys::{Array, Object, Promise};
+use js_sys::{Array, Object};
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::{check_header_value, endpoint, Client};
+use crate::client::{endpoint, Keystone, Login};
 use crate::error::Error;
 use crate::http::encode::basic_auth;
-use crate::http::{Reply, Response};
-use crate::ironic::answers::reply_error;
 use crate::keystone::{self, ApplicationCredential, AuthMethod, Credentials, Named, Owned, Scope as TokenScope};
-use crate::wasm::document::Json;
-use crate::wasm::io::Scope;
 use crate::wasm::js;
-
-/// A Keystone login and what it last gave.
-pub(super) struct Keystone {
-    /// Keystone's v3 base URL.
-    base: String,
-    credentials: Credentials,
-    interface: &'static str,
-    region: Option<String>,
-    /// When (on [`js::now`]'s clock) the current token is to be replaced.
-    renew_at: Cell<Option<u64>>,
-    /// The current token's `expires_at`, as Keystone wrote it.
-    expires_at: RefCell<Option<String>>,
-}
-
-/// What the `auth` option asks for.
-pub(super) enum Login {
-    None,
-    /// An `Authorization` header.
-    Basic(String),
-    Keystone(Keystone),
-}
 
 /// The fields `auth` may have, keystoneauth's names camel-cased.
 const FIELDS: &[&str] = &[
@@ -207,14 +177,7 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
         Some(given) => keystone::interface(&given)
             .ok_or_else(|| Error::InvalidArgument("Option interface must be public, internal or admin".into()))?,
     };
-    Ok(Login::Keystone(Keystone {
-        base,
-        credentials: Credentials { method, scope },
-        interface,
-        region,
-        renew_at: Cell::new(None),
-        expires_at: RefCell::new(None),
-    }))
+    Ok(Login::Keystone(Keystone { base, credentials: Credentials { method, scope }, interface, region }))
 }
 
 /// The user: by id, or by name in a domain (keystoneauth would send a
@@ -249,114 +212,4 @@ pub(super) fn basic(user: &str, password: &str) -> Result<String, Error> {
         ));
     }
     Ok(basic_auth(user, password))
-}
-
-impl Client {
-    /// Whether a token is to be had before sending: none yet, the current
-    /// one was `refused` (by a 401), or a Keystone token is due for renewal.
-    fn token_due(&self, refused: Option<&str>) -> bool {
-        if !self.renews_tokens() {
-            return false;
-        }
-        let token = self.token.borrow();
-        match token.as_deref() {
-            None => true,
-            Some(current) if Some(current) == refused => true,
-            Some(_) => self.keystone().is_some_and(|k| k.renew_at.get().is_some_and(|at| js::now() >= at)),
-        }
-    }
-
-    /// Whether a refused token can be replaced (and so a 401 retried once).
-    pub(super) fn renews_tokens(&self) -> bool {
-        self.get_token.is_some() || self.keystone().is_some()
-    }
-
-    fn keystone(&self) -> Option<&Keystone> {
-        match &self.login {
-            Login::Keystone(k) => Some(k),
-            _ => None,
-        }
-    }
-
-    /// Makes sure there is a current token to send (see [`Self::token_due`]).
-    /// Concurrent calls share one `getToken()` or login. `Ok(false)`: the
-    /// call's deadline came first.
-    pub(super) async fn ensure_token(self: &Rc<Self>, scope: &Rc<Scope>, refused: Option<&str>) -> Result<bool, Error> {
-        if !self.token_due(refused) {
-            return Ok(true);
-        }
-        let me = self.clone();
-        let result = self.token_request.join(scope, |own| async move { me.ask_token(&own).await }).await;
-        match result {
-            Some(result) => result.map(|()| true),
-            None if scope.aborted() => Err(Error::Aborted),
-            None => Ok(false),
-        }
-    }
-
-    /// Gets a token: from `getToken()` (which may return a promise) or a
-    /// Keystone login.
-    async fn ask_token(&self, scope: &Rc<Scope>) -> Result<(), Error> {
-        if let Some(k) = self.keystone() {
-            return self.log_in(k, scope).await;
-        }
-        let Some(get_token) = &self.get_token else { return Ok(()) };
-        let failed = |e: &JsValue| Error::auth(format!("getToken() failed: {}", js::describe(e)));
-        let token = get_token.call0(&JsValue::UNDEFINED).map_err(|e| failed(&e))?;
-        let token = scope.settle(Promise::resolve(&token)).await.ok_or(Error::Aborted)?.map_err(|e| failed(&e))?;
-        let token = js::text(&token).ok_or_else(|| Error::auth("getToken() must return a string"))?;
-        check_header_value(&token, "The token from getToken()").map_err(|e| Error::auth(e.to_string()))?;
-        *self.token.borrow_mut() = Some(token);
-        Ok(())
-    }
-
-    /// `POST /v3/auth/tokens`, with the retries of any request (409, 503,
-    /// connection failures); the token, its renewal time and, unless one
-    /// was given, Ironic's endpoint from the catalog.
-    async fn log_in(&self, k: &Keystone, scope: &Rc<Scope>) -> Result<(), Error> {
-        let request = k.credentials.request();
-        let url = format!("{}{}", k.base, request.path);
-        let mut headers = vec![
-            ("Accept".to_string(), "application/json".to_string()),
-            ("Content-Type".to_string(), "application/json".to_string()),
-        ];
-        if let Some(ua) = &self.user_agent {
-            headers.push(("User-Agent".into(), ua.clone()));
-        }
-        let keystone_answered = |r: &Response| !matches!(r.status, 409 | 503);
-        let response = match self.send_until(scope, &url, &request, &headers, &keystone_answered).await {
-            Ok(response) => response,
-            Err(Reply::ConnectionFailed(why)) => {
-                return Err(Error::auth(format!("Unable to establish connection to {url}: {why}")))
-            }
-            Err(Reply::TimedOut) => {
-                return Err(Error::auth(format!("Unable to establish connection to {url}: the request timed out")))
-            }
-            // Still 409 or 503 after the retries.
-            Err(Reply::Response(r)) => return Err(keystone::refusal::<Json>(&r)),
-            Err(other) => return Err(reply_error::<Json>(&other)),
-        };
-        let received = js::now();
-        let token = keystone::read_token::<Json>(&response)?;
-        check_header_value(&token.value, "Keystone's X-Subject-Token")
-            .map_err(|_| Error::InvalidResponse("Keystone's X-Subject-Token is not a valid header value".into()))?;
-        if self.endpoint.borrow().is_none() {
-            let url = keystone::find_endpoint(&token.catalog, keystone::BAREMETAL, k.interface, k.region.as_deref())?;
-            let root = endpoint(&url).map_err(|_| {
-                Error::InvalidResponse("The baremetal endpoint in Keystone's catalog is not an http(s) URL".into())
-            })?;
-            *self.endpoint.borrow_mut() = Some(root);
-        }
-        k.renew_at.set(token.renew_after_ms().map(|ms| received.saturating_add(ms)));
-        *k.expires_at.borrow_mut() = token.expires_at;
-        *self.token.borrow_mut() = Some(token.value);
-        Ok(())
-    }
-
-    /// `authenticate()`'s answer: the endpoint, the current token and when
-    /// it expires (when Keystone said).
-    pub(super) fn credentials_now(&self) -> (Option<String>, Option<String>, Option<String>) {
-        let expires_at = self.keystone().and_then(|k| k.expires_at.borrow().clone());
-        (self.endpoint.borrow().clone(), self.token.borrow().clone(), expires_at)
-    }
 }

@@ -1,0 +1,317 @@
+//! The one driver of every call: it runs the core's client
+//! (`crate::client::Client`) on fetch, JS timers and the callers' signals.
+//! Whenever something happens (a call starts, a reply or a token comes, a
+//! timer fires, a signal aborts) it feeds that in and performs every action
+//! the core asks for; then it sets one timer for the core's next instant.
+//! It decides nothing: a new method is a new core call, not new code here.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::rc::{Rc, Weak};
+
+use gloo_timers::callback::Timeout;
+use js_sys::{Function, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, AbortSignal};
+
+use crate::client::{Action, Answer, CallId, CallReport, CallSpec, Client, RequestId, Slot};
+use crate::error::{Error, Subject};
+use crate::http::Reply;
+use crate::wasm::document::Json;
+use crate::wasm::report::{self, Totals};
+use crate::wasm::{io, js};
+
+/// What happened, waiting to be fed to the core.
+enum Input {
+    Reply(RequestId, Reply),
+    Token(RequestId, Result<String, Error>),
+    Abort(CallId),
+}
+
+/// A call's promise and callbacks.
+struct Handle {
+    resolve: Function,
+    reject: Function,
+    on_progress: Option<Function>,
+    subject: Subject,
+    signal: Option<AbortSignal>,
+    listener: Option<Closure<dyn FnMut()>>,
+    /// Report entries made as the wait's targets settle, by wait target.
+    entries: Vec<Option<JsValue>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if let (Some(signal), Some(listener)) = (&self.signal, self.listener.take()) {
+            let _ = signal.remove_event_listener_with_callback("abort", listener.as_ref().unchecked_ref());
+        }
+    }
+}
+
+/// What a call's promise is made with.
+pub struct Caller {
+    pub signal: Option<AbortSignal>,
+    pub on_progress: Option<Function>,
+    pub subject: Subject,
+}
+
+/// See the module docs.
+pub struct Driver {
+    client: RefCell<Client<Json>>,
+    get_token: Option<Function>,
+    /// The largest answer read, in bytes.
+    max_body: usize,
+    calls: RefCell<HashMap<CallId, Handle>>,
+    in_flight: RefCell<HashMap<RequestId, AbortController>>,
+    inbox: RefCell<VecDeque<Input>>,
+    /// Set while the loop runs: what happens meanwhile (a callback that
+    /// aborts) waits in the inbox for the loop.
+    driving: Cell<bool>,
+    timer: RefCell<Option<(u64, Timeout)>>,
+    me: Weak<Driver>,
+}
+
+impl Driver {
+    pub fn new(client: Client<Json>, get_token: Option<Function>, max_body: usize) -> Rc<Driver> {
+        Rc::new_cyclic(|me| Driver {
+            client: RefCell::new(client),
+            get_token,
+            max_body,
+            calls: RefCell::default(),
+            in_flight: RefCell::default(),
+            inbox: RefCell::default(),
+            driving: Cell::new(false),
+            timer: RefCell::new(None),
+            me: me.clone(),
+        })
+    }
+
+    /// Starts a call; its promise settles with its answer. An aborted signal
+    /// rejects now with its reason.
+    pub fn start(&self, spec: CallSpec, caller: Caller) -> Promise {
+        let mut settle = None;
+        let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
+        let Some((resolve, reject)) = settle else { return promise };
+        if let Some(signal) = caller.signal.as_ref().filter(|s| s.aborted()) {
+            let _ = reject.call1(&JsValue::UNDEFINED, &signal.reason());
+            return promise;
+        }
+        let id = self.client.borrow_mut().start(spec, js::now());
+        let listener = caller.signal.as_ref().map(|signal| {
+            let me = self.me.clone();
+            let listener = Closure::<dyn FnMut()>::new(move || {
+                if let Some(me) = me.upgrade() {
+                    me.inbox.borrow_mut().push_back(Input::Abort(id));
+                    me.drive();
+                }
+            });
+            let _ = signal.add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref());
+            listener
+        });
+        let handle = Handle {
+            resolve,
+            reject,
+            on_progress: caller.on_progress,
+            subject: caller.subject,
+            signal: caller.signal,
+            listener,
+            entries: Vec::new(),
+        };
+        self.calls.borrow_mut().insert(id, handle);
+        self.drive();
+        promise
+    }
+
+    /// Feeds in what happened and performs what the core asks, until it
+    /// asks nothing; then sets the timer for its next instant.
+    fn drive(&self) {
+        if self.driving.replace(true) {
+            return;
+        }
+        loop {
+            let now = js::now();
+            let input = self.inbox.borrow_mut().pop_front();
+            if let Some(input) = input {
+                let mut client = self.client.borrow_mut();
+                match input {
+                    Input::Reply(id, reply) => client.observe(id, reply, now),
+                    Input::Token(id, answer) => client.token_answer(id, answer),
+                    Input::Abort(call) => client.abort(call, now),
+                }
+                continue;
+            }
+            let action = self.client.borrow_mut().poll(now);
+            match action {
+                Some(action) => self.perform(action),
+                None => break,
+            }
+        }
+        self.driving.set(false);
+        self.set_timer();
+    }
+
+    fn set_timer(&self) {
+        let wake_at = self.client.borrow().wake_at();
+        let mut timer = self.timer.borrow_mut();
+        if timer.as_ref().map(|(at, _)| *at) == wake_at {
+            return;
+        }
+        // Replacing the timer clears the old one.
+        // The timer holds the driver (as does each fetch and getToken()
+        // under way), so a call goes on when the caller has let go of the
+        // client; the driver holds the timer only while a call is pending.
+        *timer = wake_at.zip(self.me.upgrade()).map(|(at, me)| {
+            let timeout = Timeout::new(js::timer_ms(at.saturating_sub(js::now())), move || {
+                me.timer.borrow_mut().take();
+                me.drive();
+            });
+            (at, timeout)
+        });
+    }
+
+    fn perform(&self, action: Action) {
+        match action {
+            Action::Send { id, send, timeout_at } => {
+                let Ok(controller) = AbortController::new() else {
+                    let why = "AbortController is not available in this runtime".to_string();
+                    self.inbox.borrow_mut().push_back(Input::Reply(id, Reply::ConnectionFailed(why)));
+                    return;
+                };
+                self.in_flight.borrow_mut().insert(id, controller.clone());
+                let (Some(me), max_body) = (self.me.upgrade(), self.max_body) else { return };
+                wasm_bindgen_futures::spawn_local(async move {
+                    let reply = io::perform(&send, &controller, timeout_at, max_body).await;
+                    // Cancelled: its reply is wanted no more.
+                    if me.in_flight.borrow_mut().remove(&id).is_some() {
+                        me.inbox.borrow_mut().push_back(Input::Reply(id, reply));
+                        me.drive();
+                    }
+                });
+            }
+            Action::Cancel(id) => {
+                if let Some(controller) = self.in_flight.borrow_mut().remove(&id) {
+                    controller.abort();
+                }
+            }
+            Action::GetToken(id) => self.ask_token(id),
+            Action::Progress { call, event, ident, waited } => {
+                let (on_progress, subject) = match self.calls.borrow().get(&call) {
+                    Some(h) => (h.on_progress.clone(), h.subject),
+                    None => return,
+                };
+                if let Some(target) = waited.filter(|_| event.outcome.is_some()) {
+                    let entry = self.client.borrow().target_report(call, target).map(|t| report::entry(&t, subject));
+                    if let Some(h) = self.calls.borrow_mut().get_mut(&call) {
+                        if h.entries.len() <= target {
+                            h.entries.resize(target + 1, None);
+                        }
+                        h.entries[target] = entry;
+                    }
+                }
+                // A throwing callback must not break the call.
+                if let Some(f) = on_progress {
+                    let _ = f.call1(&JsValue::UNDEFINED, &report::event(&event, &ident, subject));
+                }
+            }
+            Action::Settled(call) => {
+                let Some(mut handle) = self.calls.borrow_mut().remove(&call) else { return };
+                let answer = self.client.borrow_mut().take_answer(call);
+                let aborted = handle.signal.as_ref().is_some_and(AbortSignal::aborted);
+                match answer {
+                    Some(Ok(answer)) => {
+                        let value = answer_to_js(answer, &mut handle);
+                        let _ = handle.resolve.call1(&JsValue::UNDEFINED, &value);
+                    }
+                    Some(Err((Error::Aborted, _))) if aborted => {
+                        let reason = handle.signal.as_ref().map_or(JsValue::UNDEFINED, AbortSignal::reason);
+                        let _ = handle.reject.call1(&JsValue::UNDEFINED, &reason);
+                    }
+                    Some(Err((e, report))) => {
+                        let report = report.map(|r| report_to_js(r, &mut handle));
+                        let _ = handle.reject.call1(&JsValue::UNDEFINED, &report::error(&e, report.as_ref()));
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+
+    /// Calls `getToken()` (which may return a promise); its answer comes
+    /// back as an input.
+    fn ask_token(&self, id: RequestId) {
+        let failed = |e: &JsValue| Error::auth(format!("getToken() failed: {}", js::describe(e)));
+        let Some(get_token) = &self.get_token else {
+            let e = Error::auth("no getToken to ask for a token");
+            return self.inbox.borrow_mut().push_back(Input::Token(id, Err(e)));
+        };
+        let token = match get_token.call0(&JsValue::UNDEFINED) {
+            Ok(token) => Promise::resolve(&token),
+            Err(e) => return self.inbox.borrow_mut().push_back(Input::Token(id, Err(failed(&e)))),
+        };
+        let Some(me) = self.me.upgrade() else { return };
+        wasm_bindgen_futures::spawn_local(async move {
+            let answer = match JsFuture::from(token).await {
+                Ok(token) => js::text(&token).ok_or_else(|| Error::auth("getToken() must return a string")),
+                Err(e) => Err(failed(&e)),
+            };
+            me.inbox.borrow_mut().push_back(Input::Token(id, answer));
+            me.drive();
+        });
+    }
+}
+
+/// A call's answer as JS gets it.
+fn answer_to_js(answer: Answer<Json>, handle: &mut Handle) -> JsValue {
+    match answer {
+        Answer::Document(d) => d.0,
+        Answer::Documents(all) => all.into_iter().map(|d| d.0).collect::<js_sys::Array>().into(),
+        Answer::Version(v) => JsValue::from_str(&v.to_string()),
+        Answer::Credentials { endpoint, token, expires_at } => {
+            report::credentials(endpoint.as_deref(), token.as_deref(), expires_at.as_deref())
+        }
+        Answer::Report(r) => report_to_js(r, handle),
+        Answer::Created { allocation, report } => {
+            let report = report.map_or(JsValue::NULL, |r| report_to_js(r, handle));
+            report::created(allocation.map_or(JsValue::NULL, |a| a.0), report)
+        }
+    }
+}
+
+/// A report, from the entries made as targets settled and the rest now.
+fn report_to_js(r: CallReport<Json>, handle: &mut Handle) -> JsValue {
+    let subject = r.subject;
+    let entries = r
+        .slots()
+        .into_iter()
+        .map(|slot| {
+            let made = match slot {
+                Slot::Waited(i) => handle.entries.get_mut(i).and_then(Option::take),
+                Slot::Settled(_) => None,
+            };
+            made.or_else(|| r.target(slot).map(|t| report::entry(t, subject))).unwrap_or(JsValue::NULL)
+        })
+        .collect();
+    let totals = Totals { ok: r.ok, requests: r.requests, retries: r.retries, elapsed_ms: r.elapsed_ms };
+    let js = report::report(entries, subject, totals);
+    free_later(r);
+    js
+}
+
+/// Frees a finished wait's report once the call has answered (on a timer,
+/// so after the promise's reactions): with 10000 targets that is about
+/// 10 ms the caller need not wait for.
+fn free_later(report: CallReport<Json>) {
+    wasm_bindgen_futures::spawn_local(async move {
+        let mut resolve = None;
+        let promise = Promise::new(&mut |r, _| resolve = Some(r));
+        let _timer = resolve.map(|r| {
+            Timeout::new(0, move || {
+                let _ = r.call0(&JsValue::UNDEFINED);
+            })
+        });
+        let _ = JsFuture::from(promise).await;
+        drop(report);
+    });
+}
