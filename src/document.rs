@@ -33,6 +33,14 @@ pub trait Document: Clone + fmt::Debug + DeserializeOwned + 'static {
     /// The items, when it is a list.
     fn items(&self) -> Option<Vec<Self>>;
 
+    /// An object's member (`null` included), when it is an object that
+    /// has it: for documents of our own (a checkpoint), read without a
+    /// view's code for each shape.
+    fn get(&self, key: &str) -> Option<Self>;
+
+    /// A whole number from 0 to 2^53, when it is one.
+    fn as_u64(&self) -> Option<u64>;
+
     /// The document as JSON text, for request bodies and for a field shown
     /// as `%s` shows it.
     fn to_json(&self) -> String;
@@ -130,6 +138,14 @@ impl Document for serde_json::Value {
 
     fn items(&self) -> Option<Vec<Self>> {
         self.as_array().cloned()
+    }
+
+    fn get(&self, key: &str) -> Option<Self> {
+        self.as_object()?.get(key).cloned()
+    }
+
+    fn as_u64(&self) -> Option<u64> {
+        self.as_u64().filter(|&n| n <= 1 << 53)
     }
 
     fn to_json(&self) -> String {

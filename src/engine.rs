@@ -263,6 +263,17 @@ pub struct Report<D> {
     pub error: Option<Error>,
 }
 
+/// One target as a checkpoint kept it, for [`Engine::resume`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resumed<D> {
+    pub outcome: Option<Outcome>,
+    pub seen: Seen,
+    pub polls: u32,
+    pub body: Option<D>,
+    /// From the start of the wait until it settled (for a settled one).
+    pub elapsed_ms: Millis,
+}
+
 /// A change seen on one target, for progress reporting.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -409,6 +420,8 @@ pub struct Engine<D> {
     retries: u32,
     events: VecDeque<Event>,
     report: Option<Report<D>>,
+    /// Resumed past its deadline: the first round is the final check.
+    final_at_once: bool,
 }
 
 /// The longest duration a caller may give, in seconds: JS timers hold at
@@ -476,8 +489,60 @@ impl<D: Document> Engine<D> {
             retries: 0,
             events: VecDeque::new(),
             report: None,
+            final_at_once: false,
             options,
         })
+    }
+
+    /// A wait taken up again from what a checkpoint kept: the wait began
+    /// at `started` (on this clock, maybe long ago), and each target is as
+    /// it was left: one with an outcome stays settled and sends no event
+    /// again. The first round is due at once; if the deadline has passed,
+    /// it is the final check.
+    pub fn resume(
+        options: WaitOptions,
+        started: Millis,
+        saved: Vec<Resumed<D>>,
+        now: Millis,
+    ) -> Result<Engine<D>, Error> {
+        let mut engine = Engine::new(options, started)?;
+        if saved.len() != engine.targets.len() {
+            return Err(Error::InvalidArgument("The checkpoint's targets do not match its wait".into()));
+        }
+        for (target, saved) in engine.targets.iter_mut().zip(saved) {
+            target.settled_at = started.saturating_add(saved.elapsed_ms);
+            target.outcome = saved.outcome;
+            target.seen = saved.seen;
+            target.polls = saved.polls;
+            target.body = saved.body;
+        }
+        engine.timers.next_round = Some(now.max(started));
+        engine.final_at_once = engine.timers.deadline.is_some_and(|d| now > d);
+        Ok(engine)
+    }
+
+    /// Requests sent and retries made so far.
+    pub fn counts(&self) -> (u32, u32) {
+        (self.requests, self.retries)
+    }
+
+    /// Whether target `index` has its outcome.
+    pub fn is_settled(&self, index: usize) -> bool {
+        match &self.report {
+            Some(_) => true,
+            None => self.targets.get(index).is_some_and(|t| t.outcome.is_some()),
+        }
+    }
+
+    /// Rounds begun so far, and whether one is under way: a round has
+    /// ended when this count grew and none is under way.
+    pub fn rounds(&self) -> (u64, bool) {
+        (self.rounds, self.round.is_some())
+    }
+
+    /// When the next round is due, between rounds.
+    pub fn next_round(&self) -> Option<Millis> {
+        self.timers.next_round.filter(|_| self.round.is_none() && self.report.is_none())
     }
 
     /// The deadline of the wait, if it has one.
@@ -600,7 +665,8 @@ impl<D: Document> Engine<D> {
         let is_final = self.timers.deadline.is_some_and(|d| now >= d);
         // The final check, due at the deadline itself, may start a little
         // after it: a JS timer never fires early, and often a bit late.
-        let final_check = self.timers.deadline.is_some_and(|d| due_at == Some(d) && now <= d + LATE_TIMER_MS);
+        let final_check = self.timers.deadline.is_some_and(|d| due_at == Some(d) && now <= d + LATE_TIMER_MS)
+            || std::mem::take(&mut self.final_at_once);
         self.rounds += 1;
         self.round = Some(Round {
             number: self.rounds,

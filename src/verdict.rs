@@ -38,7 +38,7 @@ pub enum Verdict {
 
 /// The fields a body showed, for progress reports. `None` where the body had
 /// no such field (or `{}`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Seen {
     pub state: Option<String>,
     pub target_state: Option<String>,

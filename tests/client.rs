@@ -12,7 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use ironic_wait::client::{Action, Answer, CallId, CallSpec, Config, Keystone, Login, RequestId, Send, Settled, Slot};
+use ironic_wait::client::{
+    Action, Answer, CallId, CallSpec, Checkpoint, Config, Keystone, Login, RequestId, Send, Settled, Slot,
+};
 use ironic_wait::engine::{Event, Outcome, Settle, TargetReport, WaitOptions};
 use ironic_wait::error::{AuthFailure, Error, HttpError, Seconds, Subject};
 use ironic_wait::http::retry::RetryPolicy;
@@ -133,6 +135,8 @@ struct Harness {
     answers: BTreeMap<CallId, (u64, Settled<Value>)>,
     /// Cancels naming a request that was not in flight.
     stray_cancels: Vec<RequestId>,
+    /// Each checkpoint the client asked to be handed out, with its instant.
+    checkpoints: Vec<(u64, CallId, Checkpoint)>,
     /// Deliver a cancelled request's reply anyway (a shell that raced).
     deliver_cancelled: bool,
     /// Abort a call from inside the handling of its first progress event
@@ -157,6 +161,7 @@ impl Harness {
             progress: Vec::new(),
             answers: BTreeMap::new(),
             stray_cancels: Vec::new(),
+            checkpoints: Vec::new(),
             deliver_cancelled: false,
             abort_on_progress: None,
             steps: 0,
@@ -250,6 +255,14 @@ impl Harness {
                 if !self.deliver_cancelled {
                     self.pending
                         .retain(|(_, _, due)| !matches!(due, Due::Reply(own, _) | Due::Token(own, _) if *own == id));
+                }
+            }
+            Action::Stepped { call, .. } => panic!("{call:?} stepped, but no call here is resumed"),
+            Action::Checkpoint(call) => {
+                assert!(!self.answers.contains_key(&call), "checkpoint of {call:?} after it settled");
+                // None once the call settled, in the same step.
+                if let Some(checkpoint) = self.client.checkpoint(call) {
+                    self.checkpoints.push((now, call, checkpoint));
                 }
             }
             Action::Progress { call, event, ident, waited } => {
@@ -538,7 +551,7 @@ fn deploy(idents: &[&str], wait: Option<f64>, concurrency: usize, settle: Settle
     let requests =
         idents.iter().map(|i| requests::provision::<Value>(i, action, &ProvisionArgs::default()).unwrap()).collect();
     let wait = wait.map(|timeout| WaitOptions { timeout, settle, ..WaitOptions::nodes(idents.clone(), "active") });
-    CallSpec::Provision { idents, requests, wait, concurrency, settle }
+    CallSpec::Provision { action: action.name, idents, requests, wait, concurrency, settle }
 }
 
 fn wait_for(idents: &[&str], timeout: f64) -> CallSpec {

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use serde::Deserialize;
 
 use crate::document::{present, Document, Present};
-use crate::engine::{Engine, Event, Millis, Outcome, Settle, Step, TargetReport, WaitOptions};
+use crate::engine::{Engine, Event, Millis, Outcome, Resumed, Settle, Step, TargetReport, WaitOptions};
 use crate::error::{Error, Seconds, Subject};
 use crate::http::{Reply, Request};
 use crate::ironic::answers::not_an_object;
@@ -41,6 +41,8 @@ pub enum CallSpec {
     },
     /// The provision PUTs, one per node, and the wait if any.
     Provision {
+        /// The action's name (a checkpoint keeps it).
+        action: &'static str,
         idents: Vec<String>,
         requests: Vec<Request>,
         wait: Option<WaitOptions>,
@@ -130,7 +132,7 @@ pub type Settled<D> = Result<Answer<D>, (Error, Option<CallReport<D>>)>;
 const OWN: ExchangeId = ExchangeId(0);
 
 #[derive(Debug)]
-enum Phase<D> {
+pub(super) enum Phase<D> {
     Get(Exchange),
     List {
         version: Option<Microversion>,
@@ -155,45 +157,64 @@ enum Phase<D> {
 }
 
 #[derive(Debug)]
-struct Puts {
-    idents: Vec<String>,
-    unsent: VecDeque<(usize, Request)>,
-    in_flight: Vec<(usize, Exchange)>,
+pub(super) struct Puts {
+    pub(super) idents: Vec<String>,
+    pub(super) unsent: VecDeque<(usize, Request)>,
+    pub(super) in_flight: Vec<(usize, Exchange)>,
     /// Per PUT: `None` until answered (or never sent), then its result.
-    results: Vec<Option<Result<(), Error>>>,
-    wait: Option<WaitOptions>,
-    concurrency: usize,
-    settle: Settle,
+    pub(super) results: Vec<Option<Result<(), Error>>>,
+    pub(super) wait: Option<WaitOptions>,
+    pub(super) concurrency: usize,
+    pub(super) settle: Settle,
+    /// Taken up from a checkpoint: the PUTs that ended before were
+    /// reported then.
+    pub(super) resumed: bool,
 }
 
 #[derive(Debug)]
-struct Wait<D> {
-    options: WaitOptions,
+pub(super) struct Wait<D> {
+    pub(super) options: WaitOptions,
     /// Targets that ended before the wait (see [`CallReport::settled`]).
-    settled: Vec<Option<TargetReport<D>>>,
+    pub(super) settled: Vec<Option<TargetReport<D>>>,
     /// Made once the version is known (it decides `fields`).
-    engine: Option<Engine<D>>,
+    pub(super) engine: Option<Engine<D>>,
+    /// Taken up from a checkpoint: the targets as it left them, for the
+    /// engine when it is made.
+    pub(super) resumed: Option<Vec<Resumed<D>>>,
     /// The engine's requests: its id for each, and the exchange.
     fetches: Vec<(crate::engine::RequestId, Exchange)>,
     sleep_until: Option<Millis>,
     /// After `createAllocation`: the answer is the allocation and report.
-    created: bool,
+    pub(super) created: bool,
 }
 
 /// See the module docs.
 #[derive(Debug)]
 pub struct Call<D> {
     id: CallId,
-    started: Millis,
-    deadline: Option<Millis>,
-    requests: u32,
+    pub(super) started: Millis,
+    pub(super) deadline: Option<Millis>,
+    pub(super) requests: u32,
     /// Retries of the call's own requests (the engine counts its own).
-    retries: u32,
+    pub(super) retries: u32,
+    /// The method, for a checkpoint (see `checkpoint`); `None` for calls
+    /// that have none.
+    pub(super) method: Option<&'static str>,
+    /// A provision's action.
+    pub(super) action: Option<&'static str>,
+    /// Resumed to do one step: it stops with [`Action::Stepped`] when its
+    /// PUTs are done or a round has ended; `paused` then.
+    pub(super) one_step: bool,
+    paused: bool,
+    /// The engine's rounds when a checkpoint was last asked for, and
+    /// whether anything changed since.
+    saved_round: u64,
+    changed: bool,
     next_exchange: u64,
     /// `Outgoing::sent` when the call was last entered: the requests it
     /// sent since are not yet in `requests`.
     mark: u32,
-    phase: Phase<D>,
+    pub(super) phase: Phase<D>,
     answer: Option<Settled<D>>,
     /// The report kept after the answer was made, for `target_report`.
     waited: Option<Vec<TargetReport<D>>>,
@@ -208,6 +229,12 @@ impl<D: Document> Call<D> {
             deadline: None,
             requests: 0,
             retries: 0,
+            method: None,
+            action: None,
+            one_step: false,
+            paused: false,
+            saved_round: 0,
+            changed: false,
             next_exchange: 0,
             mark: 0,
             phase: Phase::Over,
@@ -227,9 +254,12 @@ impl<D: Document> Call<D> {
             },
             CallSpec::Version => Phase::Version,
             CallSpec::Authenticate { refused } => Phase::Authenticate { refused },
-            CallSpec::Provision { idents, requests, wait, concurrency, settle } => {
+            CallSpec::Provision { action, idents, requests, wait, concurrency, settle } => {
                 call.deadline = deadline_of(&wait);
+                call.method = Some("provision");
+                call.action = Some(action);
                 Phase::Puts(Puts {
+                    resumed: false,
                     results: vec![None; requests.len()],
                     unsent: requests.into_iter().enumerate().collect(),
                     in_flight: Vec::new(),
@@ -241,17 +271,22 @@ impl<D: Document> Call<D> {
             }
             CallSpec::Wait(options) => {
                 call.deadline = deadline(now, options.timeout);
+                call.method = Some(match options.subject {
+                    Subject::Node => "waitForProvisionState",
+                    Subject::Allocation => "waitForAllocation",
+                });
                 Phase::Wait(Box::new(Wait::new(options, Vec::new(), false)))
             }
             CallSpec::CreateAllocation { request, wait } => {
                 call.deadline = deadline_of(&wait);
+                call.method = Some("createAllocation");
                 Phase::Post { exchange: call.exchange(request, true), wait }
             }
         };
         call
     }
 
-    fn exchange(&mut self, request: Request, retrying: bool) -> Exchange {
+    pub(super) fn exchange(&mut self, request: Request, retrying: bool) -> Exchange {
         self.next_exchange += 1;
         Exchange::new(ExchangeId(self.next_exchange), request, retrying)
     }
@@ -288,7 +323,7 @@ impl<D: Document> Call<D> {
 
     /// Sends what is due and moves on as far as it can.
     pub fn advance(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
-        if self.answer.is_some() {
+        if self.answer.is_some() || self.paused {
             return;
         }
         self.mark = out.sent;
@@ -592,8 +627,10 @@ impl<D: Document> Call<D> {
                     continue;
                 }
             };
-            let event = Event { target, seen: Seen::default(), elapsed_ms: 0, outcome: Some(outcome.clone()) };
-            out.push(Action::Progress { call: self.id, event, ident: ident.clone(), waited: None });
+            if !p.resumed {
+                let event = Event { target, seen: Seen::default(), elapsed_ms: 0, outcome: Some(outcome.clone()) };
+                out.push(Action::Progress { call: self.id, event, ident: ident.clone(), waited: None });
+            }
             settled.push(Some(TargetReport::unchecked(ident.clone(), outcome)));
         }
         let pending: Vec<String> =
@@ -602,7 +639,7 @@ impl<D: Document> Call<D> {
             Some(w) if !pending.is_empty() => {
                 let options = WaitOptions { idents: pending, ..w };
                 self.phase = Phase::Wait(Box::new(Wait::new(options, settled, false)));
-                self.step(session, out, now);
+                self.began_waiting(session, out, now);
                 None
             }
             // Nothing to wait for: sent only, or every PUT refused.
@@ -659,8 +696,29 @@ impl<D: Document> Call<D> {
         };
         w.idents = vec![uuid];
         self.phase = Phase::Wait(Box::new(Wait::new(w, Vec::new(), true)));
-        self.step(session, out, now);
+        self.began_waiting(session, out, now);
         None
+    }
+
+    /// The PUTs or the POST are done and the wait begins: a checkpoint
+    /// (what was sent is never sent again), or the end of a step.
+    fn began_waiting(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        if self.one_step {
+            return self.stepped(now, session, out);
+        }
+        out.push(Action::Checkpoint(self.id));
+        self.step(session, out, now);
+    }
+
+    /// Ends a step: the checkpoint to go on from at `wake_at`.
+    /// Ends a step: the call stops where it is (nothing is in flight
+    /// between rounds), for its checkpoint to be taken and it dropped.
+    fn stepped(&mut self, wake_at: Millis, session: &Session, out: &mut Outgoing) {
+        self.requests = self.sent(out);
+        self.mark = out.sent;
+        self.paused = true;
+        let wake_at = (wake_at as i64).saturating_add(session.wall_offset).max(0) as u64;
+        out.push(Action::Stepped { call: self.id, wake_at });
     }
 
     fn step_wait(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
@@ -679,7 +737,11 @@ impl<D: Document> Call<D> {
             options.fields = version.is_some_and(|v| v >= Microversion::FIELDS);
             options.retry = session.config.retry;
             options.request_timeout = session.config.request_timeout_ms.map_or(0.0, |ms| ms as f64 / 1000.0);
-            match Engine::new(options, self.started) {
+            let made = match w.resumed.take() {
+                Some(saved) => Engine::resume(options, self.started, saved, now),
+                None => Engine::new(options, self.started),
+            };
+            match made {
                 Ok(mut engine) => {
                     if timed_out {
                         engine.time_out(now);
@@ -709,7 +771,7 @@ impl<D: Document> Call<D> {
                 }
             }
             // Events first: a callback that aborts stops what would follow.
-            progress(self.id, engine, cx.out);
+            self.changed |= progress(self.id, engine, cx.out);
             let sleep = match engine.step(now) {
                 Step::Fetch(fetches) => {
                     for fetch in fetches {
@@ -724,14 +786,23 @@ impl<D: Document> Call<D> {
                 Step::Done(_) => None,
             };
             // What the step itself settled (at the deadline, say).
-            progress(self.id, engine, cx.out);
-            match sleep {
-                Some(until) => {
-                    w.sleep_until = until;
-                    return;
-                }
-                None => break,
+            self.changed |= progress(self.id, engine, cx.out);
+            let Some(until) = sleep else { break };
+            w.sleep_until = until;
+            let (rounds, in_round) = engine.rounds();
+            if in_round || rounds <= self.saved_round {
+                return;
             }
+            // A round has ended: a checkpoint, if anything changed in it.
+            self.saved_round = rounds;
+            let wake_at = engine.next_round();
+            if self.one_step {
+                return self.stepped(wake_at.unwrap_or(now), session, out);
+            }
+            if std::mem::take(&mut self.changed) {
+                out.push(Action::Checkpoint(self.id));
+            }
+            return;
         }
         let Phase::Wait(w) = std::mem::replace(&mut self.phase, Phase::Over) else { return };
         let Wait { options, settled, engine, mut fetches, created, .. } = *w;
@@ -775,18 +846,21 @@ enum Gate2 {
 }
 
 impl<D> Wait<D> {
-    fn new(options: WaitOptions, settled: Vec<Option<TargetReport<D>>>, created: bool) -> Wait<D> {
-        Wait { options, settled, engine: None, fetches: Vec::new(), sleep_until: None, created }
+    pub(super) fn new(options: WaitOptions, settled: Vec<Option<TargetReport<D>>>, created: bool) -> Wait<D> {
+        Wait { options, settled, engine: None, resumed: None, fetches: Vec::new(), sleep_until: None, created }
     }
 }
 
-/// The engine's progress events, as actions.
-fn progress<D: Document>(call: CallId, engine: &mut Engine<D>, out: &mut Outgoing) {
+/// The engine's progress events, as actions; whether there were any.
+fn progress<D: Document>(call: CallId, engine: &mut Engine<D>, out: &mut Outgoing) -> bool {
+    let mut any = false;
     while let Some(event) = engine.poll_event() {
         let ident = engine.idents().get(event.target).cloned().unwrap_or_default();
         let waited = Some(event.target);
         out.push(Action::Progress { call, event, ident, waited });
+        any = true;
     }
+    any
 }
 
 /// The deadline of a wait of `timeout` seconds started at `started`; none

@@ -54,6 +54,7 @@
 //! ```
 
 mod call;
+mod checkpoint;
 mod exchange;
 mod session;
 
@@ -65,6 +66,7 @@ use crate::error::Error;
 use crate::http::Reply;
 
 pub use call::{Answer, CallReport, CallSpec, Settled, Slot};
+pub use checkpoint::{Checkpoint, FORMAT as CHECKPOINT_FORMAT};
 pub use session::{check_header_value, endpoint, is_header_name, Config, Keystone, Login, Send, Session};
 
 /// Names a call of a [`Client`].
@@ -98,6 +100,14 @@ pub enum Action {
     Progress { call: CallId, event: Event, ident: String, waited: Option<usize> },
     /// The call is over: take its answer with [`Client::take_answer`].
     Settled(CallId),
+    /// Something changed that a resumed call would need: hand the call's
+    /// [`Client::checkpoint`] to its `onCheckpoint` (there is none if the
+    /// call settled since).
+    Checkpoint(CallId),
+    /// A call resumed for one step has done it: take its
+    /// [`Client::checkpoint`], to go on from at `wake_at` (ms since the
+    /// epoch), then [`Client::drop_call`] it.
+    Stepped { call: CallId, wake_at: u64 },
 }
 
 /// Where actions go, and requests get their ids.
@@ -187,6 +197,47 @@ impl<D: Document> Client<D> {
         let id = CallId(self.next_call);
         self.calls.push(call::Call::new(id, spec, now));
         id
+    }
+
+    /// Where the caller's clock (`now`) stands on the wall clock: `wall`
+    /// ms since the epoch. Checkpoints keep wall-clock times, so that
+    /// another process, with another clock, can go on from them.
+    pub fn set_wall_clock(&mut self, wall: u64, now: Millis) {
+        self.session.wall_offset = (wall as i64).saturating_sub(now as i64);
+    }
+
+    /// The checkpoint of a running call (see `checkpoint`): `None` for a
+    /// call that has none (a GET, a list) or is over.
+    pub fn checkpoint(&self, call: CallId) -> Option<Checkpoint> {
+        self.calls.iter().find(|c| c.id() == call)?.checkpoint(&self.session)
+    }
+
+    /// The checkpoint of a call not started: what it would send, nothing
+    /// sent.
+    pub fn plan(&self, spec: CallSpec, now: Millis) -> Option<Checkpoint> {
+        call::Call::<D>::new(CallId(0), spec, now).checkpoint(&self.session)
+    }
+
+    /// Goes on with the call a checkpoint was made of, as it would have
+    /// gone on: no PUT sent twice, the same deadline. With `one_step`, it
+    /// stops after its PUTs or one round, with [`Action::Stepped`]. A
+    /// checkpoint of another endpoint or format, or tampered with, is an
+    /// `InvalidArgument` and nothing starts.
+    pub fn resume(&mut self, checkpoint: &Checkpoint, now: Millis, one_step: bool) -> Result<CallId, Error> {
+        self.next_call += 1;
+        let id = CallId(self.next_call);
+        let mut call = call::Call::restore(id, checkpoint, &mut self.session, now)?;
+        call.one_step = one_step;
+        self.calls.push(call);
+        Ok(id)
+    }
+
+    /// Forgets a call (one that has stepped): what it waited for is left.
+    pub fn drop_call(&mut self, call: CallId) {
+        if let Some(i) = self.calls.iter().position(|c| c.id() == call) {
+            self.calls.remove(i);
+            self.session.leave_call(call, &mut self.out);
+        }
     }
 
     /// The next thing to do, if any.

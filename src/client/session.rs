@@ -93,6 +93,9 @@ pub struct Session {
     /// The current token's `expires_at`, as Keystone wrote it.
     pub expires_at: Option<String>,
     pub version: Option<Microversion>,
+    /// The wall clock less the caller's clock, in ms: checkpoints say when
+    /// in wall-clock time (see `Client::set_wall_clock`).
+    pub wall_offset: i64,
     token_task: Option<Task>,
     negotiation: Option<Task>,
     /// Results of ended tasks, for the requests that waited for them.
@@ -121,6 +124,7 @@ impl Session {
             },
             renew_at: None,
             expires_at: None,
+            wall_offset: 0,
             token_task: None,
             negotiation: None,
             results: Vec::new(),

@@ -71,6 +71,22 @@ impl Document for Json {
         Some(array.iter().map(Json).collect())
     }
 
+    fn get(&self, key: &str) -> Option<Json> {
+        if !self.0.is_object() || Array::is_array(&self.0) {
+            return None;
+        }
+        let object: &Object = self.0.unchecked_ref();
+        if !Object::has_own(object, &key.into()) {
+            return None;
+        }
+        js_sys::Reflect::get(&self.0, &key.into()).ok().map(Json)
+    }
+
+    fn as_u64(&self) -> Option<u64> {
+        let n = self.0.as_f64()?;
+        (n >= 0.0 && n.fract() == 0.0 && n <= (1u64 << 53) as f64).then_some(n as u64)
+    }
+
     fn to_json(&self) -> String {
         JSON::stringify(&self.0).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "null".into())
     }

@@ -205,7 +205,7 @@ pub struct Client {
     pub token: Option<String>,
     #[serde(default, deserialize_with = "js")]
     pub get_token: Option<Function>,
-    /// `{ username, password }`, read as [`BasicAuth`].
+    /// `{ username, password }`, read by `client::auth`.
     #[serde(default, deserialize_with = "js")]
     pub basic_auth: Option<JsValue>,
     /// `{ type, authUrl, ... }`, read by `client::auth`.
@@ -222,13 +222,6 @@ pub struct Client {
     #[serde(default, deserialize_with = "js")]
     pub headers: Option<JsValue>,
     pub user_agent: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BasicAuth {
-    pub username: Option<String>,
-    pub password: Option<String>,
 }
 
 /// `authenticate(options)`.

@@ -35,34 +35,35 @@ const USER: &[&str] = &["username", "userId", "userDomainName", "userDomainId"];
 const SCOPE: &[&str] =
     &["projectName", "projectId", "projectDomainName", "projectDomainId", "domainName", "domainId", "systemScope"];
 
-/// `auth`'s fields: each one known, each value a string. Read from the
-/// object's entries rather than through serde: a struct of eighteen
-/// optional fields costs kilobytes of wasm for nothing more.
-struct Fields(Vec<(&'static str, String)>);
+/// The fields of `auth` or `basicAuth`: each one known, each value a
+/// string. Read from the object's entries rather than through serde: a
+/// struct of optional strings costs kilobytes of wasm for nothing more.
+pub(super) struct Fields(Vec<(&'static str, String)>);
 
 impl Fields {
-    fn read(auth: &JsValue) -> Result<Fields, Error> {
-        if !auth.is_object() || Array::is_array(auth) {
-            return Err(Error::InvalidArgument("Option auth must be an object".into()));
+    /// Option `option`'s fields, each one of `known`.
+    pub(super) fn read(given: &JsValue, option: &str, known: &[&'static str]) -> Result<Fields, Error> {
+        if !given.is_object() || Array::is_array(given) {
+            return Err(Error::InvalidArgument(format!("Option {option} must be an object")));
         }
         let mut fields = Vec::new();
-        for entry in Object::entries(auth.unchecked_ref()) {
+        for entry in Object::entries(given.unchecked_ref()) {
             let entry: Array = entry.unchecked_into();
             let (key, value) = (entry.get(0).as_string().unwrap_or_default(), entry.get(1));
-            let Some(&name) = FIELDS.iter().find(|&&f| f == key) else {
-                return Err(Error::InvalidArgument(format!("Option auth.{key} is not known")));
+            let Some(&name) = known.iter().find(|&&f| f == key) else {
+                return Err(Error::InvalidArgument(format!("Option {option}.{key} is not known")));
             };
             if value.is_undefined() || value.is_null() {
                 continue;
             }
             let value = js::text(&value)
-                .ok_or_else(|| Error::InvalidArgument(format!("Option auth.{name} must be a string")))?;
+                .ok_or_else(|| Error::InvalidArgument(format!("Option {option}.{name} must be a string")))?;
             fields.push((name, value));
         }
         Ok(Fields(fields))
     }
 
-    fn take(&mut self, name: &str) -> Option<String> {
+    pub(super) fn take(&mut self, name: &str) -> Option<String> {
         let i = self.0.iter().position(|(n, _)| *n == name)?;
         Some(self.0.swap_remove(i).1)
     }
@@ -80,7 +81,7 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
         }
         return Ok(Login::None);
     };
-    let mut a = Fields::read(auth)?;
+    let mut a = Fields::read(auth, "auth", FIELDS)?;
     let auth_type = a.take("type").unwrap_or_else(|| "password".into());
     let takes: Vec<&str> = match auth_type.as_str() {
         "none" => vec![],

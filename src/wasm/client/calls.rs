@@ -54,7 +54,7 @@ pub fn provision(nodes: &JsValue, action: &JsValue, opts: options::Provision) ->
     };
     let concurrency = whole_number(opts.concurrency, "concurrency", DEFAULT_CONCURRENCY)?;
     let settle = settle_option(opts.settle.as_deref())?;
-    let spec = CallSpec::Provision { idents, requests, wait, concurrency, settle };
+    let spec = CallSpec::Provision { action: action.name, idents, requests, wait, concurrency, settle };
     Ok((spec, caller(opts.signal, opts.on_progress)))
 }
 

@@ -129,8 +129,9 @@ fn read_client(options: &JsValue) -> Result<Rc<Driver>, Error> {
     };
     let login = match &opts.basic_auth {
         Some(given) => {
-            let b: options::BasicAuth = options::read(given, "Option basicAuth", "Option basicAuth.")?;
-            Login::Basic(auth::basic(&b.username.unwrap_or_default(), &b.password.unwrap_or_default())?)
+            let mut b = auth::Fields::read(given, "basicAuth", &["username", "password"])?;
+            let (user, password) = (b.take("username").unwrap_or_default(), b.take("password").unwrap_or_default());
+            Login::Basic(auth::basic(&user, &password)?)
         }
         None => login,
     };
