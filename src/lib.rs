@@ -13,7 +13,8 @@
 //!   answers and error bodies, node lists page by page.
 //! - [`client`]: every call of one client as one state machine: the
 //!   shared token and microversion, each request's retries, the provision
-//!   PUTs, the wait and the report. The shell performs what it asks.
+//!   PUTs, the wait and the report, and checkpoints to resume a call from.
+//!   The shell performs what it asks.
 //! - [`keystone`]: Keystone v3 authentication without I/O: token requests,
 //!   their answers, the service catalog.
 //! - [`document`]: the JSON documents the core reads, parsed by the runtime.
@@ -21,8 +22,8 @@
 //! - [`tables`]: the action table, state rules, outcome names, defaults and
 //!   limits as one value, exported to JS so that no caller keeps a copy.
 //!
-//! The wasm shell (`src/wasm`, wasm32 only) performs the fetches and timers
-//! the engine asks for and exports the JS API.
+//! The wasm shell (`src/wasm`, wasm32 only) performs the fetches, timers
+//! and `getToken()` calls the client asks for and exports the JS API.
 
 pub mod client;
 pub mod document;

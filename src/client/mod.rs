@@ -1,8 +1,10 @@
 //! The client without I/O: every call of one `IronicClient`, whole, as one
 //! state machine. It owns what the calls share (endpoint, credentials,
-//! token, microversion: `session`), each request's life (`exchange`) and
-//! each call (`call`: the provision PUTs, the wait, the report). The shell
-//! only performs what [`Client::poll`] asks and feeds back what happened.
+//! token, microversion: `session`), each request's life (`exchange`), each
+//! call (`call`: the provision PUTs, the wait, the report) and a call's
+//! state as text another process can resume it from (`checkpoint`). The
+//! shell only performs what [`Client::poll`] asks and feeds back what
+//! happened.
 //!
 //! # The drive loop
 //!

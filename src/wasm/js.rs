@@ -1,10 +1,9 @@
 //! Bindings to the JS globals every runtime has (never `window`), and the
 //! conversions between JS values and the core's types.
 
-use js_sys::{Array, Reflect, JSON};
+use js_sys::{Array, Reflect};
 use wasm_bindgen::prelude::*;
 
-use super::document::Json;
 use crate::error::Error;
 
 #[wasm_bindgen]
@@ -34,15 +33,6 @@ pub fn timer_ms(ms: u64) -> u32 {
 /// no `performance`); the engine only needs differences.
 pub fn now() -> u64 {
     performance_now().unwrap_or_else(|_| js_sys::Date::now()).max(0.0) as u64
-}
-
-/// A caller's JSON data, as it would go on the wire: `JSON.stringify`
-/// then `JSON.parse` (so `undefined` and functions drop out, and the value
-/// is ours, not the caller's).
-pub fn json_data(v: &JsValue, what: &str) -> Result<Json, Error> {
-    let text = JSON::stringify(v).ok().and_then(|s| s.as_string());
-    let parsed = text.and_then(|t| JSON::parse(&t).ok());
-    parsed.map(Json).ok_or_else(|| Error::InvalidArgument(format!("{what} must be JSON data")))
 }
 
 /// Text for any thrown JS value: an Error's message (and its `cause`, where

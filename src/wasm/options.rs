@@ -19,7 +19,6 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
 use super::document::Json;
-use super::js;
 use crate::engine::{Settle, WaitOptions};
 use crate::error::Error;
 
@@ -408,10 +407,11 @@ pub fn allocation_body(fields: &JsValue) -> Result<Json, Error> {
             "traits" | "name" | "node" | "owner" | "extra" | "uuid" => key.as_str(),
             other => return Err(Error::InvalidArgument(format!("Unknown allocation field {other}"))),
         };
+        // Already JSON data of our own: js/index.js cloned it as it goes
+        // on the wire (`jsonData`), the one place that checks it.
         let value = entry.get(1);
         if !value.is_undefined() && !value.is_null() {
-            let value = js::json_data(&value, &format!("Allocation field {key}"))?;
-            let _ = js_sys::Reflect::set(&body, &field.into(), &value.0);
+            let _ = js_sys::Reflect::set(&body, &field.into(), &value);
         }
     }
     Ok(Json(body.into()))

@@ -12,6 +12,7 @@ use crate::error::{Error, Subject};
 use crate::ironic::requests::{self, ProvisionArgs};
 use crate::ironic::MAX_PAGE_SIZE;
 use crate::states::Action;
+use crate::wasm::document::Json;
 use crate::wasm::js;
 use crate::wasm::options::{self, allocation_body, settle_option, wait_options, whole_number, Wait};
 
@@ -24,14 +25,14 @@ pub fn caller(signal: Option<AbortSignal>, on_progress: Option<Function>) -> Cal
 pub fn provision(nodes: &JsValue, action: &JsValue, opts: options::Provision) -> Prepared {
     let idents = js::strings(nodes, "nodes")?;
     let action = Action::named(&js::text(action).unwrap_or_default())?;
-    let json = |value: &Option<JsValue>, key: &str| {
-        value.as_ref().map(|v| js::json_data(v, &format!("Option {key}"))).transpose()
-    };
+    // JSON data of our own already: js/index.js cloned each as it goes on
+    // the wire (`jsonData`), the one place that checks it.
+    let json = |value: &Option<JsValue>| value.clone().map(Json);
     let args = ProvisionArgs {
-        config_drive: json(&opts.config_drive, "configDrive")?,
-        clean_steps: json(&opts.clean_steps, "cleanSteps")?,
-        deploy_steps: json(&opts.deploy_steps, "deploySteps")?,
-        service_steps: json(&opts.service_steps, "serviceSteps")?,
+        config_drive: json(&opts.config_drive),
+        clean_steps: json(&opts.clean_steps),
+        deploy_steps: json(&opts.deploy_steps),
+        service_steps: json(&opts.service_steps),
         runbook: opts.runbook.clone(),
         rescue_password: opts.rescue_password.clone(),
         disable_ramdisk: opts.disable_ramdisk,
