@@ -921,7 +921,7 @@ impl<D: Document> Engine<D> {
                 }
             }
         };
-        self.targets[index].polls += 1;
+        self.targets[index].polls = self.targets[index].polls.saturating_add(1);
         let changed = seen.state.is_some() && seen != self.targets[index].seen;
         if changed {
             self.targets[index].seen = seen;
@@ -943,7 +943,7 @@ impl<D: Document> Engine<D> {
     }
 
     fn polled(&mut self, index: usize, outcome: Outcome) -> Outcome {
-        self.targets[index].polls += 1;
+        self.targets[index].polls = self.targets[index].polls.saturating_add(1);
         outcome
     }
 

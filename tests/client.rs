@@ -2,34 +2,31 @@
 //! Keystone, and `getToken()`) on a virtual clock: exact requests, exact
 //! instants, bounded steps, no sleeping.
 //!
-//! The harness plays the shell: it polls until the core asks nothing, sends
-//! what it is asked to (answering from a script keyed by method and path,
-//! each answer arriving after its own latency), answers `getToken()` from a
-//! scripted list, honours `Cancel` (a cancelled request's reply is never
-//! delivered), and moves the clock to the next reply or to
-//! [`Client::wake_at`] when nothing else is due. Everything the core asked
-//! for is logged with its instant.
+//! The harness is the shared shell (tests/support/client.rs) with a
+//! script for a server: it answers from a script keyed by method and path,
+//! each answer arriving after its own latency, and answers `getToken()`
+//! from a scripted list. Its clock is the world's (0 at 0). Everything the
+//! core asked for is logged with its instant.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+mod support;
 
-use ironic_wait::client::{
-    Action, Answer, CallId, CallSpec, Checkpoint, Config, Keystone, Login, RequestId, Send, Settled, Slot,
-};
-use ironic_wait::engine::{Event, Outcome, Settle, TargetReport, WaitOptions};
-use ironic_wait::error::{AuthFailure, Error, HttpError, Seconds, Subject};
-use ironic_wait::http::retry::RetryPolicy;
+use std::collections::VecDeque;
+
+use ironic_wait::client::{Action, Answer, CallId, CallSpec, Config, Login, Send, Settled, Slot};
+use ironic_wait::engine::{Outcome, Settle, TargetReport, WaitOptions};
+use ironic_wait::error::{AuthFailure, Error, Seconds, Subject};
 use ironic_wait::http::{Reply, Response};
 use ironic_wait::ironic::microversion::{Microversion, Requested};
 use ironic_wait::ironic::requests::{self, ProvisionArgs};
-use ironic_wait::ironic::{NODE_WAIT_FIELDS, VERSION_HEADER};
+use ironic_wait::ironic::NODE_WAIT_FIELDS;
 use ironic_wait::keystone::{AuthMethod, Credentials, Named, Owned, Scope};
 use ironic_wait::states;
 use serde_json::{json, Value};
+use support::client::{
+    accepted, config, http_error, issued, keystone_login, ok, response, status, v1, Client, Driver, Log, Sent, Server,
+    IRONIC,
+};
 
-type Client = ironic_wait::client::Client<Value>;
-
-const IRONIC: &str = "http://ironic:6385";
-const KEYSTONE: &str = "http://keystone:5000/v3";
 /// More than any test needs; a bug that loops ends here.
 const MAX_STEPS: usize = 20_000;
 
@@ -64,108 +61,40 @@ struct Rule {
     used: usize,
 }
 
-/// A request the core asked for, as the shell sent it.
-#[derive(Clone, Debug)]
-struct Sent {
-    at: u64,
-    id: RequestId,
-    method: &'static str,
-    url: String,
-    headers: Vec<(String, String)>,
-    body: Option<String>,
-    timeout_at: Option<u64>,
-}
-
-impl Sent {
-    fn header(&self, name: &str) -> Option<&str> {
-        let mut values = self.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name));
-        let value = values.next().map(|(_, v)| v.as_str());
-        assert!(values.next().is_none(), "header {name} sent twice in {self:?}");
-        value
-    }
-    fn token(&self) -> Option<&str> {
-        self.header("X-Auth-Token")
-    }
-    fn version(&self) -> Option<&str> {
-        self.header(VERSION_HEADER)
-    }
-}
-
-#[derive(Debug)]
-struct Progress {
-    at: u64,
-    call: CallId,
-    event: Event,
-    ident: String,
-    waited: Option<usize>,
-    /// `target_report` asked when the event with an outcome was handed out.
-    report: Option<TargetReport<Value>>,
-}
-
-#[derive(Debug)]
-enum Log {
-    Send(Sent),
-    GetToken(u64, RequestId),
-    Cancel(u64, RequestId),
-}
-
-enum Due {
-    Reply(RequestId, Reply),
-    Token(RequestId, Result<String, Error>),
-}
-
-struct Harness {
-    client: Client,
-    now: u64,
+#[derive(Default)]
+struct Script {
     rules: Vec<Rule>,
     /// `getToken()`'s answers, in order, each after its latency.
     tokens: VecDeque<(u64, Result<String, Error>)>,
-    /// What arrives when: (instant, order of sending, what).
-    pending: Vec<(u64, u64, Due)>,
-    seq: u64,
-    /// Requests (and `getToken()` calls) handed out and not yet answered,
-    /// with their method (`token` for `getToken()`).
-    in_flight: BTreeMap<RequestId, &'static str>,
-    /// Ids ever handed out (to catch a Cancel of something never sent).
-    handed_out: BTreeSet<RequestId>,
-    /// The most PUTs in flight at once.
-    max_puts_in_flight: usize,
-    log: Vec<Log>,
-    progress: Vec<Progress>,
-    answers: BTreeMap<CallId, (u64, Settled<Value>)>,
-    /// Cancels naming a request that was not in flight.
-    stray_cancels: Vec<RequestId>,
-    /// Each checkpoint the client asked to be handed out, with its instant.
-    checkpoints: Vec<(u64, CallId, Checkpoint)>,
-    /// Deliver a cancelled request's reply anyway (a shell that raced).
-    deliver_cancelled: bool,
-    /// Abort a call from inside the handling of its first progress event
-    /// (an `onProgress` callback that aborts).
-    abort_on_progress: Option<CallId>,
-    steps: usize,
 }
+
+impl Server for Script {
+    fn reply(&mut self, send: &Send, at: u64) -> (u64, Option<Reply>) {
+        let method = send.request.method.as_str();
+        let after_scheme = send.url.split_once("://").map_or(send.url.as_str(), |(_, rest)| rest);
+        let path_and_query = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+        let path = path_and_query.split('?').next().unwrap();
+        let rule = self
+            .rules
+            .iter_mut()
+            .find(|r| r.method == method && (r.path == path_and_query || r.path == path))
+            .unwrap_or_else(|| panic!("unscripted request at {at}: {method} {}", send.url));
+        let answer = rule.answers[rule.used.min(rule.answers.len() - 1)].clone();
+        rule.used += 1;
+        (answer.latency, answer.reply)
+    }
+
+    fn issue_token(&mut self, at: u64) -> (u64, Result<String, Error>) {
+        self.tokens.pop_front().unwrap_or_else(|| panic!("unscripted getToken() at {at}"))
+    }
+}
+
+/// The shared shell driving a client against a [`Script`].
+type Harness = Driver<Script>;
 
 impl Harness {
     fn new(config: Config) -> Harness {
-        Harness {
-            client: Client::new(config),
-            now: 0,
-            rules: Vec::new(),
-            tokens: VecDeque::new(),
-            pending: Vec::new(),
-            seq: 0,
-            in_flight: BTreeMap::new(),
-            handed_out: BTreeSet::new(),
-            max_puts_in_flight: 0,
-            log: Vec::new(),
-            progress: Vec::new(),
-            answers: BTreeMap::new(),
-            stray_cancels: Vec::new(),
-            checkpoints: Vec::new(),
-            deliver_cancelled: false,
-            abort_on_progress: None,
-            steps: 0,
-        }
+        Driver::with(Script::default(), Client::new(config), 0, 0, MAX_STEPS)
     }
 
     /// Scripts `key` ("GET /v1/nodes/n1", a path with or without query).
@@ -186,316 +115,18 @@ impl Harness {
         self.tokens.push_back((latency, answer.map(str::to_string)));
         self
     }
-
-    fn start(&mut self, spec: CallSpec) -> CallId {
-        self.client.start(spec, self.now)
-    }
-
-    /// Aborts `call` now and performs what that asks at once (before any
-    /// reply due at this instant is delivered).
-    fn abort(&mut self, call: CallId) {
-        self.client.abort(call, self.now);
-        self.pump();
-    }
-
-    // -- the drive loop --
-
-    /// Polls until the core asks nothing, performing every action.
-    fn pump(&mut self) {
-        loop {
-            self.steps += 1;
-            assert!(self.steps < MAX_STEPS, "no end after {MAX_STEPS} steps");
-            let Some(action) = self.client.poll(self.now) else { return };
-            self.perform(action);
-        }
-    }
-
-    fn perform(&mut self, action: Action) {
-        let now = self.now;
-        match action {
-            Action::Send { id, send, timeout_at } => {
-                assert!(self.handed_out.insert(id), "request id {id:?} reused");
-                self.in_flight.insert(id, send.request.method.as_str());
-                let puts = self.in_flight.values().filter(|m| **m == "PUT").count();
-                self.max_puts_in_flight = self.max_puts_in_flight.max(puts);
-                let scripted = self.script(&send);
-                let sent = Sent {
-                    at: now,
-                    id,
-                    method: send.request.method.as_str(),
-                    url: send.url.clone(),
-                    headers: send.headers.clone(),
-                    body: send.request.body.clone(),
-                    timeout_at,
-                };
-                let arrival = match (scripted.reply, timeout_at) {
-                    (Some(_), Some(limit)) if now + scripted.latency > limit => Some((limit, Reply::TimedOut)),
-                    (Some(reply), _) => Some((now + scripted.latency, reply)),
-                    (None, Some(limit)) => Some((limit, Reply::TimedOut)),
-                    (None, None) => None,
-                };
-                if let Some((at, reply)) = arrival {
-                    self.due(at, Due::Reply(id, reply));
-                }
-                self.log.push(Log::Send(sent));
-            }
-            Action::GetToken(id) => {
-                assert!(self.handed_out.insert(id), "request id {id:?} reused");
-                self.in_flight.insert(id, "token");
-                let (latency, answer) =
-                    self.tokens.pop_front().unwrap_or_else(|| panic!("unscripted getToken() at {now}"));
-                self.due(now + latency, Due::Token(id, answer));
-                self.log.push(Log::GetToken(now, id));
-            }
-            Action::Cancel(id) => {
-                self.log.push(Log::Cancel(now, id));
-                if self.in_flight.remove(&id).is_none() {
-                    self.stray_cancels.push(id);
-                }
-                if !self.deliver_cancelled {
-                    self.pending
-                        .retain(|(_, _, due)| !matches!(due, Due::Reply(own, _) | Due::Token(own, _) if *own == id));
-                }
-            }
-            Action::Stepped { call, .. } => panic!("{call:?} stepped, but no call here is resumed"),
-            Action::Checkpoint(call) => {
-                assert!(!self.answers.contains_key(&call), "checkpoint of {call:?} after it settled");
-                // None once the call settled, in the same step.
-                if let Some(checkpoint) = self.client.checkpoint(call) {
-                    self.checkpoints.push((now, call, checkpoint));
-                }
-            }
-            Action::Progress { call, event, ident, waited } => {
-                assert!(!self.answers.contains_key(&call), "progress of {call:?} after it settled: {event:?}");
-                let report = match (waited, &event.outcome) {
-                    (Some(target), Some(_)) => self.client.target_report(call, target),
-                    _ => None,
-                };
-                self.progress.push(Progress { at: now, call, event, ident, waited, report });
-                if self.abort_on_progress == Some(call) {
-                    self.abort_on_progress = None;
-                    self.client.abort(call, now);
-                }
-            }
-            Action::Settled(call) => {
-                let answer = self.client.take_answer(call).expect("a settled call has its answer");
-                assert!(self.client.take_answer(call).is_none(), "an answer is taken once");
-                assert!(self.answers.insert(call, (now, answer)).is_none(), "{call:?} settled twice");
-            }
-        }
-    }
-
-    fn script(&mut self, send: &Send) -> Scripted {
-        let method = send.request.method.as_str();
-        let after_scheme = send.url.split_once("://").map_or(send.url.as_str(), |(_, rest)| rest);
-        let path_and_query = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
-        let path = path_and_query.split('?').next().unwrap();
-        let now = self.now;
-        let rule = self
-            .rules
-            .iter_mut()
-            .find(|r| r.method == method && (r.path == path_and_query || r.path == path))
-            .unwrap_or_else(|| panic!("unscripted request at {now}: {method} {}", send.url));
-        let answer = rule.answers[rule.used.min(rule.answers.len() - 1)].clone();
-        rule.used += 1;
-        answer
-    }
-
-    fn due(&mut self, at: u64, due: Due) {
-        self.seq += 1;
-        self.pending.push((at, self.seq, due));
-    }
-
-    /// Delivers every reply and token due by now, oldest first.
-    fn deliver_due(&mut self) -> bool {
-        self.pending.sort_by_key(|(at, seq, _)| (*at, *seq));
-        let mut any = false;
-        while self.pending.first().is_some_and(|(at, _, _)| *at <= self.now) {
-            let (_, _, due) = self.pending.remove(0);
-            any = true;
-            match due {
-                Due::Reply(id, reply) => {
-                    self.in_flight.remove(&id);
-                    self.client.observe(id, reply, self.now);
-                }
-                Due::Token(id, answer) => {
-                    self.in_flight.remove(&id);
-                    self.client.token_answer(id, answer);
-                }
-            }
-        }
-        any
-    }
-
-    /// Drives until nothing is due any more: no reply on its way, no timer.
-    fn run(&mut self) {
-        self.run_until(u64::MAX);
-    }
-
-    /// Drives through every instant before `limit`, then sets the clock to
-    /// `limit` (without polling there).
-    fn run_until(&mut self, limit: u64) {
-        let mut idle_at_same_instant = 0;
-        loop {
-            self.steps += 1;
-            assert!(self.steps < MAX_STEPS, "no end after {MAX_STEPS} steps");
-            let delivered = self.deliver_due();
-            self.pump();
-            if self.pending.first().is_some_and(|(at, _, _)| *at <= self.now) {
-                continue;
-            }
-            let next = self.pending.iter().map(|(at, _, _)| *at).chain(self.client.wake_at()).min();
-            let Some(next) = next else { break };
-            if next >= limit {
-                break;
-            }
-            if next <= self.now {
-                // Asked to wake now, yet it had nothing to do: a busy loop
-                // in a real shell.
-                idle_at_same_instant += usize::from(!delivered);
-                assert!(idle_at_same_instant < 3, "busy loop: wake_at {next} at {} with nothing to do", self.now);
-                continue;
-            }
-            idle_at_same_instant = 0;
-            self.now = next;
-        }
-        if limit != u64::MAX && limit > self.now {
-            self.now = limit;
-        }
-    }
-
-    // -- what happened --
-
-    fn sends(&self) -> Vec<&Sent> {
-        self.log
-            .iter()
-            .filter_map(|l| match l {
-                Log::Send(s) => Some(s),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// Every request as `"<instant> <METHOD> <url>"`, Ironic's root left out.
-    fn trace(&self) -> Vec<String> {
-        self.sends()
-            .iter()
-            .map(|s| format!("{} {} {}", s.at, s.method, s.url.strip_prefix(IRONIC).unwrap_or(&s.url)))
-            .collect()
-    }
-
-    /// Everything asked, in order: requests, `getToken()` and cancels.
-    fn actions(&self) -> Vec<String> {
-        self.log
-            .iter()
-            .map(|l| match l {
-                Log::Send(s) => format!("{} {} {}", s.at, s.method, s.url.strip_prefix(IRONIC).unwrap_or(&s.url)),
-                Log::GetToken(at, _) => format!("{at} getToken"),
-                Log::Cancel(at, id) => {
-                    let asked = self.log.iter().any(|l| matches!(l, Log::GetToken(_, own) if own == id));
-                    let sent = self.sends().into_iter().find(|s| s.id == *id);
-                    let what = match (sent, asked) {
-                        (Some(s), _) => format!("{} {}", s.method, s.url.strip_prefix(IRONIC).unwrap_or(&s.url)),
-                        (None, true) => "getToken".into(),
-                        (None, false) => format!("unknown {id:?}"),
-                    };
-                    format!("{at} cancel {what}")
-                }
-            })
-            .collect()
-    }
-
-    fn token_asks(&self) -> Vec<u64> {
-        self.log
-            .iter()
-            .filter_map(|l| match l {
-                Log::GetToken(at, _) => Some(*at),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn cancels(&self) -> Vec<(u64, RequestId)> {
-        self.log
-            .iter()
-            .filter_map(|l| match l {
-                Log::Cancel(at, id) => Some((*at, *id)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn answer(&self, call: CallId) -> &Settled<Value> {
-        &self.answers.get(&call).unwrap_or_else(|| panic!("{call:?} has not settled; log: {:#?}", self.actions())).1
-    }
-
-    fn settled_at(&self, call: CallId) -> u64 {
-        self.answers[&call].0
-    }
-
-    fn error(&self, call: CallId) -> &Error {
-        match self.answer(call) {
-            Err((e, _)) => e,
-            Ok(answer) => panic!("{call:?} succeeded: {answer:?}"),
-        }
-    }
-
-    fn progress_of(&self, call: CallId) -> Vec<&Progress> {
-        self.progress.iter().filter(|p| p.call == call).collect()
-    }
 }
 
 // ---- documents and replies ---------------------------------------------
 
-fn config() -> Config {
-    Config {
-        endpoint: Some(IRONIC.into()),
-        requested: Requested::Latest,
-        token: None,
-        login: Login::None,
-        headers: Vec::new(),
-        user_agent: None,
-        retry: RetryPolicy::default(),
-        request_timeout_ms: None,
-    }
-}
-
 fn v(text: &str) -> Microversion {
     Microversion::parse(text).unwrap()
-}
-
-fn response(status: u16, body: String) -> Response {
-    Response { status, body, request_id: Some(format!("req-{status}")), ..Default::default() }
-}
-
-fn ok(body: Value) -> Reply {
-    Reply::Response(response(200, body.to_string()))
-}
-
-/// Ironic's error answer, its faultstring `fault <status>`.
-fn status(code: u16) -> Reply {
-    let fault = json!({"faultcode": "Client", "faultstring": format!("fault {code}"), "debuginfo": null});
-    Reply::Response(response(code, json!({"error_message": fault.to_string()}).to_string()))
 }
 
 fn busy(code: u16, retry_after: &str) -> Reply {
     let Reply::Response(mut r) = status(code) else { unreachable!() };
     r.retry_after = Some(retry_after.into());
     Reply::Response(r)
-}
-
-fn http_error(code: u16) -> Error {
-    Error::Http(HttpError { status: code, message: format!("fault {code}"), request_id: Some(format!("req-{code}")) })
-}
-
-/// `GET /v1` with the version headers.
-fn v1(min: &str, max: &str) -> Reply {
-    let body = json!({"id": "v1", "version": {"id": "v1", "min_version": min, "version": max, "status": "CURRENT"}});
-    Reply::Response(Response {
-        min_version: Some(min.into()),
-        max_version: Some(max.into()),
-        ..response(200, body.to_string())
-    })
 }
 
 /// A 406 with the server's range in its headers, or without.
@@ -524,11 +155,6 @@ fn node(name: &str, state: &str) -> Value {
 
 fn node_state(name: &str, state: &str) -> Reply {
     ok(node(name, state))
-}
-
-/// 202 Accepted, as Ironic answers a provision PUT.
-fn accepted() -> Reply {
-    Reply::Response(Response { status: 202, body: String::new(), content_type: None, ..Default::default() })
 }
 
 fn get(ident: &str) -> CallSpec {
@@ -1204,8 +830,7 @@ fn credentials() -> Credentials {
 }
 
 fn keystone(endpoint: Option<&str>) -> Config {
-    let login = Keystone { base: KEYSTONE.into(), credentials: credentials(), interface: "public", region: None };
-    Config { endpoint: endpoint.map(Into::into), login: Login::Keystone(login), ..config() }
+    keystone_login(credentials(), endpoint)
 }
 
 const CATALOG_IRONIC: &str = "http://ironic.cat:6385";
@@ -1218,20 +843,6 @@ fn catalog() -> Value {
             {"interface": "internal", "region_id": "RegionOne", "url": "http://ironic.internal:6385"},
             {"interface": "public", "region_id": "RegionOne", "url": "http://ironic.cat:6385/v1/"}]}
     ])
-}
-
-/// Keystone's 201: the token in X-Subject-Token, its times and the catalog
-/// in the body.
-fn issued(token: &str, issued_at: &str, expires_at: &str, catalog: Value) -> Reply {
-    let body = json!({"token": {
-        "methods": ["password"], "issued_at": issued_at, "expires_at": expires_at, "catalog": catalog,
-        "user": {"id": "u1", "name": "alice", "domain": {"id": "default", "name": "Default"}},
-    }});
-    Reply::Response(Response {
-        subject_token: Some(token.into()),
-        request_id: Some("req-ks".into()),
-        ..response(201, body.to_string())
-    })
 }
 
 /// A token living an hour.

@@ -206,6 +206,9 @@ pub struct Call<D> {
     /// PUTs are done or a round has ended; `paused` then.
     pub(super) one_step: bool,
     paused: bool,
+    /// Resumed by a client whose endpoint a login is still to find: the
+    /// checkpoint's, which it must be before anything is sent.
+    pub(super) endpoint: Option<String>,
     /// The engine's rounds when a checkpoint was last asked for, and
     /// whether anything changed since.
     saved_round: u64,
@@ -233,6 +236,7 @@ impl<D: Document> Call<D> {
             action: None,
             one_step: false,
             paused: false,
+            endpoint: None,
             saved_round: 0,
             changed: false,
             next_exchange: 0,
@@ -306,6 +310,9 @@ impl<D: Document> Call<D> {
     }
 
     pub fn wake_at(&self) -> Option<Millis> {
+        if self.paused {
+            return None;
+        }
         let d = self.deadline;
         match &self.phase {
             Phase::Get(x) | Phase::Post { exchange: x, .. } => x.wake_at(d),
@@ -353,9 +360,10 @@ impl<D: Document> Call<D> {
         self.requests = self.sent(out);
     }
 
-    /// Requests sent for this call so far.
+    /// Requests sent for this call so far (a checkpoint's count may be
+    /// anything up to `u32::MAX`).
     fn sent(&self, out: &Outgoing) -> u32 {
-        self.requests + (out.sent - self.mark)
+        self.requests.saturating_add(out.sent - self.mark)
     }
 
     /// Ends the call as aborted: nothing more is sent for it; a node's last
@@ -423,6 +431,16 @@ impl<D: Document> Call<D> {
     }
 
     fn step(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+        if let (Some(wanted), Some(found)) = (&self.endpoint, &session.config.endpoint) {
+            if wanted != found {
+                let e = Error::InvalidArgument(format!(
+                    "This checkpoint is of another endpoint ({}), not this client's ({found})",
+                    wanted.chars().take(200).collect::<String>()
+                ));
+                return self.fail(e, session, out, now);
+            }
+            self.endpoint = None;
+        }
         let result = match &mut self.phase {
             Phase::Get(_) => self.step_get(session, out, now),
             Phase::List { .. } => self.step_list(session, out, now),
@@ -480,10 +498,7 @@ impl<D: Document> Call<D> {
     fn step_get(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) -> Option<Result<Answer<D>, Error>> {
         let mut cx = self.cx(session, out, now);
         let Phase::Get(x) = &mut self.phase else { return None };
-        x.advance(&mut cx);
-        let response = x.response::<D>()?;
-        self.retries += x.retries;
-        let node = response.and_then(|r| r.json::<D>());
+        let node = json_answer::<D>(x, &mut cx, &mut self.retries)?;
         Some(node.and_then(|node| match node.python_type() {
             "dict" => Ok(Answer::Document(node)),
             other => Err(not_an_object(other)),
@@ -523,10 +538,7 @@ impl<D: Document> Call<D> {
                 let request = requests::list_nodes(fields.as_deref(), page_size, None, provision_state.as_deref());
                 Exchange::new(ExchangeId(self.next_exchange), request, true)
             });
-            x.advance(&mut cx);
-            let response = x.response::<D>()?;
-            self.retries += x.retries;
-            let page = match response.and_then(|r| r.json::<D>()) {
+            let page = match json_answer::<D>(x, &mut cx, &mut self.retries)? {
                 Ok(page) => page,
                 Err(e) => return Some(Err(e)),
             };
@@ -580,7 +592,7 @@ impl<D: Document> Call<D> {
                     Some(result) => {
                         let result = result.map(drop);
                         let (i, x) = p.in_flight.remove(k);
-                        self.retries += x.retries;
+                        self.retries = self.retries.saturating_add(x.retries);
                         // Kept at its gates by the deadline: unsent, like
                         // those never taken from the queue.
                         if !x.never_sent() {
@@ -674,10 +686,7 @@ impl<D: Document> Call<D> {
     ) -> Option<Result<Answer<D>, Error>> {
         let mut cx = self.cx(session, out, now);
         let Phase::Post { exchange, wait } = &mut self.phase else { return None };
-        exchange.advance(&mut cx);
-        let response = exchange.response::<D>()?;
-        self.retries += exchange.retries;
-        let created = match response.and_then(|r| r.json::<D>()) {
+        let created = match json_answer::<D>(exchange, &mut cx, &mut self.retries)? {
             Ok(created) => created,
             Err(e) => return Some(Err(e)),
         };
@@ -822,7 +831,7 @@ impl<D: Document> Call<D> {
             waited: report.targets,
             ok,
             requests: self.sent(cx.out),
-            retries: self.retries + report.retries,
+            retries: self.retries.saturating_add(report.retries),
             elapsed_ms: report.elapsed_ms,
         };
         let answer = match (report.error, created) {
@@ -849,6 +858,15 @@ impl<D> Wait<D> {
     pub(super) fn new(options: WaitOptions, settled: Vec<Option<TargetReport<D>>>, created: bool) -> Wait<D> {
         Wait { options, settled, engine: None, resumed: None, fetches: Vec::new(), sleep_until: None, created }
     }
+}
+
+/// A call's own request whose answer must be JSON, once it has one (its
+/// retries counted in `retries`).
+fn json_answer<D: Document>(x: &mut Exchange, cx: &mut Context, retries: &mut u32) -> Option<Result<D, Error>> {
+    x.advance(cx);
+    let response = x.response::<D>()?;
+    *retries = retries.saturating_add(x.retries);
+    Some(response.and_then(|r| r.json::<D>()))
 }
 
 /// The engine's progress events, as actions; whether there were any.

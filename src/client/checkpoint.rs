@@ -10,8 +10,13 @@
 //! `InvalidArgument` naming what is wrong, and nothing is sent.
 //!
 //! Compact: the states seen are a table (most targets share a few), each
-//! target an array `[ident, seen, polls]`, and only settled targets carry
-//! an outcome.
+//! target an array `[ident, seen, polls]`, only settled targets carry an
+//! outcome (an outcome that carries nothing is its name alone, and a
+//! failure leaves out what its target's row says), and an accepted PUT is
+//! its node alone, or `0` once the wait has begun (its node is the next
+//! target's). Measured (`tests/checkpoint.rs`): a wait on 1,000 nodes
+//! named like `node-0001` 18 KB (29 KB with half of them settled), on
+//! 1,000 UUIDs 45 KB, on 10,000 UUIDs 450 KB.
 
 use std::collections::HashMap;
 
@@ -148,6 +153,9 @@ impl SavedWait {
             hold_is_terminal: self.hold_is_terminal,
             concurrency: self.concurrency as usize,
             list_threshold: self.list_threshold as usize,
+            // The targets are the checkpoint's (an allocation's base has one,
+            // empty).
+            idents: Vec::new(),
             ..base
         })
     }
@@ -156,7 +164,9 @@ impl SavedWait {
 /// Seconds as whole microseconds (a caller's durations are checked to be
 /// finite, positive and at most [`MAX_SECONDS`]).
 fn micros(seconds: f64) -> u64 {
-    (seconds * 1e6).round() as u64
+    // A positive duration under half a microsecond stays positive: 0 is no
+    // timeout, and no poll interval at all.
+    ((seconds * 1e6).round() as u64).max(u64::from(seconds > 0.0))
 }
 
 pub fn settle_name(settle: Settle) -> &'static str {
@@ -330,13 +340,19 @@ impl Checkpoint {
             o.push(("settle", text(settle)));
         }
         if !self.puts.is_empty() {
+            let waiting = !self.targets.is_empty();
             let puts = self.puts.iter().map(|p| {
+                // An accepted PUT is its node alone; once the wait has begun,
+                // `0`: its node is the next of the targets.
+                if p.body.is_none() && p.outcome.as_ref().is_some_and(|o| o.is == "accepted") {
+                    return if waiting { "0".into() } else { text(&p.node) };
+                }
                 let mut m = vec![("node", text(&p.node))];
                 if let Some(body) = &p.body {
                     m.push(("body", body.clone()));
                 }
                 if let Some(outcome) = &p.outcome {
-                    m.push(("outcome", outcome.to_json()));
+                    m.push(("outcome", outcome.to_json(None)));
                 }
                 object(&m)
             });
@@ -364,7 +380,14 @@ impl Checkpoint {
             o.push(("seen", list(self.seen.iter().map(|row| list(row.iter().map(opt))))));
             let targets = self.targets.iter().map(|(i, s, p)| format!("[{},{s},{p}]", text(i)));
             o.push(("targets", list(targets)));
-            let settled = self.settled.iter().map(|(i, out, e)| format!("[{i},{},{e}]", out.to_json()));
+            let nothing = [None, None, None];
+            let settled = self.settled.iter().map(|(i, out, e)| {
+                let target = self.targets.get(*i as usize).map(|(ident, seen, _)| {
+                    let row = seen.checked_sub(1).and_then(|s| self.seen.get(s as usize)).unwrap_or(&nothing);
+                    (ident.as_str(), row)
+                });
+                format!("[{i},{},{e}]", out.to_json(target))
+            });
             o.push(("settled", list(settled)));
         }
         if let Some(body) = &self.body {
@@ -402,17 +425,7 @@ impl Checkpoint {
             }),
             None => None,
         };
-        let puts = items(doc, "puts")?
-            .iter()
-            .map(|p| {
-                Ok(SavedPut {
-                    node: string(p, "puts[].node")?,
-                    body: p.get("body").map(|b| b.to_json()),
-                    outcome: p.get("outcome").map(|o| SavedOutcome::read(&o)).transpose()?,
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        let seen = items(doc, "seen")?
+        let seen_rows = items(doc, "seen")?
             .iter()
             .map(|row| match row.items().as_deref() {
                 Some([a, b, c]) => Ok([nullable(a, "seen")?, nullable(b, "seen")?, nullable(c, "seen")?]),
@@ -430,14 +443,41 @@ impl Checkpoint {
                 _ => Err(invalid("targets has rows of three")),
             })
             .collect::<Result<Vec<_>, Error>>()?;
+        // `0`: an accepted PUT whose node is the next of the targets.
+        let mut waited = targets.iter().map(|(ident, _, _)| ident);
+        let puts = items(doc, "puts")?
+            .iter()
+            .map(|p| {
+                let accepted = || Some(SavedOutcome { is: "accepted".into(), ..Default::default() });
+                if let Some(node) = p.as_string() {
+                    return Ok(SavedPut { node, body: None, outcome: accepted() });
+                }
+                if p.as_u64() == Some(0) {
+                    let node = waited.next().ok_or_else(|| invalid("more accepted PUTs than targets"))?.clone();
+                    return Ok(SavedPut { node, body: None, outcome: accepted() });
+                }
+                Ok(SavedPut {
+                    node: string(p, "puts[].node")?,
+                    body: p.get("body").map(|b| b.to_json()),
+                    outcome: p.get("outcome").map(|o| SavedOutcome::read(&o)).transpose()?,
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let nothing = [None, None, None];
         let settled = items(doc, "settled")?
             .iter()
             .map(|t| match t.items().as_deref() {
-                Some([index, outcome, elapsed]) => Ok((
-                    u32_of(index, "a settled index")?,
-                    SavedOutcome::read(outcome)?,
-                    elapsed.as_u64().ok_or_else(|| invalid("a settled time is not a whole number"))?,
-                )),
+                Some([index, outcome, elapsed]) => {
+                    let index = u32_of(index, "a settled index")?;
+                    let mut saved = SavedOutcome::read(outcome)?;
+                    // An index out of range is refused when the targets are read.
+                    if let Some((ident, seen, _)) = targets.get(index as usize) {
+                        let row = seen.checked_sub(1).and_then(|s| seen_rows.get(s as usize)).unwrap_or(&nothing);
+                        saved.fill(outcome, ident, row);
+                    }
+                    let elapsed = elapsed.as_u64().ok_or_else(|| invalid("a settled time is not a whole number"))?;
+                    Ok((index, saved, elapsed))
+                }
                 _ => Err(invalid("settled has rows of three")),
             })
             .collect::<Result<Vec<_>, Error>>()?;
@@ -454,7 +494,7 @@ impl Checkpoint {
             puts,
             post: doc.get("post").filter(|p| p.python_type() != "NoneType").map(|p| p.to_json()),
             wait,
-            seen,
+            seen: seen_rows,
             targets,
             settled,
             body: doc.get("body").filter(|b| b.python_type() != "NoneType").map(|b| b.to_json()),
@@ -640,6 +680,8 @@ impl<D: Document> Call<D> {
         let mut call = Call::new(id, CallSpec::Version, started);
         call.requests = cp.requests;
         call.retries = cp.retries;
+        // No endpoint yet (a login finds it): checked once found.
+        call.endpoint = session.config.endpoint.is_none().then(|| cp.endpoint.clone());
         call.phase = match cp.method.as_str() {
             "provision" => call.restore_provision(cp, started)?,
             "waitForProvisionState" | "waitForAllocation" => {
@@ -780,6 +822,11 @@ impl<D: Document> Call<D> {
         if t.idents.is_empty() {
             return Err(invalid("a wait has its targets"));
         }
+        // A wait with every target settled has ended: none is handed out,
+        // and resumed it would wait for nothing, forever.
+        if t.settled.iter().all(Option::is_some) {
+            return Err(invalid("every target is settled: the wait has ended"));
+        }
         if !options.idents.is_empty() && options.idents != t.idents {
             return Err(invalid("the wait's targets are not the nodes whose PUT was accepted"));
         }
@@ -848,22 +895,41 @@ fn deadline(started: Millis, timeout: f64) -> Option<Millis> {
 }
 
 impl SavedOutcome {
-    fn to_json(&self) -> String {
+    /// As JSON. In a settled row, what the target's own row says is left
+    /// out (its identifier; a failure's state and last error, as seen):
+    /// [`Checkpoint::read`] takes them from there.
+    fn to_json(&self, target: Option<(&str, &[Option<String>; 3])>) -> String {
+        if *self == (SavedOutcome { is: self.is.clone(), ..Default::default() }) {
+            // An outcome that carries nothing is its name alone.
+            return quote(&self.is);
+        }
         let mut m = vec![("is", quote(&self.is))];
+        let failure = self.is_failure();
+        let ident = self.ident.as_ref().filter(|i| target.is_none_or(|(t, _)| t != i.as_str()));
+        let state =
+            self.state.as_ref().filter(|s| !failure || target.is_none_or(|(_, seen)| seen[0].as_ref() != Some(s)));
         let texts = [
-            ("kind", &self.kind),
-            ("message", &self.message),
-            ("requestId", &self.request_id),
-            ("ident", &self.ident),
-            ("state", &self.state),
-            ("lastError", &self.last_error),
-            ("field", &self.field),
-            ("problem", &self.problem),
+            ("kind", self.kind.as_ref()),
+            ("message", self.message.as_ref()),
+            ("requestId", self.request_id.as_ref()),
+            ("ident", ident),
+            ("state", state),
+            ("field", self.field.as_ref()),
+            ("problem", self.problem.as_ref()),
         ];
         for (key, value) in texts {
             if let Some(v) = value {
                 m.push((key, quote(v)));
             }
+        }
+        match (target, &self.last_error) {
+            (Some((_, seen)), last_error) if failure => {
+                if *last_error != seen[2] {
+                    m.push(("lastError", last_error.as_deref().map_or_else(|| "null".into(), quote)));
+                }
+            }
+            (_, Some(e)) => m.push(("lastError", quote(e))),
+            (_, None) => {}
         }
         if let Some(status) = self.status {
             m.push(("status", status.to_string()));
@@ -871,7 +937,29 @@ impl SavedOutcome {
         object(&m)
     }
 
+    fn is_failure(&self) -> bool {
+        matches!(self.is.as_str(), "failed" | "unexpected-stable")
+    }
+
+    /// What a settled row left out (see [`SavedOutcome::to_json`]), from
+    /// its target's row: `d` is the outcome as written.
+    fn fill<D: Document>(&mut self, d: &D, ident: &str, seen: &[Option<String>; 3]) {
+        let invalid_body = self.kind.as_deref() == Some("InvalidBody");
+        if d.get("ident").is_none() && (self.is_failure() || invalid_body) {
+            self.ident = Some(ident.to_string());
+        }
+        if self.is_failure() && d.get("state").is_none() {
+            self.state = seen[0].clone();
+        }
+        if self.is_failure() && d.get("lastError").is_none() {
+            self.last_error = seen[2].clone();
+        }
+    }
+
     fn read<D: Document>(d: &D) -> Result<SavedOutcome, Error> {
+        if let Some(is) = d.as_string() {
+            return Ok(SavedOutcome { is, ..Default::default() });
+        }
         let status = match d.get("status").filter(|s| s.python_type() != "NoneType") {
             Some(s) => Some(s.as_u64().filter(|&n| n <= 999).ok_or_else(|| invalid("a status is not one"))? as u16),
             None => None,

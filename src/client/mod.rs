@@ -166,6 +166,23 @@ impl Outgoing {
     }
 }
 
+/// How far the core's clock runs ahead of the caller's (about 139 years):
+/// a call resumed from a checkpoint may have begun long before the caller's
+/// clock started (a fresh process's `performance.now()` starts near 0), and
+/// its start must still be an instant of the core's clock for its deadline
+/// and times to be right.
+const EPOCH: Millis = 1 << 42;
+
+/// The caller's instant on the core's clock.
+fn inner(now: Millis) -> Millis {
+    now.saturating_add(EPOCH)
+}
+
+/// The core's instant on the caller's clock.
+fn outer(at: Millis) -> Millis {
+    at.saturating_sub(EPOCH)
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct Client<D> {
@@ -197,7 +214,7 @@ impl<D: Document> Client<D> {
     pub fn start(&mut self, spec: CallSpec, now: Millis) -> CallId {
         self.next_call += 1;
         let id = CallId(self.next_call);
-        self.calls.push(call::Call::new(id, spec, now));
+        self.calls.push(call::Call::new(id, spec, inner(now)));
         id
     }
 
@@ -205,7 +222,7 @@ impl<D: Document> Client<D> {
     /// ms since the epoch. Checkpoints keep wall-clock times, so that
     /// another process, with another clock, can go on from them.
     pub fn set_wall_clock(&mut self, wall: u64, now: Millis) {
-        self.session.wall_offset = (wall as i64).saturating_sub(now as i64);
+        self.session.wall_offset = (wall as i64).saturating_sub(inner(now) as i64);
     }
 
     /// The checkpoint of a running call (see `checkpoint`): `None` for a
@@ -217,7 +234,7 @@ impl<D: Document> Client<D> {
     /// The checkpoint of a call not started: what it would send, nothing
     /// sent.
     pub fn plan(&self, spec: CallSpec, now: Millis) -> Option<Checkpoint> {
-        call::Call::<D>::new(CallId(0), spec, now).checkpoint(&self.session)
+        call::Call::<D>::new(CallId(0), spec, inner(now)).checkpoint(&self.session)
     }
 
     /// Goes on with the call a checkpoint was made of, as it would have
@@ -228,7 +245,7 @@ impl<D: Document> Client<D> {
     pub fn resume(&mut self, checkpoint: &Checkpoint, now: Millis, one_step: bool) -> Result<CallId, Error> {
         self.next_call += 1;
         let id = CallId(self.next_call);
-        let mut call = call::Call::restore(id, checkpoint, &mut self.session, now)?;
+        let mut call = call::Call::restore(id, checkpoint, &mut self.session, inner(now))?;
         call.one_step = one_step;
         self.calls.push(call);
         Ok(id)
@@ -245,19 +262,23 @@ impl<D: Document> Client<D> {
     /// The next thing to do, if any.
     pub fn poll(&mut self, now: Millis) -> Option<Action> {
         if self.out.actions.is_empty() {
-            self.advance(now);
+            self.advance(inner(now));
         }
-        self.out.actions.pop_front()
+        match self.out.actions.pop_front()? {
+            Action::Send { id, send, timeout_at } => Some(Action::Send { id, send, timeout_at: timeout_at.map(outer) }),
+            action => Some(action),
+        }
     }
 
     /// When to [`Client::poll`] again if nothing happens before.
     pub fn wake_at(&self) -> Option<Millis> {
         let calls = self.calls.iter().filter_map(call::Call::wake_at);
-        calls.chain(self.session.wake_at()).min()
+        calls.chain(self.session.wake_at()).min().map(outer)
     }
 
     /// What became of request `id`.
     pub fn observe(&mut self, id: RequestId, reply: Reply, now: Millis) {
+        let now = inner(now);
         self.out.now = now;
         if self.session.owns(id) {
             self.session.observe::<D>(id, reply, now);
@@ -277,6 +298,7 @@ impl<D: Document> Client<D> {
     /// Ends `call` now: its requests in flight are cancelled, nothing more
     /// is sent for it, and it settles as aborted.
     pub fn abort(&mut self, id: CallId, now: Millis) {
+        let now = inner(now);
         self.out.now = now;
         let Client { session, calls, out, .. } = self;
         if let Some(call) = calls.iter_mut().find(|c| c.id() == id) {

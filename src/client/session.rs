@@ -93,7 +93,7 @@ pub struct Session {
     /// The current token's `expires_at`, as Keystone wrote it.
     pub expires_at: Option<String>,
     pub version: Option<Microversion>,
-    /// The wall clock less the caller's clock, in ms: checkpoints say when
+    /// The wall clock less the core's clock, in ms: checkpoints say when
     /// in wall-clock time (see `Client::set_wall_clock`).
     pub wall_offset: i64,
     token_task: Option<Task>,

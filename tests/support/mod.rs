@@ -1,8 +1,11 @@
 //! Shared by the property and fuzz suites: Ironic's documents as a real
 //! Ironic 39 renders them (the seeds of the mutation fuzz and the bodies of
-//! the scripted server), a tiny seeded generator, and percent-encoding.
+//! the scripted server), a tiny seeded generator, and percent-encoding;
+//! and, in [`client`], the shell the client suites drive the client with.
 
 #![allow(dead_code)] // each test crate uses its own part
+
+pub mod client;
 
 use serde_json::{json, Value};
 
