@@ -445,9 +445,9 @@ impl<D: Document> Call<D> {
             Phase::Get(_) => self.step_get(session, out, now),
             Phase::List { .. } => self.step_list(session, out, now),
             Phase::Version => match self.version_gate(session, out, now) {
-                Gate2::Ready(v) => Some(Ok(Answer::Version(v))),
-                Gate2::Failed(e) => Some(Err(e)),
-                Gate2::Waiting | Gate2::TimedOut => None,
+                Version::Ready(v) => Some(Ok(Answer::Version(v))),
+                Version::Failed(e) => Some(Err(e)),
+                Version::Waiting | Version::TimedOut => None,
             },
             Phase::Authenticate { refused } => {
                 match session.token_gate((self.id, OWN), refused.clone().as_deref(), now, out) {
@@ -474,24 +474,24 @@ impl<D: Document> Call<D> {
 
     /// The version to speak: the session's, else after a token (a login
     /// may be what finds the endpoint) the negotiated one.
-    fn version_gate(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) -> Gate2 {
+    fn version_gate(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) -> Version {
         if let Some(v) = session.version {
-            return Gate2::Ready(v);
+            return Version::Ready(v);
         }
         let gate = match session.token_gate((self.id, OWN), None, now, out) {
             Gate::Open => match session.version_gate((self.id, OWN), out) {
-                Ok(v) => return Gate2::Ready(v),
+                Ok(v) => return Version::Ready(v),
                 Err(gate) => gate,
             },
             gate => gate,
         };
         match gate {
-            Gate::Failed(e) => Gate2::Failed(e),
+            Gate::Failed(e) => Version::Failed(e),
             _ if self.deadline.is_some_and(|d| now >= d) => {
                 session.leave((self.id, OWN), out);
-                Gate2::TimedOut
+                Version::TimedOut
             }
-            _ => Gate2::Waiting,
+            _ => Version::Waiting,
         }
     }
 
@@ -520,15 +520,15 @@ impl<D: Document> Call<D> {
             return None;
         };
         match gate {
-            Some(Gate2::Ready(v)) => {
+            Some(Version::Ready(v)) => {
                 if fields.is_some() && v < Microversion::FIELDS {
                     let e = Error::UnsupportedVersion(format!("fields needs API version 1.8; the server speaks {v}"));
                     return Some(Err(e));
                 }
                 *version = Some(v);
             }
-            Some(Gate2::Failed(e)) => return Some(Err(e)),
-            Some(Gate2::Waiting | Gate2::TimedOut) => return None,
+            Some(Version::Failed(e)) => return Some(Err(e)),
+            Some(Version::Waiting | Version::TimedOut) => return None,
             None => {}
         }
         loop {
@@ -736,11 +736,11 @@ impl<D: Document> Call<D> {
             let gate = self.version_gate(session, out, now);
             let Phase::Wait(w) = &mut self.phase else { return };
             let (version, timed_out) = match gate {
-                Gate2::Ready(v) => (Some(v), false),
+                Version::Ready(v) => (Some(v), false),
                 // The negotiation took all the time: no check could be made.
-                Gate2::TimedOut => (None, true),
-                Gate2::Waiting => return,
-                Gate2::Failed(e) => return self.fail(e, session, out, now),
+                Version::TimedOut => (None, true),
+                Version::Waiting => return,
+                Version::Failed(e) => return self.fail(e, session, out, now),
             };
             let mut options = w.options.clone();
             options.fields = version.is_some_and(|v| v >= Microversion::FIELDS);
@@ -769,12 +769,9 @@ impl<D: Document> Call<D> {
                 w.fetches[k].1.advance(&mut cx);
                 match w.fetches[k].1.reply() {
                     Some(_) => {
+                        // Moved, not copied: a page of nodes is large.
                         let (engine_id, x) = w.fetches.swap_remove(k);
-                        let reply = match x.reply() {
-                            Some(reply) => reply.clone(),
-                            None => Reply::TimedOut,
-                        };
-                        engine.observe(engine_id, reply, now);
+                        engine.observe(engine_id, x.into_reply().unwrap_or(Reply::TimedOut), now);
                     }
                     None => k += 1,
                 }
@@ -846,8 +843,9 @@ impl<D: Document> Call<D> {
     }
 }
 
-/// The version gate of a call's own (see [`Call::version_gate`]).
-enum Gate2 {
+/// Where a call's own version gate stands (see [`Call::version_gate`]):
+/// the version to speak, still waiting, failed, or out of time.
+enum Version {
     Ready(Microversion),
     Waiting,
     Failed(Error),

@@ -110,6 +110,14 @@ impl Exchange {
         !self.went_out && matches!(self.state, State::Done(Reply::TimedOut))
     }
 
+    /// The final reply, taken.
+    pub fn into_reply(self) -> Option<Reply> {
+        match self.state {
+            State::Done(reply) => Some(reply),
+            _ => None,
+        }
+    }
+
     /// The final reply as a success, or the error it stands for.
     pub fn response<D: Document>(&self) -> Option<Result<&Response, Error>> {
         self.reply().map(|reply| match reply {

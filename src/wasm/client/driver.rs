@@ -219,8 +219,9 @@ impl Driver {
             // the package over its size budget (see the README's Checkpoints).
             Action::Checkpoint(_) | Action::Stepped { .. } => {}
             Action::Settled(call) => {
-                let Some(mut handle) = self.calls.borrow_mut().remove(&call) else { return };
+                // Taken first, so the core forgets the call whatever comes next.
                 let answer = self.client.borrow_mut().take_answer(call);
+                let Some(mut handle) = self.calls.borrow_mut().remove(&call) else { return };
                 let aborted = handle.signal.as_ref().is_some_and(AbortSignal::aborted);
                 match answer {
                     Some(Ok(answer)) => {
