@@ -2,8 +2,8 @@
 //! go on (the endpoint, the call and its options, which PUTs were sent and
 //! how they ended, each target's last seen state and outcome, the start as
 //! wall-clock time, the microversion, the counters), and never a credential.
-//! A provision's PUT body not yet sent is in it until sent (a rescue
-//! password with it).
+//! A provision's PUT body is in it until that PUT is answered (an
+//! unanswered one is sent again on resume), a rescue password with it.
 //!
 //! Read back, every part is checked as a caller's argument is: a checkpoint
 //! of another endpoint, of another format, or tampered with is an
