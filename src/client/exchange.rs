@@ -13,7 +13,6 @@ use crate::error::Error;
 use crate::http::{Reply, Request, Response};
 use crate::ironic::answers::reply_error;
 use crate::ironic::microversion::{self, Microversion};
-use crate::ironic::requests;
 
 use super::session::{Gate, Session};
 use super::{CallId, ExchangeId, Outgoing, RequestId};
@@ -160,7 +159,7 @@ impl Exchange {
             }
             State::RetryAt(at) if cx.now >= at => self.state = State::Ready,
             State::RangeRetry { at, sent, retries } if cx.now >= at => {
-                let send = cx.session.ironic_request(&requests::version_document(), None);
+                let send = cx.session.version_request();
                 self.state = State::Range { id: cx.out.send(send), sent, retries };
                 return;
             }
@@ -217,7 +216,7 @@ impl Exchange {
             // 406 does not carry it.
             Reply::Response(r) if r.status == 406 && r.max_version.is_none() => {
                 self.last = Some(reply.clone());
-                let send = cx.session.ironic_request(&requests::version_document(), None);
+                let send = cx.session.version_request();
                 self.state = State::Range { id: cx.out.send(send), sent, retries: 0 };
             }
             Reply::Response(r) if r.status == 406 => {
@@ -235,7 +234,7 @@ impl Exchange {
 
     fn ranged<D: Document>(&mut self, reply: Reply, sent: Microversion, retries: u32, cx: &mut Context) {
         let answered = match &reply {
-            Reply::Response(r) => r.is_success() || r.max_version.is_some() || r.status == 406,
+            Reply::Response(r) => microversion::tells_range(r),
             _ => false,
         };
         if !answered {

@@ -191,7 +191,7 @@ impl Session {
             return Ok(v);
         }
         if self.negotiation.is_none() {
-            let id = out.send_shared(self.ironic_request(&requests::version_document(), None));
+            let id = out.send_shared(self.version_request());
             self.negotiation = Some(Task { waiters: Vec::new(), state: TaskState::InFlight { id, retries: 0 } });
         }
         join(&mut self.negotiation, who);
@@ -256,8 +256,7 @@ impl Session {
     /// The reply to a shared task's request.
     pub fn observe<D: Document>(&mut self, id: RequestId, reply: Reply, now: Millis) {
         for token in [true, false] {
-            let task = if token { &self.token_task } else { &self.negotiation };
-            let Some(Task { state: TaskState::InFlight { id: own, retries }, .. }) = task else { continue };
+            let Some(Task { state: TaskState::InFlight { id: own, retries }, .. }) = self.task(token) else { continue };
             if *own != id {
                 continue;
             }
@@ -266,13 +265,13 @@ impl Session {
             // one with the version range, or a 406.
             let answered = match (&reply, token) {
                 (Reply::Response(r), true) => !matches!(r.status, 409 | 503),
-                (Reply::Response(r), false) => r.is_success() || r.max_version.is_some() || r.status == 406,
+                (Reply::Response(r), false) => microversion::tells_range(r),
                 _ => false,
             };
             if !answered {
                 if let Some(delay) = self.config.retry.delay_ms(retries, &reply) {
                     let at = now.saturating_add(delay);
-                    if let Some(t) = if token { &mut self.token_task } else { &mut self.negotiation } {
+                    if let Some(t) = self.task(token) {
                         t.state = TaskState::RetryAt { at, retries: retries + 1 };
                     }
                     return;
@@ -287,17 +286,17 @@ impl Session {
     /// Sends the shared tasks' retries that are due.
     pub fn advance(&mut self, now: Millis, out: &mut Outgoing) {
         for token in [true, false] {
-            let due = match if token { &self.token_task } else { &self.negotiation } {
+            let due = match self.task(token) {
                 Some(Task { state: TaskState::RetryAt { at, retries }, .. }) if *at <= now => *retries,
                 _ => continue,
             };
             let request = match token {
                 true => self.login_request(),
-                false => Some(self.ironic_request(&requests::version_document(), None)),
+                false => Some(self.version_request()),
             };
             let Some(request) = request else { continue };
             let id = out.send_shared(request);
-            if let Some(t) = if token { &mut self.token_task } else { &mut self.negotiation } {
+            if let Some(t) = self.task(token) {
                 t.state = TaskState::InFlight { id, retries: due };
             }
         }
@@ -315,8 +314,21 @@ impl Session {
             .min()
     }
 
+    /// The token task (`token`) or the negotiation.
+    fn task(&mut self, token: bool) -> &mut Option<Task> {
+        match token {
+            true => &mut self.token_task,
+            false => &mut self.negotiation,
+        }
+    }
+
+    /// `GET /v1`, sent with no version: the server's range.
+    pub fn version_request(&self) -> Send {
+        self.ironic_request(&requests::version_document(), None)
+    }
+
     fn end(&mut self, token: bool, result: TaskResult) {
-        let task = if token { self.token_task.take() } else { self.negotiation.take() };
+        let task = self.task(token).take();
         for who in task.map(|t| t.waiters).unwrap_or_default() {
             self.results.push((who, token, result.clone()));
         }
@@ -356,7 +368,7 @@ impl Session {
 
     fn negotiated<D: Document>(&mut self, reply: Reply) -> TaskResult {
         match reply {
-            Reply::Response(r) if r.is_success() || r.max_version.is_some() || r.status == 406 => {
+            Reply::Response(r) if microversion::tells_range(&r) => {
                 let (min, max) = microversion::version_range::<D>(&r);
                 let v = microversion::negotiate(self.config.requested, min.as_deref(), max.as_deref())?;
                 self.version = Some(v);

@@ -117,6 +117,13 @@ pub fn version_range<D: Document>(response: &Response) -> (Option<String>, Optio
     }
 }
 
+/// Whether an answer to `GET /v1` tells the server's range: a success, one
+/// with the range headers, or a 406 (which carries them). Anything else is
+/// retried or is the negotiation's error.
+pub fn tells_range(r: &Response) -> bool {
+    r.is_success() || r.max_version.is_some() || r.status == 406
+}
+
 /// python-ironicclient's words for a version it will not speak, wrapped
 /// as its `textwrap.fill` does; the range shown stops at the newest version
 /// the client knows, as python-ironicclient's does.
