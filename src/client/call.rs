@@ -299,29 +299,41 @@ impl<D: Document> Call<D> {
         self.id
     }
 
-    pub fn owns(&self, id: RequestId) -> bool {
+    /// The phase's exchanges: its one request, its PUTs in flight, or the
+    /// wait's checks.
+    fn exchanges(&self) -> Vec<&Exchange> {
         match &self.phase {
-            Phase::Get(x) | Phase::Post { exchange: x, .. } => x.owns(id),
-            Phase::List { exchange, .. } => exchange.as_ref().is_some_and(|x| x.owns(id)),
-            Phase::Puts(p) => p.in_flight.iter().any(|(_, x)| x.owns(id)),
-            Phase::Wait(w) => w.fetches.iter().any(|(_, x)| x.owns(id)),
-            _ => false,
+            Phase::Get(x) | Phase::Post { exchange: x, .. } | Phase::List { exchange: Some(x), .. } => vec![x],
+            Phase::Puts(p) => p.in_flight.iter().map(|(_, x)| x).collect(),
+            Phase::Wait(w) => w.fetches.iter().map(|(_, x)| x).collect(),
+            _ => Vec::new(),
         }
     }
 
+    /// [`Call::exchanges`], to act on.
+    fn exchanges_mut(&mut self) -> Vec<&mut Exchange> {
+        match &mut self.phase {
+            Phase::Get(x) | Phase::Post { exchange: x, .. } | Phase::List { exchange: Some(x), .. } => vec![x],
+            Phase::Puts(p) => p.in_flight.iter_mut().map(|(_, x)| x).collect(),
+            Phase::Wait(w) => w.fetches.iter_mut().map(|(_, x)| x).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn owns(&self, id: RequestId) -> bool {
+        self.exchanges().iter().any(|x| x.owns(id))
+    }
+
     pub fn wake_at(&self) -> Option<Millis> {
-        if self.paused {
-            return None;
-        }
         let d = self.deadline;
-        match &self.phase {
-            Phase::Get(x) | Phase::Post { exchange: x, .. } => x.wake_at(d),
-            Phase::List { exchange, .. } => exchange.as_ref().and_then(|x| x.wake_at(d)),
-            Phase::Puts(p) => p.in_flight.iter().filter_map(|(_, x)| x.wake_at(d)).min(),
-            Phase::Wait(w) if w.engine.is_none() => d,
-            Phase::Wait(w) => w.fetches.iter().filter_map(|(_, x)| x.wake_at(d)).chain(w.sleep_until).min(),
+        let wait = match &self.phase {
+            _ if self.paused => return None,
+            // Waiting at the version gate, until the deadline.
+            Phase::Wait(w) if w.engine.is_none() => return d,
+            Phase::Wait(w) => w.sleep_until,
             _ => None,
-        }
+        };
+        self.exchanges().iter().filter_map(|x| x.wake_at(d)).chain(wait).min()
     }
 
     fn cx<'a>(&self, session: &'a mut Session, out: &'a mut Outgoing, now: Millis) -> Context<'a> {
@@ -341,20 +353,8 @@ impl<D: Document> Call<D> {
     pub fn observe(&mut self, id: RequestId, reply: Reply, session: &mut Session, out: &mut Outgoing, now: Millis) {
         self.mark = out.sent;
         let mut cx = self.cx(session, out, now);
-        match &mut self.phase {
-            Phase::Get(x) | Phase::Post { exchange: x, .. } => x.observe::<D>(id, reply, &mut cx),
-            Phase::List { exchange: Some(x), .. } => x.observe::<D>(id, reply, &mut cx),
-            Phase::Puts(p) => {
-                if let Some((_, x)) = p.in_flight.iter_mut().find(|(_, x)| x.owns(id)) {
-                    x.observe::<D>(id, reply, &mut cx);
-                }
-            }
-            Phase::Wait(w) => {
-                if let Some((_, x)) = w.fetches.iter_mut().find(|(_, x)| x.owns(id)) {
-                    x.observe::<D>(id, reply, &mut cx);
-                }
-            }
-            _ => {}
+        if let Some(x) = self.exchanges_mut().into_iter().find(|x| x.owns(id)) {
+            x.observe::<D>(id, reply, &mut cx);
         }
         self.step(session, out, now);
         self.requests = self.sent(out);
@@ -409,15 +409,11 @@ impl<D: Document> Call<D> {
     /// The call's answer: what is still in flight is cancelled, what it
     /// waited for is left.
     fn settle(&mut self, answer: Settled<D>, session: &mut Session, out: &mut Outgoing, now: Millis) {
-        let phase = std::mem::replace(&mut self.phase, Phase::Over);
-        let mut cx = Context { call: self.id, session, out, now, deadline: self.deadline };
-        match phase {
-            Phase::Get(mut x) | Phase::Post { exchange: mut x, .. } => x.drop_out(&mut cx),
-            Phase::List { exchange: Some(mut x), .. } => x.drop_out(&mut cx),
-            Phase::Puts(mut p) => p.in_flight.iter_mut().for_each(|(_, x)| x.drop_out(&mut cx)),
-            Phase::Wait(mut w) => w.fetches.iter_mut().for_each(|(_, x)| x.drop_out(&mut cx)),
-            _ => {}
+        let mut cx = self.cx(session, out, now);
+        for x in self.exchanges_mut() {
+            x.drop_out(&mut cx);
         }
+        self.phase = Phase::Over;
         cx.session.leave_call(self.id, cx.out);
         if let Ok(Answer::Report(r) | Answer::Created { report: Some(r), .. }) | Err((_, Some(r))) = &answer {
             self.waited = Some(r.waited.clone());
@@ -515,7 +511,7 @@ impl<D: Document> Call<D> {
             Phase::List { version: None, .. } => Some(self.version_gate(session, out, now)),
             _ => None,
         };
-        let mut cx = Context { call: self.id, session, out, now, deadline: self.deadline };
+        let mut cx = self.cx(session, out, now);
         let Phase::List { version, exchange, fields, limit, provision_state, pager, nodes } = &mut self.phase else {
             return None;
         };
@@ -570,7 +566,7 @@ impl<D: Document> Call<D> {
         now: Millis,
     ) -> Option<Result<Answer<D>, Error>> {
         let expired = self.deadline.is_some_and(|d| now >= d);
-        let mut cx = Context { call: self.id, session, out, now, deadline: self.deadline };
+        let mut cx = self.cx(session, out, now);
         let Phase::Puts(p) = &mut self.phase else { return None };
         let stop_at_error = p.settle == Settle::FirstFailure;
         loop {
@@ -760,7 +756,7 @@ impl<D: Document> Call<D> {
                 Err(e) => return self.fail(e, session, out, now),
             }
         }
-        let mut cx = Context { call: self.id, session, out, now, deadline: self.deadline };
+        let mut cx = self.cx(session, out, now);
         let Phase::Wait(w) = &mut self.phase else { return };
         let Some(engine) = &mut w.engine else { return };
         loop {
