@@ -1,23 +1,17 @@
 //! The JSON documents the core reads. It parses none itself: the runtime
 //! that received the body parses it (`JSON.parse` in the wasm shell,
-//! serde_json natively), and the core reads only the few fields a decision
-//! needs, into typed views (`#[derive(Deserialize)]` structs of
-//! [`Present`] fields). A body handed back to the caller (a node that
-//! settled, an allocation) is the runtime's own document, never rebuilt.
+//! serde_json natively), and the core reads only the few members a decision
+//! needs, one by one with [`Document::get`] (no serde deserializing: its
+//! code for each shape read would cost the wasm kilobytes). A body handed
+//! back to the caller (a node that settled, an allocation) is the runtime's
+//! own document, never rebuilt.
 
 use std::fmt;
 
-use serde::de::{DeserializeOwned, Deserializer};
-
 /// A parsed JSON document of the runtime's.
-pub trait Document: Clone + fmt::Debug + DeserializeOwned + 'static {
+pub trait Document: Clone + fmt::Debug + 'static {
     /// JSON text -> a document; `None` when the text is not JSON.
     fn parse(text: &str) -> Option<Self>;
-
-    /// A typed view of an object; `None` when the document is no object
-    /// (views are made of [`Present`] fields, so any object fits; serde
-    /// would fill a struct from a list by position, which a view must not).
-    fn view<T: DeserializeOwned>(&self) -> Option<T>;
 
     /// What Python's `json` would make of it, by its type's name
     /// (`dict`, `list`, `str`, `int`, `float`, `bool`, `NoneType`), as
@@ -34,8 +28,9 @@ pub trait Document: Clone + fmt::Debug + DeserializeOwned + 'static {
     fn items(&self) -> Option<Vec<Self>>;
 
     /// An object's member (`null` included), when it is an object that
-    /// has it: for documents of our own (a checkpoint), read without a
-    /// view's code for each shape.
+    /// has it; `None` when it has no such member or is no object (a list
+    /// included). A missing member and a null one are different rows of
+    /// the decision table, so `Some(null)` is never taken for `None`.
     fn get(&self, key: &str) -> Option<Self>;
 
     /// A whole number from 0 to 2^53, when it is one.
@@ -44,16 +39,6 @@ pub trait Document: Clone + fmt::Debug + DeserializeOwned + 'static {
     /// The document as JSON text, for request bodies and for a field shown
     /// as `%s` shows it.
     fn to_json(&self) -> String;
-}
-
-/// A field of a typed view: `None` when the object has no such member,
-/// `Some` whatever its value, `null` included (a missing field and a null
-/// one are different rows of the decision table). Use as
-/// `#[serde(default, deserialize_with = "present")] field: Present<D>`.
-pub type Present<D> = Option<D>;
-
-pub fn present<'de, D: Document, De: Deserializer<'de>>(deserializer: De) -> Result<Present<D>, De::Error> {
-    D::deserialize(deserializer).map(Some)
 }
 
 /// `value` as a JSON string literal, for the request bodies the core writes.
@@ -100,11 +85,6 @@ pub fn object(members: &[(&str, String)]) -> String {
 impl Document for serde_json::Value {
     fn parse(text: &str) -> Option<Self> {
         serde_json::from_str(text).ok()
-    }
-
-    fn view<T: DeserializeOwned>(&self) -> Option<T> {
-        self.as_object()?;
-        T::deserialize(self).ok()
     }
 
     fn python_type(&self) -> &'static str {
@@ -187,17 +167,11 @@ mod tests {
     }
 
     #[test]
-    fn a_view_tells_missing_from_null() {
-        #[derive(serde::Deserialize)]
-        struct View {
-            #[serde(default, deserialize_with = "present")]
-            a: Present<serde_json::Value>,
-            #[serde(default, deserialize_with = "present")]
-            b: Present<serde_json::Value>,
-        }
-        let view: View = json!({"a": null, "c": 1}).view().unwrap();
-        assert_eq!(view.a, Some(json!(null)));
-        assert_eq!(view.b, None);
-        assert!(json!([1, 2]).view::<View>().is_none(), "a list is no object, whatever serde would make of it");
+    fn get_tells_missing_from_null() {
+        let object = json!({"a": null, "c": 1});
+        assert_eq!(Document::get(&object, "a"), Some(json!(null)));
+        assert_eq!(Document::get(&object, "b"), None);
+        assert_eq!(Document::get(&json!([1, 2]), "0"), None, "a list is no object");
+        assert_eq!(Document::get(&json!("a"), "a"), None);
     }
 }

@@ -7,9 +7,7 @@
 //! Secrets (passwords, application credential secrets, tokens) go into the
 //! request body only: no message built here quotes them.
 
-use serde::Deserialize;
-
-use crate::document::{object, present, quote, Document, Present};
+use crate::document::{object, quote, Document};
 use crate::error::{AuthFailure, Error};
 use crate::http::message::bounded;
 use crate::http::{Method, Request, Response};
@@ -197,25 +195,11 @@ pub fn read_token<D: Document>(response: &Response) -> Result<Token, Error> {
             request_id: response.request_id.clone(),
         }));
     };
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct Body<D> {
-        #[serde(default, deserialize_with = "present")]
-        token: Present<D>,
-    }
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct TokenView<D> {
-        #[serde(default, deserialize_with = "present")]
-        expires_at: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        issued_at: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        catalog: Present<D>,
-    }
     let body = response.json::<D>().map_err(|_| invalid("is not JSON"))?;
-    let token = body.view::<Body<D>>().and_then(|b| b.token).ok_or_else(|| invalid("has no token object"))?;
-    let view = token.view::<TokenView<D>>().ok_or_else(|| invalid("has no token object"))?;
+    // An explicit check: a token that is no object is an error, where `get`
+    // would only read its members as missing.
+    let token =
+        body.get("token").filter(|t| t.python_type() == "dict").ok_or_else(|| invalid("has no token object"))?;
     let time = |field: &Option<D>, name: &str| -> Result<Option<(String, u64)>, Error> {
         match field {
             None => Ok(None),
@@ -226,16 +210,16 @@ pub fn read_token<D: Document>(response: &Response) -> Result<Token, Error> {
             }
         }
     };
-    let expires = time(&view.expires_at, "expires_at")?;
-    let issued = time(&view.issued_at, "issued_at")?;
+    let expires = time(&token.get("expires_at"), "expires_at")?;
+    let issued = time(&token.get("issued_at"), "issued_at")?;
     let lifetime_ms = match (&expires, &issued) {
         (Some((_, e)), Some((_, i))) => Some(e.saturating_sub(*i)),
         _ => None,
     };
-    let catalog = match &view.catalog {
+    let catalog = match token.get("catalog") {
         None => Vec::new(),
         Some(catalog) => {
-            read_catalog(catalog).ok_or_else(|| invalid("has a catalog that is not a list of services"))?
+            read_catalog(&catalog).ok_or_else(|| invalid("has a catalog that is not a list of services"))?
         }
     };
     Ok(Token { value, expires_at: expires.map(|(text, _)| text), lifetime_ms, catalog })
@@ -244,35 +228,15 @@ pub fn read_token<D: Document>(response: &Response) -> Result<Token, Error> {
 /// The catalog's endpoints; an entry without the fields that matter is
 /// skipped, as keystoneauth skips it.
 fn read_catalog<D: Document>(catalog: &D) -> Option<Vec<Endpoint>> {
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct Service<D> {
-        #[serde(default, rename = "type", deserialize_with = "present")]
-        service_type: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        endpoints: Present<D>,
-    }
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct EndpointView<D> {
-        #[serde(default, deserialize_with = "present")]
-        interface: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        region_id: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        region: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        url: Present<D>,
-    }
-    let text = |d: &Option<D>| d.as_ref().and_then(D::as_string);
+    // A service or an endpoint that is no object has none of the fields:
+    // skipped like one without them.
+    let text = |d: &D, key| d.get(key)?.as_string();
     let mut out = Vec::new();
     for service in catalog.items()? {
-        let Some(service) = service.view::<Service<D>>() else { continue };
-        let Some(service_type) = text(&service.service_type) else { continue };
-        for endpoint in service.endpoints.and_then(|e| e.items()).unwrap_or_default() {
-            let Some(e) = endpoint.view::<EndpointView<D>>() else { continue };
-            let (Some(interface), Some(url)) = (text(&e.interface), text(&e.url)) else { continue };
-            let region = text(&e.region_id).or_else(|| text(&e.region));
+        let Some(service_type) = text(&service, "type") else { continue };
+        for endpoint in service.get("endpoints").and_then(|e| e.items()).unwrap_or_default() {
+            let (Some(interface), Some(url)) = (text(&endpoint, "interface"), text(&endpoint, "url")) else { continue };
+            let region = text(&endpoint, "region_id").or_else(|| text(&endpoint, "region"));
             out.push(Endpoint { service_type: service_type.clone(), interface, region, url });
         }
     }
@@ -322,23 +286,11 @@ pub fn find_endpoint(
 /// Keystone's refusal as keystoneauth words it: `error.message` of its
 /// JSON body (else the status's name), the status, the request id.
 pub fn refusal<D: Document>(response: &Response) -> Error {
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct Body<D> {
-        #[serde(default, deserialize_with = "present")]
-        error: Present<D>,
-    }
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct ErrorView<D> {
-        #[serde(default, deserialize_with = "present")]
-        message: Present<D>,
-    }
     let message = response
         .json::<D>()
         .ok()
-        .and_then(|b| b.view::<Body<D>>()?.error)
-        .and_then(|e| e.view::<ErrorView<D>>()?.message)
+        .and_then(|b| b.get("error"))
+        .and_then(|e| e.get("message"))
         .and_then(|m| m.as_string())
         .filter(|m| !m.is_empty());
     let message = message.map(bounded).unwrap_or_else(|| response.http_error::<D>().message);

@@ -5,9 +5,7 @@
 //! mistyped field), the row returns [`Error::InvalidBody`] naming the field,
 //! and, like it, only when the row actually needs that field.
 
-use serde::Deserialize;
-
-use crate::document::{present, Document, Present};
+use crate::document::Document;
 use crate::error::{Error, Failure, Subject};
 use crate::ironic::answers::read;
 use crate::states::{is_failure_state, is_hold_state};
@@ -45,43 +43,24 @@ pub struct Seen {
     pub last_error: Option<String>,
 }
 
-/// What the table reads of a node.
-#[derive(Deserialize)]
-#[serde(bound = "D: Document")]
-struct NodeView<D> {
-    #[serde(default, deserialize_with = "present")]
-    provision_state: Present<D>,
-    #[serde(default, deserialize_with = "present")]
-    target_provision_state: Present<D>,
-    #[serde(default, deserialize_with = "present")]
-    last_error: Present<D>,
-}
-
-/// What the table reads of an allocation.
-#[derive(Deserialize)]
-#[serde(bound = "D: Document")]
-struct AllocationView<D> {
-    #[serde(default, deserialize_with = "present")]
-    state: Present<D>,
-    #[serde(default, deserialize_with = "present")]
-    last_error: Present<D>,
-}
-
 /// Judges one `GET /v1/nodes/{id}` body (or one entry of a list page).
 pub fn judge_node<D: Document>(ident: &str, body: &D, rule: &NodeRule) -> Result<(Verdict, Seen), Error> {
-    let node: NodeView<D> = read(body)?;
+    let node = read(body)?;
+    let provision_state = node.get("provision_state");
+    let target_provision_state = node.get("target_provision_state");
+    let last_error = node.get("last_error");
     // Row 2: python-ironicclient drops falsy bodies, so `{}` keeps waiting
     // (only a body without provision_state can be `{}`).
-    if node.provision_state.is_none() && !body.truthy() {
+    if provision_state.is_none() && !body.truthy() {
         return Ok((Verdict::Waiting, Seen::default()));
     }
     let field = Field { subject: Subject::Node, ident };
-    let state_value = field.required("provision_state", &node.provision_state)?;
+    let state_value = field.required("provision_state", &provision_state)?;
     let state = state_value.as_string();
     let mut seen = Seen {
         state: state.clone(),
-        target_state: node.target_provision_state.as_ref().and_then(D::as_string),
-        last_error: node.last_error.as_ref().and_then(text),
+        target_state: target_provision_state.as_ref().and_then(D::as_string),
+        last_error: last_error.as_ref().and_then(text),
     };
     // Row 4: equality first, so waiting for `error` succeeds on `error`.
     if state.as_deref() == Some(rule.expected) {
@@ -90,7 +69,7 @@ pub fn judge_node<D: Document>(ident: &str, body: &D, rule: &NodeRule) -> Result
     let state = state.ok_or_else(|| field.invalid("provision_state", state_value))?;
     // Row 5: failure states, carrying last_error.
     if is_failure_state(&state) {
-        let last_error = field.last_error(&node.last_error)?;
+        let last_error = field.last_error(&last_error)?;
         seen.last_error.clone_from(&last_error);
         let failure = Failure {
             subject: Subject::Node,
@@ -106,9 +85,7 @@ pub fn judge_node<D: Document>(ident: &str, body: &D, rule: &NodeRule) -> Result
         return Ok((Verdict::Held, seen));
     }
     // Row 6: no target means the node rests; Python's `not` decides.
-    if rule.fail_on_unexpected_state
-        && !field.required("target_provision_state", &node.target_provision_state)?.truthy()
-    {
+    if rule.fail_on_unexpected_state && !field.required("target_provision_state", &target_provision_state)?.truthy() {
         let failure = Failure {
             subject: Subject::Node,
             ident: ident.to_string(),
@@ -125,22 +102,21 @@ pub fn judge_node<D: Document>(ident: &str, body: &D, rule: &NodeRule) -> Result
 /// Judges one `GET /v1/allocations/{id}` body: `active` is reached, `error`
 /// failed, anything else (known or not) keeps waiting.
 pub fn judge_allocation<D: Document>(ident: &str, body: &D) -> Result<(Verdict, Seen), Error> {
-    let allocation: AllocationView<D> = read(body)?;
-    if allocation.state.is_none() && !body.truthy() {
+    let allocation = read(body)?;
+    let state_field = allocation.get("state");
+    let last_error = allocation.get("last_error");
+    if state_field.is_none() && !body.truthy() {
         return Ok((Verdict::Waiting, Seen::default()));
     }
     let field = Field { subject: Subject::Allocation, ident };
-    let state_value = field.required("state", &allocation.state)?;
+    let state_value = field.required("state", &state_field)?;
     let state = state_value.as_string().ok_or_else(|| field.invalid("state", state_value))?;
-    let mut seen = Seen {
-        state: Some(state.clone()),
-        target_state: None,
-        last_error: allocation.last_error.as_ref().and_then(text),
-    };
+    let mut seen =
+        Seen { state: Some(state.clone()), target_state: None, last_error: last_error.as_ref().and_then(text) };
     match state.as_str() {
         "active" => Ok((Verdict::Reached, seen)),
         "error" => {
-            let last_error = field.last_error(&allocation.last_error)?;
+            let last_error = field.last_error(&last_error)?;
             seen.last_error.clone_from(&last_error);
             let failure = Failure {
                 subject: Subject::Allocation,
@@ -163,7 +139,7 @@ struct Field<'a> {
 }
 
 impl Field<'_> {
-    fn required<'v, D: Document>(&self, name: &'static str, value: &'v Present<D>) -> Result<&'v D, Error> {
+    fn required<'v, D: Document>(&self, name: &'static str, value: &'v Option<D>) -> Result<&'v D, Error> {
         value.as_ref().ok_or_else(|| self.error(name, "is missing"))
     }
 
@@ -172,7 +148,7 @@ impl Field<'_> {
     }
 
     /// `last_error`, which a failure message cannot do without.
-    fn last_error<D: Document>(&self, value: &Present<D>) -> Result<Option<String>, Error> {
+    fn last_error<D: Document>(&self, value: &Option<D>) -> Result<Option<String>, Error> {
         Ok(text(self.required("last_error", value)?))
     }
 

@@ -7,11 +7,11 @@
 //! body.
 //!
 //! The core parses no JSON (issue 10): the runtime does (`JSON.parse` in
-//! the wasm, serde_json natively), and the core reads typed views of its
-//! documents. Here the documents are serde_json's, so what serde_json
-//! refuses (lone surrogates, numbers out of f64's range, nesting deeper than
-//! its recursion limit) reaches the readers as text that is not JSON, and
-//! they must say so in their typed error.
+//! the wasm, serde_json natively), and the core reads its documents'
+//! members with `Document::get`. Here the documents are serde_json's, so
+//! what serde_json refuses (lone surrogates, numbers out of f64's range,
+//! nesting deeper than its recursion limit) reaches the readers as text
+//! that is not JSON, and they must say so in their typed error.
 //!
 //! `PROPTEST_CASES` sets the number of cases of each property (default
 //! below); the seed is fixed (`PROPTEST_RNG_SEED` changes it).

@@ -6,9 +6,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Deserialize;
-
-use crate::document::{present, Document, Present};
+use crate::document::Document;
 use crate::engine::{Engine, Event, Millis, Outcome, Resumed, Settle, Step, TargetReport, WaitOptions};
 use crate::error::{Error, Seconds, Subject};
 use crate::http::{Reply, Request};
@@ -689,13 +687,7 @@ impl<D: Document> Call<D> {
         let Some(mut w) = wait.take() else {
             return Some(Ok(Answer::Created { allocation: Some(created), report: None }));
         };
-        #[derive(Deserialize)]
-        #[serde(bound = "D: Document")]
-        struct Created<D> {
-            #[serde(default, deserialize_with = "present")]
-            uuid: Present<D>,
-        }
-        let uuid = created.view::<Created<D>>().and_then(|c| c.uuid).and_then(|u| u.as_string());
+        let uuid = created.get("uuid").and_then(|u| u.as_string());
         let Some(uuid) = uuid else {
             return Some(Err(Error::InvalidResponse("The created allocation has no uuid".into())));
         };

@@ -1,9 +1,7 @@
 //! Ironic's answers read as python-ironicclient reads them: a body as JSON,
 //! an error body as a message, a final failure as an error.
 
-use serde::Deserialize;
-
-use crate::document::{present, Document, Present};
+use crate::document::Document;
 use crate::error::{Error, HttpError};
 use crate::http::message::{bounded, status_text};
 use crate::http::{Reply, Response};
@@ -30,35 +28,22 @@ impl Response {
     /// (itself a JSON string holding `faultstring` or `description`, else
     /// taken as it is); otherwise, or when that is empty, the status's name.
     pub fn http_error<D: Document>(&self) -> HttpError {
-        #[derive(Deserialize)]
-        #[serde(bound = "D: Document")]
-        struct ErrorBody<D> {
-            #[serde(default, deserialize_with = "present")]
-            error_message: Present<D>,
-        }
-        #[derive(Deserialize)]
-        #[serde(bound = "D: Document")]
-        struct Fault<D> {
-            #[serde(default, deserialize_with = "present")]
-            faultstring: Present<D>,
-            #[serde(default, deserialize_with = "present")]
-            description: Present<D>,
-        }
-        let text = |field: Option<D>| field.as_ref().and_then(D::as_string).filter(|s| !s.is_empty());
-        let fault = |d: &D| d.view::<Fault<D>>();
+        // A member's non-empty string; `None` too where `d` is no object.
+        let text = |d: &D, key| d.get(key).as_ref().and_then(D::as_string).filter(|s| !s.is_empty());
         let json = self.content_type.as_deref().is_some_and(|t| t.starts_with("application/json"));
         let message = json
             .then(|| D::parse(&self.body))
             .flatten()
-            .and_then(|d| d.view::<ErrorBody<D>>()?.error_message)
+            .and_then(|d| d.get("error_message"))
             .and_then(|message| match message.python_type() {
                 "str" => {
                     let inner = message.as_string()?;
-                    let fault = D::parse(&inner).as_ref().and_then(fault);
-                    Some(fault.and_then(|f| text(f.faultstring).or_else(|| text(f.description))).unwrap_or(inner))
+                    let fault = D::parse(&inner);
+                    let fault = fault.as_ref().and_then(|f| text(f, "faultstring").or_else(|| text(f, "description")));
+                    Some(fault.unwrap_or(inner))
                 }
                 // python-ironicclient crashes on an object here; read it.
-                "dict" => text(fault(&message)?.faultstring),
+                "dict" => text(&message, "faultstring"),
                 _ => None,
             })
             .filter(|m| !m.is_empty())
@@ -67,12 +52,15 @@ impl Response {
     }
 }
 
-/// The decision table's row 1: anything but a JSON object is not an answer; an object is read
-/// into the view `T`.
-pub fn read<D: Document, T: serde::de::DeserializeOwned>(body: &D) -> Result<T, Error> {
-    // The view first: it is `None` for anything but an object, and the
-    // type is looked up only then, for the message.
-    body.view().ok_or_else(|| not_an_object(body.python_type()))
+/// The decision table's row 1: anything but a JSON object is not an answer;
+/// an object is given back, for its members to be read with `get`.
+pub fn read<D: Document>(body: &D) -> Result<&D, Error> {
+    // Checked here, not left to `get`: it would read a list's members as
+    // missing ones, where the table needs this error.
+    match body.python_type() {
+        "dict" => Ok(body),
+        other => Err(not_an_object(other)),
+    }
 }
 
 /// python-ironicclient's `InvalidAttribute` for a body that is no object,

@@ -4,9 +4,7 @@
 
 use std::fmt;
 
-use serde::Deserialize;
-
-use crate::document::{present, Document, Present};
+use crate::document::Document;
 use crate::error::Error;
 use crate::http::Response;
 
@@ -94,27 +92,10 @@ pub fn version_range<D: Document>(response: &Response) -> (Option<String>, Optio
     if response.max_version.is_some() {
         return (response.min_version.clone(), response.max_version.clone());
     }
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct V1<D> {
-        #[serde(default, deserialize_with = "present")]
-        version: Present<D>,
-    }
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct Version<D> {
-        #[serde(default, deserialize_with = "present")]
-        version: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        min_version: Present<D>,
-    }
-    let version =
-        D::parse(&response.body).and_then(|d| d.view::<V1<D>>()?.version).and_then(|v| v.view::<Version<D>>());
-    let text = |field: Option<D>| field.as_ref().and_then(D::as_string);
-    match version {
-        Some(v) => (text(v.min_version), text(v.version)),
-        None => (None, None),
-    }
+    // A body, or a `version`, that is no object has no members: (None, None).
+    let version = D::parse(&response.body).and_then(|d| d.get("version"));
+    let text = |key| version.as_ref()?.get(key)?.as_string();
+    (text("min_version"), text("version"))
 }
 
 /// Whether an answer to `GET /v1` tells the server's range: a success, one

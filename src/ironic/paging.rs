@@ -3,9 +3,7 @@
 
 use std::collections::HashSet;
 
-use serde::Deserialize;
-
-use crate::document::{present, Document, Present};
+use crate::document::Document;
 use crate::error::Error;
 use crate::http::encode::query_param;
 use crate::http::message::excerpt;
@@ -28,49 +26,26 @@ pub struct Entry<D> {
 /// Each entry's `uuid` is read, and its `name` only with `names` (a name
 /// costs a string from the runtime, and a wait for UUIDs never needs one).
 pub fn parse_node_page<D: Document>(body: &D, names: bool) -> Result<(Vec<Entry<D>>, Option<String>), Error> {
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct Page<D> {
-        #[serde(default, deserialize_with = "present")]
-        nodes: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        next: Present<D>,
-    }
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct Uuid<D> {
-        #[serde(default, deserialize_with = "present")]
-        uuid: Present<D>,
-    }
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct Idents<D> {
-        #[serde(default, deserialize_with = "present")]
-        uuid: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        name: Present<D>,
-    }
-    let page: Page<D> = read(body)?;
-    let nodes = match page.nodes {
+    let page = read(body)?;
+    let nodes = match page.get("nodes") {
         Some(nodes) => nodes.items().ok_or_else(|| {
             Error::InvalidResponse(format!("Node list: nodes must be a list; got {}", nodes.python_type()))
         })?,
         None => return Err(Error::InvalidResponse("Node list: the nodes key is missing".into())),
     };
-    let marker = match page.next.as_ref().and_then(D::as_string) {
+    let marker = match page.get("next").as_ref().and_then(D::as_string) {
         Some(next) => Some(query_param(&next, "marker").ok_or_else(|| {
             Error::InvalidResponse(format!("Node list: the next link has no marker: {}", excerpt(&next)))
         })?),
         None => None,
     };
-    let text = |field: Option<D>| field.as_ref().and_then(D::as_string);
+    // An entry that is no object has neither: it is kept, unidentified.
+    let text = |body: &D, key| body.get(key)?.as_string();
     let entries = nodes
         .into_iter()
         .map(|body| {
-            let (uuid, name) = match names {
-                true => body.view::<Idents<D>>().map_or((None, None), |i| (text(i.uuid), text(i.name))),
-                false => (body.view::<Uuid<D>>().and_then(|i| text(i.uuid)), None),
-            };
+            let uuid = text(&body, "uuid");
+            let name = if names { text(&body, "name") } else { None };
             Entry { body, uuid, name }
         })
         .collect();

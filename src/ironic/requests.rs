@@ -2,9 +2,7 @@
 //! as one path segment, node and allocation GETs, node lists, the provision
 //! PUT with its argument rules, the allocation POST, `GET /v1`.
 
-use serde::Deserialize;
-
-use crate::document::{self, present, Document, Present};
+use crate::document::{self, Document};
 use crate::error::Error;
 use crate::http::encode::query_escape;
 use crate::http::{Method, Request};
@@ -179,17 +177,9 @@ pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs
 /// `POST /v1/allocations` with the given fields (Ironic's names). As in the
 /// CLI, a resource class is required unless a node is named.
 pub fn create_allocation<D: Document>(fields: &D) -> Result<Request, Error> {
-    #[derive(Deserialize)]
-    #[serde(bound = "D: Document")]
-    struct Required<D> {
-        #[serde(default, deserialize_with = "present")]
-        resource_class: Present<D>,
-        #[serde(default, deserialize_with = "present")]
-        node: Present<D>,
-    }
-    let required = fields.view::<Required<D>>();
-    let given = |field: &Option<D>| field.as_ref().is_some_and(|v| v.python_type() != "NoneType");
-    if !required.is_some_and(|r| given(&r.resource_class) || given(&r.node)) {
+    // Fields that are no object have neither member, so they are refused too.
+    let given = |key| fields.get(key).is_some_and(|v| v.python_type() != "NoneType");
+    if !(given("resource_class") || given("node")) {
         return Err(Error::InvalidArgument("resourceClass is required except when node is given".into()));
     }
     Ok(Request { method: Method::Post, path: "/v1/allocations".into(), body: Some(fields.to_json()) })

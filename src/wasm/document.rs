@@ -1,9 +1,10 @@
-//! The core's documents in the wasm: values `JSON.parse` made. The core's
-//! typed views read them through serde-wasm-bindgen, which fetches only the
-//! fields a view names; what goes back to the caller is the same object.
+//! The core's documents in the wasm: values `JSON.parse` made. The core
+//! reads them member by member with `get` (an own-property check and a
+//! `Reflect.get` each), only the members a decision needs; what goes back
+//! to the caller is the same object.
 
 use js_sys::{Array, Object, JSON};
-use serde::de::{Deserialize, DeserializeOwned, Deserializer};
+use serde::de::{Deserialize, Deserializer};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::document::Document;
@@ -22,13 +23,6 @@ impl<'de> Deserialize<'de> for Json {
 impl Document for Json {
     fn parse(text: &str) -> Option<Json> {
         JSON::parse(text).ok().map(Json)
-    }
-
-    fn view<T: DeserializeOwned>(&self) -> Option<T> {
-        if !self.0.is_object() || Array::is_array(&self.0) {
-            return None;
-        }
-        serde_wasm_bindgen::from_value(self.0.clone()).ok()
     }
 
     fn python_type(&self) -> &'static str {
