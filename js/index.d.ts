@@ -177,6 +177,12 @@ export interface WaitTuning {
   signal?: AbortSignal;
   /** Called on each observed state change and each settled node; what it throws (or its promise rejects with) is ignored. */
   onProgress?: (event: ProgressEvent) => void;
+  /**
+   * Called with the wait's checkpoint (JSON text) after the PUTs are sent and after each round in which something
+   * changed: keep the last one to `resume` or `step` from in another process. It holds no credential; a request body
+   * not yet sent (a rescue password) is in it until sent. What the callback throws is ignored.
+   */
+  onCheckpoint?: (checkpoint: string) => void;
 }
 
 export interface ProvisionOptions extends WaitTuning {
@@ -248,6 +254,13 @@ export interface AllocationFields {
   extra?: Record<string, unknown>;
 }
 
+export interface StepResult {
+  checkpoint: string | null;
+  wakeAt: number | null;
+  report: WaitReport | AllocationReport | { allocation: object; report: AllocationReport | null } | null;
+  error: IronicWaitError | null;
+}
+
 export interface CallOptions {
   signal?: AbortSignal;
 }
@@ -261,7 +274,12 @@ export class IronicClient {
   /** Creates an allocation and, with `wait`, waits until it is active. */
   createAllocation(
     fields: AllocationFields,
-    options?: CallOptions & { wait?: boolean | number; pollInterval?: number; onProgress?: (event: ProgressEvent) => void },
+    options?: CallOptions & {
+      wait?: boolean | number;
+      pollInterval?: number;
+      onProgress?: (event: ProgressEvent) => void;
+      onCheckpoint?: (checkpoint: string) => void;
+    },
   ): Promise<{ allocation: object; report: AllocationReport | null }>;
   /** Waits until the allocation is active (every second by default). */
   waitForAllocation(id: string, options?: WaitOptions): Promise<AllocationReport>;
@@ -271,6 +289,30 @@ export class IronicClient {
   listNodes(
     options?: CallOptions & { fields?: string[]; limit?: number; provisionState?: string },
   ): Promise<Record<string, unknown>[]>;
+  /**
+   * The checkpoint of a wait, made without sending anything: `method` and its arguments as that method takes them.
+   * `resume` or `step` it to run the call.
+   */
+  checkpoint(method: 'provision', nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): string;
+  checkpoint(method: 'waitForProvisionState', nodes: string | string[], expectedState: string, options?: WaitOptions): string;
+  checkpoint(method: 'createAllocation', fields: AllocationFields, options?: CallOptions & { wait?: boolean | number; pollInterval?: number }): string;
+  checkpoint(method: 'waitForAllocation', id: string, options?: WaitOptions): string;
+  /**
+   * Goes on with the call a checkpoint was made of (in this process or another, of this client's endpoint) and
+   * settles as that call would have: the same report or error, no PUT sent twice, its deadline kept (one last check
+   * if it is past). A checkpoint that is not one, of another endpoint, tampered with or of a later format is an
+   * InvalidArgumentError, nothing sent.
+   */
+  resume(
+    checkpoint: string,
+    options?: CallOptions & { onProgress?: (event: ProgressEvent) => void; onCheckpoint?: (checkpoint: string) => void },
+  ): Promise<WaitReport | AllocationReport | { allocation: object; report: AllocationReport | null }>;
+  /**
+   * One step of the call a checkpoint was made of: the PUTs still due, or one round of checks. Call again with
+   * `checkpoint` at `wakeAt` (ms since the epoch), in any process; at the end both are null and `report` is the
+   * call's answer, with `error` when it failed (not thrown, so that a loop can keep it).
+   */
+  step(checkpoint: string, options?: CallOptions): Promise<StepResult>;
   /** The API microversion in use, negotiated first if needed. */
   microversion(options?: CallOptions): Promise<string>;
   /**

@@ -279,7 +279,7 @@ function tokenSource(getToken) {
   };
 }
 
-/** `onProgress`: what it throws, or its promise rejects with, is ignored. */
+/** `onProgress` and `onCheckpoint`: what it throws, or its promise rejects with, is ignored. */
 function progressListener(onProgress) {
   const ignore = () => {};
   return (event) => {
@@ -298,7 +298,7 @@ const NOT_DATA = Symbol('not data');
 const MAX_DEPTH = 2;
 
 /** Option values that must stay JS values: callbacks, wrapped here (the wasm checks where each is allowed). */
-const CALLBACKS = { __proto__: null, getToken: tokenSource, onProgress: progressListener };
+const CALLBACKS = { __proto__: null, getToken: tokenSource, onProgress: progressListener, onCheckpoint: progressListener };
 /** Option values that are JSON data for the server, cloned as they would go on the wire. */
 const JSON_OPTIONS = ['configDrive', 'cleanSteps', 'deploySteps', 'serviceSteps'];
 
@@ -479,4 +479,60 @@ export class IronicClient {
   async authenticate(options) {
     return this.#call('authenticate', [], options);
   }
+
+  /**
+   * The checkpoint of a call, made without sending anything: `method` is
+   * one of the waits (provision, waitForProvisionState, createAllocation,
+   * waitForAllocation), `args` its arguments as it takes them.
+   */
+  checkpoint(method, ...args) {
+    const read = CHECKPOINTED[typeof method === 'string' ? method : ''];
+    if (!read) throw refuse('method must be provision, waitForProvisionState, createAllocation or waitForAllocation');
+    const given = read(args);
+    try {
+      return this.#raw.checkpoint(method, ...given);
+    } catch (e) {
+      throw toError(e);
+    }
+  }
+
+  /** Goes on with the call a checkpoint was made of, to the end it would have had. */
+  async resume(checkpoint, options) {
+    return this.#call('resume', [checkpointText(checkpoint)], options);
+  }
+
+  /**
+   * One step of the call a checkpoint was made of (its PUTs, or one round
+   * of checks): `{ checkpoint, wakeAt }` to go on from at `wakeAt`, or at
+   * the end `{ checkpoint: null, wakeAt: null, report, error }`.
+   */
+  async step(checkpoint, options) {
+    const answer = await this.#call('step', [checkpointText(checkpoint)], options);
+    if (answer.error) answer.error = toError(answer.error);
+    if (answer.report) answer.report = withErrors(answer.report);
+    return answer;
+  }
 }
+
+/** The arguments of each method a checkpoint can be made of, read as the method reads them (options last). */
+const CHECKPOINTED = {
+  __proto__: null,
+  provision: ([nodes, action, options]) => [strings('nodes', nodes), identifier('action', action), readOptions('options', options)],
+  waitForProvisionState: ([nodes, expected, options]) => [
+    strings('nodes', nodes),
+    identifier('expectedState', expected, 'expectedState must be a provision state'),
+    readOptions('options', options),
+  ],
+  createAllocation: ([fields, options]) => [allocationFields(fields), readOptions('options', options), undefined],
+  waitForAllocation: ([id, options]) => [identifier('id', id), readOptions('options', options), undefined],
+};
+
+/** A checkpoint: the text `onCheckpoint`, `checkpoint()` and `step()` give. */
+function checkpointText(value) {
+  if (typeof value !== 'string') throw refuse('checkpoint must be a string, as onCheckpoint, checkpoint() and step() give it');
+  if (value.length > MAX_CHECKPOINT_CHARS) throw refuse(`checkpoint is longer than ${MAX_CHECKPOINT_CHARS} characters`);
+  return wellFormed('checkpoint', value);
+}
+
+/** The longest checkpoint read: far beyond 1,000,000 nodes' worth. */
+const MAX_CHECKPOINT_CHARS = 256 * 1024 * 1024;

@@ -4,7 +4,6 @@
 //! to the caller is the same object.
 
 use js_sys::{Array, Object, JSON};
-use serde::de::{Deserialize, Deserializer};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::document::Document;
@@ -12,13 +11,6 @@ use crate::document::Document;
 /// A JSON value of the runtime's.
 #[derive(Clone, Debug)]
 pub struct Json(pub JsValue);
-
-impl<'de> Deserialize<'de> for Json {
-    /// Kept as it is: a field of a view holds the JS value itself.
-    fn deserialize<De: Deserializer<'de>>(deserializer: De) -> Result<Json, De::Error> {
-        serde_wasm_bindgen::preserve::deserialize(deserializer).map(Json)
-    }
-}
 
 impl Document for Json {
     fn parse(text: &str) -> Option<Json> {

@@ -1,372 +1,262 @@
-//! The options of the client and of each method, as declarations: serde
-//! reads them from the plain data `js/index.js` makes of a caller's object
-//! (own data properties only, `undefined`/`null` dropped, lists and objects
-//! fresh, callbacks wrapped, the signal our own, anything else that is no
-//! data a stand-in symbol), so reading never runs a caller's code.
+//! The options of the client and of each method, read from the plain data
+//! `js/index.js` makes of a caller's object (own data properties only,
+//! `undefined`/`null` dropped, lists and objects fresh, callbacks wrapped,
+//! the signal our own, anything else that is no data a stand-in symbol),
+//! so reading never runs a caller's code.
 //!
-//! serde-wasm-bindgen reads a struct by asking for each declared field, so
-//! it never sees an unknown key and `deny_unknown_fields` would be silent;
-//! [`read`] hands serde the object's own entries instead, and names the key
-//! of any value it refuses.
+//! Each method declares its options as a table of names and [`Kind`]s;
+//! [`Options::read`] goes through the object's own entries in order and
+//! refuses the first key that is not known or whose value is of the wrong
+//! kind, naming the key and never quoting the value (it may be a secret).
+//! A table and one reader rather than serde structs: a derived struct costs
+//! kilobytes of wasm each, and serde's messages quote the value.
 
-use std::cell::{Cell, RefCell};
-
-use js_sys::{Array, Function, Object};
-use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, Visitor};
-use serde::Deserialize;
-use serde_wasm_bindgen::Deserializer;
+use js_sys::{Array, Object};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
 use super::document::Json;
+use super::js;
 use crate::engine::{Settle, WaitOptions};
 use crate::error::Error;
 
-/// `value` (absent, or a plain object) read into `T`. `what` names the
-/// object in messages ("options"), `prefix` each of its keys ("Option ").
-pub fn read<T: DeserializeOwned>(value: &JsValue, what: &str, prefix: &str) -> Result<T, Error> {
-    let entries = if value.is_undefined() || value.is_null() {
-        Array::new()
-    } else if value.is_object() && !Array::is_array(value) {
-        Object::entries(value.unchecked_ref())
-    } else {
-        return Err(Error::InvalidArgument(format!("{what} must be an object")));
-    };
-    let key = RefCell::new(String::new());
-    let in_value = Cell::new(false);
-    let fields = Fields { entries, next: 0, value: JsValue::UNDEFINED, key: &key, in_value: &in_value };
-    T::deserialize(fields).map_err(|e| {
-        let key = key.borrow();
-        let problem = if !in_value.get() {
-            "is not known".into()
-        } else {
-            // serde says "invalid type: <the value>, expected <what>": only
-            // the part after the last ", expected " is ours (the value may be
-            // a secret).
-            match e.to_string().rsplit_once(", expected ") {
-                Some((_, "f64")) => "must be a number".into(),
-                Some((_, expected)) => format!("must be {expected}"),
-                None => "is not valid".into(),
-            }
-        };
-        Error::InvalidArgument(format!("{prefix}{key} {problem}"))
-    })
+/// What an option's value must be.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Text,
+    Number,
+    Flag,
+    /// `wait`: true, false or seconds.
+    Wait,
+    /// One string, or a list of strings (`fields`).
+    Strings,
+    /// A JS value kept as it is: a callback js/index.js wrapped, its
+    /// signal, JSON data it cloned, an object read further by its option.
+    Value,
 }
 
-/// A plain object's own entries, as a serde map; the key being read, and
-/// whether its value was, are left for [`read`]'s messages.
-struct Fields<'a> {
-    entries: Array,
-    next: u32,
-    value: JsValue,
-    key: &'a RefCell<String>,
-    in_value: &'a Cell<bool>,
-}
-
-impl<'de> de::Deserializer<'de> for Fields<'_> {
-    type Error = serde_wasm_bindgen::Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-        visitor.visit_map(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
-        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
-    }
-}
-
-impl<'de> MapAccess<'de> for Fields<'_> {
-    type Error = serde_wasm_bindgen::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Self::Error> {
-        if self.next >= self.entries.length() {
-            return Ok(None);
-        }
-        let entry: Array = self.entries.get(self.next).unchecked_into();
-        self.next += 1;
-        let key = entry.get(0);
-        self.value = entry.get(1);
-        *self.key.borrow_mut() = key.as_string().unwrap_or_default();
-        self.in_value.set(false);
-        seed.deserialize(Deserializer::from(key)).map(Some)
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Self::Error> {
-        self.in_value.set(true);
-        seed.deserialize(Deserializer::from(std::mem::take(&mut self.value)))
-    }
-}
-
-/// A JS value kept as it is (a callback js/index.js wrapped, its signal,
-/// JSON data), cast to `T`.
-fn js<'de, D: de::Deserializer<'de>, T: JsCast>(d: D) -> Result<Option<T>, D::Error> {
-    serde_wasm_bindgen::preserve::deserialize(d).map(Some)
-}
+use Kind::*;
 
 /// `wait`, as the CLI's `--wait`: false = send only, true or 0 = no limit,
 /// N = seconds.
+#[derive(Clone, Copy)]
 pub enum Wait {
     SendOnly,
     Seconds(f64),
 }
 
-impl<'de> Deserialize<'de> for Wait {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Wait, D::Error> {
-        struct WaitVisitor;
-        impl Visitor<'_> for WaitVisitor {
-            type Value = Wait;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("true, false or a timeout in seconds")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Wait, E> {
-                Ok(if v { Wait::Seconds(0.0) } else { Wait::SendOnly })
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Wait, E> {
-                Ok(Wait::Seconds(v))
-            }
-            // serde-wasm-bindgen gives a whole number as an integer.
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Wait, E> {
-                Ok(Wait::Seconds(v as f64))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Wait, E> {
-                Ok(Wait::Seconds(v as f64))
-            }
+/// A value read, of its option's kind.
+enum Given {
+    Text(String),
+    Number(f64),
+    Flag(bool),
+    Wait(Wait),
+    Strings(Vec<String>),
+    Value(JsValue),
+}
+
+/// An object's options, each known and of its kind.
+pub struct Options(Vec<(&'static str, Given)>);
+
+impl Options {
+    /// `given` (absent, or a plain object) read by `known`. `what` names
+    /// the object in messages ("options"), `prefix` each of its keys
+    /// ("Option ").
+    pub fn read(given: &JsValue, what: &str, prefix: &str, known: &[(&'static str, Kind)]) -> Result<Options, Error> {
+        if given.is_undefined() || given.is_null() {
+            return Ok(Options(Vec::new()));
         }
-        d.deserialize_any(WaitVisitor)
+        if !given.is_object() || Array::is_array(given) {
+            return Err(Error::InvalidArgument(format!("{what} must be an object")));
+        }
+        let mut options = Vec::new();
+        for entry in Object::entries(given.unchecked_ref()) {
+            let entry: Array = entry.unchecked_into();
+            let (key, value) = (entry.get(0).as_string().unwrap_or_default(), entry.get(1));
+            let Some(&(name, kind)) = known.iter().find(|(name, _)| *name == key) else {
+                return Err(Error::InvalidArgument(format!("{prefix}{key} is not known")));
+            };
+            if value.is_undefined() || value.is_null() {
+                continue;
+            }
+            let read = match kind {
+                Text => js::text(&value).map(Given::Text).ok_or("a string"),
+                Number => value.as_f64().map(Given::Number).ok_or("a number"),
+                Flag => value.as_bool().map(Given::Flag).ok_or("a boolean"),
+                Wait => match (value.as_bool(), value.as_f64()) {
+                    (Some(wait), _) => Ok(Given::Wait(if wait { Wait::Seconds(0.0) } else { Wait::SendOnly })),
+                    (_, Some(seconds)) => Ok(Given::Wait(Wait::Seconds(seconds))),
+                    _ => Err("true, false or a timeout in seconds"),
+                },
+                Strings => strings(&value).map(Given::Strings).ok_or("a string or a list of strings"),
+                Value => Ok(Given::Value(value)),
+            };
+            let read = read.map_err(|expected| Error::InvalidArgument(format!("{prefix}{name} must be {expected}")))?;
+            options.push((name, read));
+        }
+        Ok(Options(options))
+    }
+
+    fn get(&self, name: &str) -> Option<&Given> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, given)| given)
+    }
+
+    pub fn text(&self, name: &str) -> Option<String> {
+        match self.get(name)? {
+            Given::Text(text) => Some(text.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn number(&self, name: &str) -> Option<f64> {
+        match self.get(name)? {
+            Given::Number(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    pub fn flag(&self, name: &str) -> Option<bool> {
+        match self.get(name)? {
+            Given::Flag(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn wait(&self, name: &str) -> Option<Wait> {
+        match self.get(name)? {
+            Given::Wait(w) => Some(*w),
+            _ => None,
+        }
+    }
+
+    pub fn strings(&self, name: &str) -> Option<Vec<String>> {
+        match self.get(name)? {
+            Given::Strings(list) => Some(list.clone()),
+            _ => None,
+        }
+    }
+
+    /// A JS value kept as it is, cast to `T` (js/index.js made it one).
+    pub fn value<T: JsCast>(&self, name: &str) -> Option<T> {
+        match self.get(name)? {
+            Given::Value(v) => Some(v.clone().unchecked_into()),
+            _ => None,
+        }
+    }
+
+    /// The call's signal.
+    pub fn signal(&self) -> Option<AbortSignal> {
+        self.value("signal")
+    }
+
+    /// The names of the options given.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.0.iter().map(|(name, _)| *name)
     }
 }
 
-/// One string, or a list of strings (`fields`).
-pub struct Strings(pub Vec<String>);
-
-impl<'de> Deserialize<'de> for Strings {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Strings, D::Error> {
-        struct StringsVisitor;
-        impl<'de> Visitor<'de> for StringsVisitor {
-            type Value = Strings;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string or a list of strings")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Strings, E> {
-                Ok(Strings(vec![v.to_string()]))
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut items: A) -> Result<Strings, A::Error> {
-                let mut list = Vec::new();
-                loop {
-                    match items.next_element::<String>() {
-                        Ok(Some(item)) => list.push(item),
-                        Ok(None) => return Ok(Strings(list)),
-                        Err(_) => return Err(de::Error::invalid_type(de::Unexpected::Seq, &self)),
-                    }
-                }
-            }
-        }
-        d.deserialize_any(StringsVisitor)
+/// One string, or a list of strings (lone surrogates refused).
+fn strings(value: &JsValue) -> Option<Vec<String>> {
+    match value.dyn_ref::<Array>() {
+        Some(list) => list.iter().map(|item| js::text(&item)).collect(),
+        None => js::text(value).map(|text| vec![text]),
     }
 }
 
-/// Every method's options carry the call's `signal`.
-pub trait CallOptions: DeserializeOwned {
-    fn signal(&self) -> Option<AbortSignal>;
-}
-
-macro_rules! call_options {
-    ($($options:ty),*) => {$(
-        impl CallOptions for $options {
-            fn signal(&self) -> Option<AbortSignal> {
-                self.signal.clone()
-            }
-        }
-    )*};
-}
-
-call_options!(
-    Provision,
-    WaitForNodes,
-    CreateAllocation,
-    WaitForAllocation,
-    GetNode,
-    ListNodes,
-    Microversion,
-    Authenticate
-);
-
-// serde(flatten) cannot share the wait-tuning fields: it is not supported
-// with deny_unknown_fields, and the values it buffers lose the JS values
-// (signal, onProgress). They are repeated instead.
+// ---- each method's options -------------------------------------------------
 
 /// `new IronicClient(options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Client {
-    pub endpoint: Option<String>,
-    pub token: Option<String>,
-    #[serde(default, deserialize_with = "js")]
-    pub get_token: Option<Function>,
-    /// `{ username, password }`, read by `client::auth`.
-    #[serde(default, deserialize_with = "js")]
-    pub basic_auth: Option<JsValue>,
-    /// `{ type, authUrl, ... }`, read by `client::auth`.
-    #[serde(default, deserialize_with = "js")]
-    pub auth: Option<JsValue>,
-    pub region: Option<String>,
-    pub interface: Option<String>,
-    pub microversion: Option<String>,
-    pub max_retries: Option<f64>,
-    pub retry_interval: Option<f64>,
-    pub request_timeout: Option<f64>,
-    pub max_response_bytes: Option<f64>,
-    /// Any names, string values: read as the object's entries.
-    #[serde(default, deserialize_with = "js")]
-    pub headers: Option<JsValue>,
-    pub user_agent: Option<String>,
-}
+pub const CLIENT: &[(&str, Kind)] = &[
+    ("endpoint", Text),
+    ("token", Text),
+    ("getToken", Value),
+    // `{ username, password }` and `{ type, authUrl, ... }`, read by `client::auth`.
+    ("basicAuth", Value),
+    ("auth", Value),
+    ("region", Text),
+    ("interface", Text),
+    ("microversion", Text),
+    ("maxRetries", Number),
+    ("retryInterval", Number),
+    ("requestTimeout", Number),
+    ("maxResponseBytes", Number),
+    // Any names, string values: read as the object's entries.
+    ("headers", Value),
+    ("userAgent", Text),
+];
 
-/// `authenticate(options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Authenticate {
-    #[serde(default, deserialize_with = "js")]
-    pub signal: Option<AbortSignal>,
-    /// A token the server refused: renew it if it is still the current one.
-    pub refused: Option<String>,
+/// The wait-tuning options of `provision` and `waitForProvisionState`.
+macro_rules! wait_tuning {
+    ($($extra:expr),*) => {
+        &[
+            ("pollInterval", Number),
+            ("settle", Text),
+            ("holdIsTerminal", Flag),
+            ("failOnUnexpectedState", Flag),
+            ("concurrency", Number),
+            ("listThreshold", Number),
+            ("signal", Value),
+            ("onProgress", Value),
+            ("onCheckpoint", Value),
+            $($extra),*
+        ]
+    };
 }
 
 /// `provision(nodes, action, options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Provision {
-    pub wait: Option<Wait>,
-    #[serde(default, deserialize_with = "js")]
-    pub config_drive: Option<JsValue>,
-    #[serde(default, deserialize_with = "js")]
-    pub clean_steps: Option<JsValue>,
-    #[serde(default, deserialize_with = "js")]
-    pub deploy_steps: Option<JsValue>,
-    #[serde(default, deserialize_with = "js")]
-    pub service_steps: Option<JsValue>,
-    pub runbook: Option<String>,
-    pub rescue_password: Option<String>,
-    pub disable_ramdisk: Option<bool>,
-    pub poll_interval: Option<f64>,
-    pub settle: Option<String>,
-    pub hold_is_terminal: Option<bool>,
-    pub fail_on_unexpected_state: Option<bool>,
-    pub concurrency: Option<f64>,
-    pub list_threshold: Option<f64>,
-    #[serde(default, deserialize_with = "js")]
-    pub signal: Option<AbortSignal>,
-    #[serde(default, deserialize_with = "js")]
-    pub on_progress: Option<Function>,
-}
+pub const PROVISION: &[(&str, Kind)] = wait_tuning![
+    ("wait", Wait),
+    ("configDrive", Value),
+    ("cleanSteps", Value),
+    ("deploySteps", Value),
+    ("serviceSteps", Value),
+    ("runbook", Text),
+    ("rescuePassword", Text),
+    ("disableRamdisk", Flag)
+];
 
 /// `waitForProvisionState(nodes, expectedState, options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct WaitForNodes {
-    pub timeout: Option<f64>,
-    pub poll_interval: Option<f64>,
-    pub settle: Option<String>,
-    pub hold_is_terminal: Option<bool>,
-    pub fail_on_unexpected_state: Option<bool>,
-    pub concurrency: Option<f64>,
-    pub list_threshold: Option<f64>,
-    #[serde(default, deserialize_with = "js")]
-    pub signal: Option<AbortSignal>,
-    #[serde(default, deserialize_with = "js")]
-    pub on_progress: Option<Function>,
-}
+pub const WAIT_FOR_NODES: &[(&str, Kind)] = wait_tuning![("timeout", Number)];
 
 /// `createAllocation(fields, options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateAllocation {
-    pub wait: Option<Wait>,
-    pub poll_interval: Option<f64>,
-    #[serde(default, deserialize_with = "js")]
-    pub signal: Option<AbortSignal>,
-    #[serde(default, deserialize_with = "js")]
-    pub on_progress: Option<Function>,
-}
+pub const CREATE_ALLOCATION: &[(&str, Kind)] =
+    &[("wait", Wait), ("pollInterval", Number), ("signal", Value), ("onProgress", Value), ("onCheckpoint", Value)];
 
 /// `waitForAllocation(id, options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct WaitForAllocation {
-    pub timeout: Option<f64>,
-    pub poll_interval: Option<f64>,
-    #[serde(default, deserialize_with = "js")]
-    pub signal: Option<AbortSignal>,
-    #[serde(default, deserialize_with = "js")]
-    pub on_progress: Option<Function>,
-}
+pub const WAIT_FOR_ALLOCATION: &[(&str, Kind)] =
+    &[("timeout", Number), ("pollInterval", Number), ("signal", Value), ("onProgress", Value), ("onCheckpoint", Value)];
 
 /// `getNode(id, options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetNode {
-    pub fields: Option<Strings>,
-    #[serde(default, deserialize_with = "js")]
-    pub signal: Option<AbortSignal>,
-}
+pub const GET_NODE: &[(&str, Kind)] = &[("fields", Strings), ("signal", Value)];
 
 /// `listNodes(options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListNodes {
-    pub fields: Option<Strings>,
-    pub limit: Option<f64>,
-    pub provision_state: Option<String>,
-    #[serde(default, deserialize_with = "js")]
-    pub signal: Option<AbortSignal>,
-}
+pub const LIST_NODES: &[(&str, Kind)] =
+    &[("fields", Strings), ("limit", Number), ("provisionState", Text), ("signal", Value)];
 
 /// `microversion(options)`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Microversion {
-    #[serde(default, deserialize_with = "js")]
-    pub signal: Option<AbortSignal>,
-}
+pub const MICROVERSION: &[(&str, Kind)] = &[("signal", Value)];
 
-/// The wait-tuning options `provision` and `waitForProvisionState` share.
-pub struct Tuning<'a> {
-    pub settle: Option<&'a str>,
-    pub hold_is_terminal: Option<bool>,
-    pub fail_on_unexpected_state: Option<bool>,
-    pub concurrency: Option<f64>,
-    pub list_threshold: Option<f64>,
-}
+/// `authenticate(options)`: `refused` is a token the server refused, to be
+/// renewed if it is still the current one.
+pub const AUTHENTICATE: &[(&str, Kind)] = &[("signal", Value), ("refused", Text)];
 
-macro_rules! tuning {
-    ($($options:ty),*) => {$(
-        impl $options {
-            pub fn tuning(&self) -> Tuning<'_> {
-                Tuning {
-                    settle: self.settle.as_deref(),
-                    hold_is_terminal: self.hold_is_terminal,
-                    fail_on_unexpected_state: self.fail_on_unexpected_state,
-                    concurrency: self.concurrency,
-                    list_threshold: self.list_threshold,
-                }
-            }
-        }
-    )*};
-}
+/// `resume(checkpoint, options)`.
+pub const RESUME: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value), ("onCheckpoint", Value)];
 
-tuning!(Provision, WaitForNodes);
+/// `step(checkpoint, options)`: one step, so no callbacks; what it did is
+/// in its answer.
+pub const STEP: &[(&str, Kind)] = &[("signal", Value)];
 
 // ---- the options as the core takes them ----------------------------------
 
 /// The wait-tuning options shared by `provision` and the waits.
-pub fn wait_options(tuning: &Tuning, base: WaitOptions) -> Result<WaitOptions, Error> {
+pub fn wait_options(opts: &Options, base: WaitOptions) -> Result<WaitOptions, Error> {
     Ok(WaitOptions {
-        settle: settle_option(tuning.settle)?,
-        fail_on_unexpected_state: tuning.fail_on_unexpected_state.unwrap_or(true),
-        hold_is_terminal: tuning.hold_is_terminal.unwrap_or(false),
-        concurrency: whole_number(tuning.concurrency, "concurrency", base.concurrency)?,
-        list_threshold: whole_number(tuning.list_threshold, "listThreshold", base.list_threshold)?,
+        settle: settle_option(opts.text("settle").as_deref())?,
+        fail_on_unexpected_state: opts.flag("failOnUnexpectedState").unwrap_or(true),
+        hold_is_terminal: opts.flag("holdIsTerminal").unwrap_or(false),
+        concurrency: whole_number(opts.number("concurrency"), "concurrency", base.concurrency)?,
+        list_threshold: whole_number(opts.number("listThreshold"), "listThreshold", base.list_threshold)?,
         ..base
     })
 }

@@ -207,6 +207,24 @@ pub fn created(allocation: JsValue, report: JsValue) -> JsValue {
     to_js(&Created { allocation, report })
 }
 
+/// `step()`'s answer: the checkpoint to go on from and when, or the end
+/// (the report, and the error if the call failed).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Stepped<'a> {
+    checkpoint: Option<&'a str>,
+    wake_at: Option<f64>,
+    #[serde(serialize_with = "preserve")]
+    report: JsValue,
+    #[serde(serialize_with = "preserve")]
+    error: JsValue,
+}
+
+pub fn stepped(checkpoint: Option<&str>, wake_at: Option<u64>, report: JsValue, e: Option<&Error>) -> JsValue {
+    let error = e.map_or(JsValue::NULL, |e| error(e, None));
+    to_js(&Stepped { checkpoint, wake_at: wake_at.map(|w| w as f64), report, error })
+}
+
 /// `authenticate()`'s answer.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

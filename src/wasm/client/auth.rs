@@ -1,14 +1,13 @@
 //! The `auth` and `basicAuth` options, read into the core's login (what
 //! a login sends and when is the core's: `crate::client`).
 
-use js_sys::{Array, Object};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 use crate::client::{endpoint, Keystone, Login};
 use crate::error::Error;
 use crate::http::encode::basic_auth;
 use crate::keystone::{self, ApplicationCredential, AuthMethod, Credentials, Named, Owned, Scope as TokenScope};
-use crate::wasm::js;
+use crate::wasm::options::{Kind, Options};
 
 /// The fields `auth` may have, keystoneauth's names camel-cased.
 const FIELDS: &[&str] = &[
@@ -35,40 +34,6 @@ const USER: &[&str] = &["username", "userId", "userDomainName", "userDomainId"];
 const SCOPE: &[&str] =
     &["projectName", "projectId", "projectDomainName", "projectDomainId", "domainName", "domainId", "systemScope"];
 
-/// The fields of `auth` or `basicAuth`: each one known, each value a
-/// string. Read from the object's entries rather than through serde: a
-/// struct of optional strings costs kilobytes of wasm for nothing more.
-pub(super) struct Fields(Vec<(&'static str, String)>);
-
-impl Fields {
-    /// Option `option`'s fields, each one of `known`.
-    pub(super) fn read(given: &JsValue, option: &str, known: &[&'static str]) -> Result<Fields, Error> {
-        if !given.is_object() || Array::is_array(given) {
-            return Err(Error::InvalidArgument(format!("Option {option} must be an object")));
-        }
-        let mut fields = Vec::new();
-        for entry in Object::entries(given.unchecked_ref()) {
-            let entry: Array = entry.unchecked_into();
-            let (key, value) = (entry.get(0).as_string().unwrap_or_default(), entry.get(1));
-            let Some(&name) = known.iter().find(|&&f| f == key) else {
-                return Err(Error::InvalidArgument(format!("Option {option}.{key} is not known")));
-            };
-            if value.is_undefined() || value.is_null() {
-                continue;
-            }
-            let value = js::text(&value)
-                .ok_or_else(|| Error::InvalidArgument(format!("Option {option}.{name} must be a string")))?;
-            fields.push((name, value));
-        }
-        Ok(Fields(fields))
-    }
-
-    pub(super) fn take(&mut self, name: &str) -> Option<String> {
-        let i = self.0.iter().position(|(n, _)| *n == name)?;
-        Some(self.0.swap_remove(i).1)
-    }
-}
-
 /// The `auth`, `region` and `interface` options. Each auth type takes its
 /// own fields: a field it does not use is refused rather than ignored, so
 /// that a mistyped configuration is not silently another login.
@@ -81,8 +46,9 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
         }
         return Ok(Login::None);
     };
-    let mut a = Fields::read(auth, "auth", FIELDS)?;
-    let auth_type = a.take("type").unwrap_or_else(|| "password".into());
+    let known: Vec<_> = FIELDS.iter().map(|&field| (field, Kind::Text)).collect();
+    let a = Options::read(auth, "Option auth", "Option auth.", &known)?;
+    let auth_type = a.text("type").unwrap_or_else(|| "password".into());
     let takes: Vec<&str> = match auth_type.as_str() {
         "none" => vec![],
         "http_basic" => vec!["username", "password"],
@@ -98,8 +64,8 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
             ))
         }
     };
-    if let Some((field, _)) = a.0.iter().find(|(field, _)| !takes.contains(field)) {
-        let why = if auth_type == "v3applicationcredential" && SCOPE.contains(field) {
+    if let Some(field) = a.names().find(|field| *field != "type" && !takes.contains(field)) {
+        let why = if auth_type == "v3applicationcredential" && SCOPE.contains(&field) {
             " (application credentials cannot request a scope: theirs is fixed when they are made)"
         } else {
             ""
@@ -120,17 +86,17 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
         "none" => return Ok(Login::None),
         "http_basic" => {
             let (user, password) =
-                (required(a.take("username"), "username")?, required(a.take("password"), "password")?);
+                (required(a.text("username"), "username")?, required(a.text("password"), "password")?);
             return basic(&user, &password).map(Login::Basic);
         }
         "password" => AuthMethod::Password {
-            user: user(&mut a, &auth_type)?,
-            password: required(a.take("password"), "password")?,
+            user: user(&a, &auth_type)?,
+            password: required(a.text("password"), "password")?,
         },
         "v3applicationcredential" => {
-            let credential = match (a.take("applicationCredentialId"), a.take("applicationCredentialName")) {
+            let credential = match (a.text("applicationCredentialId"), a.text("applicationCredentialName")) {
                 (Some(id), _) => ApplicationCredential::Id(id),
-                (None, Some(name)) => ApplicationCredential::Name { name, user: user(&mut a, &auth_type)? },
+                (None, Some(name)) => ApplicationCredential::Name { name, user: user(&a, &auth_type)? },
                 (None, None) => {
                     return Err(Error::InvalidArgument(
                         "Option auth.applicationCredentialId, or auth.applicationCredentialName with the user, is required for auth type v3applicationcredential".into(),
@@ -139,22 +105,22 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
             };
             AuthMethod::ApplicationCredential {
                 credential,
-                secret: required(a.take("applicationCredentialSecret"), "applicationCredentialSecret")?,
+                secret: required(a.text("applicationCredentialSecret"), "applicationCredentialSecret")?,
             }
         }
-        _ => AuthMethod::Token { token: required(a.take("token"), "token")? },
+        _ => AuthMethod::Token { token: required(a.text("token"), "token")? },
     };
     let scope = match (
-        a.take("projectId"),
-        a.take("projectName"),
-        a.take("domainId"),
-        a.take("domainName"),
-        a.take("systemScope"),
+        a.text("projectId"),
+        a.text("projectName"),
+        a.text("domainId"),
+        a.text("domainName"),
+        a.text("systemScope"),
     ) {
         (None, None, None, None, None) => TokenScope::Unscoped,
         (Some(id), _, None, None, None) => TokenScope::Project(Owned::Id(id)),
         (None, Some(name), None, None, None) => {
-            TokenScope::Project(Owned::Name { name, domain: domain(&mut a, "project")? })
+            TokenScope::Project(Owned::Name { name, domain: domain(&a, "project")? })
         }
         (None, None, Some(id), _, None) => TokenScope::Domain(Named::Id(id)),
         (None, None, None, Some(name), None) => TokenScope::Domain(Named::Name(name)),
@@ -168,7 +134,7 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
             ))
         }
     };
-    let auth_url = required(a.take("authUrl"), "authUrl")?;
+    let auth_url = required(a.text("authUrl"), "authUrl")?;
     // Checked as an endpoint is (http(s), no credentials, query or fragment).
     let base = keystone::v3_base(&endpoint(&auth_url).map_err(|_| {
         Error::InvalidArgument("Option auth.authUrl must be an http(s) URL such as http://127.0.0.1:5000/v3, without credentials, query or fragment".into())
@@ -183,8 +149,8 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
 
 /// The user: by id, or by name in a domain (keystoneauth would send a
 /// name without one, and Keystone would refuse it with a vaguer message).
-fn user(a: &mut Fields, auth_type: &str) -> Result<Owned, Error> {
-    match (a.take("userId"), a.take("username")) {
+fn user(a: &Options, auth_type: &str) -> Result<Owned, Error> {
+    match (a.text("userId"), a.text("username")) {
         (Some(id), _) => Ok(Owned::Id(id)),
         (None, Some(name)) => Ok(Owned::Name { name, domain: domain(a, "user")? }),
         (None, None) => Err(Error::InvalidArgument(format!(
@@ -194,8 +160,8 @@ fn user(a: &mut Fields, auth_type: &str) -> Result<Owned, Error> {
 }
 
 /// The domain of the user's or the project's name.
-fn domain(a: &mut Fields, of: &str) -> Result<Named, Error> {
-    match (a.take(&format!("{of}DomainId")), a.take(&format!("{of}DomainName"))) {
+fn domain(a: &Options, of: &str) -> Result<Named, Error> {
+    match (a.text(&format!("{of}DomainId")), a.text(&format!("{of}DomainName"))) {
         (Some(id), _) => Ok(Named::Id(id)),
         (None, Some(name)) => Ok(Named::Name(name)),
         (None, None) => Err(Error::InvalidArgument(format!(

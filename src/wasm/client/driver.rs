@@ -16,7 +16,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, AbortSignal};
 
-use crate::client::{Action, Answer, CallId, CallReport, CallSpec, Client, RequestId, Slot};
+use crate::client::{Action, Answer, CallId, CallReport, CallSpec, Checkpoint, Client, RequestId, Slot};
 use crate::error::{Error, Subject};
 use crate::http::Reply;
 use crate::wasm::document::Json;
@@ -35,6 +35,9 @@ struct Handle {
     resolve: Function,
     reject: Function,
     on_progress: Option<Function>,
+    on_checkpoint: Option<Function>,
+    /// A `step`: it resolves with `{ checkpoint, wakeAt, report, error }`.
+    step: bool,
     subject: Subject,
     signal: Option<AbortSignal>,
     listener: Option<Closure<dyn FnMut()>>,
@@ -54,7 +57,22 @@ impl Drop for Handle {
 pub struct Caller {
     pub signal: Option<AbortSignal>,
     pub on_progress: Option<Function>,
+    pub on_checkpoint: Option<Function>,
     pub subject: Subject,
+    /// `step(checkpoint)`: one step, answered in its envelope.
+    pub step: bool,
+}
+
+/// What a call is: a new one, or one going on from a checkpoint.
+pub enum Begin {
+    Start(CallSpec),
+    Resume(Checkpoint),
+}
+
+impl From<CallSpec> for Begin {
+    fn from(spec: CallSpec) -> Begin {
+        Begin::Start(spec)
+    }
 }
 
 /// See the module docs.
@@ -88,9 +106,10 @@ impl Driver {
         })
     }
 
-    /// Starts a call; its promise settles with its answer. An aborted signal
-    /// rejects now with its reason.
-    pub fn start(&self, spec: CallSpec, caller: Caller) -> Promise {
+    /// Starts a call, or resumes one; its promise settles with its answer.
+    /// An aborted signal rejects now with its reason; a checkpoint the core
+    /// refuses rejects, nothing sent.
+    pub fn start(&self, call: Begin, caller: Caller) -> Promise {
         let mut settle = None;
         let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
         let Some((resolve, reject)) = settle else { return promise };
@@ -98,7 +117,21 @@ impl Driver {
             let _ = reject.call1(&JsValue::UNDEFINED, &signal.reason());
             return promise;
         }
-        let id = self.client.borrow_mut().start(spec, js::now());
+        let started = {
+            let mut client = self.client.borrow_mut();
+            let now = self.now(&mut client);
+            match call {
+                Begin::Start(spec) => Ok(client.start(spec, now)),
+                Begin::Resume(checkpoint) => client.resume(&checkpoint, now, caller.step),
+            }
+        };
+        let id = match started {
+            Ok(id) => id,
+            Err(e) => {
+                let _ = reject.call1(&JsValue::UNDEFINED, &report::error(&e, None));
+                return promise;
+            }
+        };
         let listener = caller.signal.as_ref().map(|signal| {
             let me = self.me.clone();
             let listener = Closure::<dyn FnMut()>::new(move || {
@@ -114,6 +147,8 @@ impl Driver {
             resolve,
             reject,
             on_progress: caller.on_progress,
+            on_checkpoint: caller.on_checkpoint,
+            step: caller.step,
             subject: caller.subject,
             signal: caller.signal,
             listener,
@@ -124,6 +159,27 @@ impl Driver {
         promise
     }
 
+    /// The checkpoint of a call not started: what it would send, nothing
+    /// sent.
+    pub fn plan(&self, spec: CallSpec) -> Result<String, Error> {
+        let mut client = self.client.borrow_mut();
+        let now = self.now(&mut client);
+        let checkpoint = client.plan(spec, now).ok_or_else(|| {
+            Error::InvalidArgument(
+                "No checkpoint yet: the endpoint comes from Keystone's catalog, at the client's first call".into(),
+            )
+        })?;
+        Ok(checkpoint.to_json())
+    }
+
+    /// The time now, the core told where it stands on the wall clock (the
+    /// clock of checkpoints).
+    fn now(&self, client: &mut Client<Json>) -> u64 {
+        let now = js::now();
+        client.set_wall_clock(js_sys::Date::now() as u64, now);
+        now
+    }
+
     /// Feeds in what happened and performs what the core asks, until it
     /// asks nothing; then sets the timer for its next instant.
     fn drive(&self) {
@@ -131,7 +187,7 @@ impl Driver {
             return;
         }
         loop {
-            let now = js::now();
+            let now = self.now(&mut self.client.borrow_mut());
             let input = self.inbox.borrow_mut().pop_front();
             if let Some(input) = input {
                 let mut client = self.client.borrow_mut();
@@ -215,9 +271,23 @@ impl Driver {
                     let _ = f.call1(&JsValue::UNDEFINED, &report::event(&event, &ident, subject));
                 }
             }
-            // Checkpoints are not offered to JS yet: their code would take
-            // the package over its size budget (see the README's Checkpoints).
-            Action::Checkpoint(_) | Action::Stepped { .. } => {}
+            Action::Checkpoint(call) => {
+                let Some(on_checkpoint) = self.calls.borrow().get(&call).and_then(|h| h.on_checkpoint.clone()) else {
+                    return;
+                };
+                let checkpoint = self.client.borrow().checkpoint(call);
+                // A throwing callback must not break the call.
+                if let Some(checkpoint) = checkpoint {
+                    let _ = on_checkpoint.call1(&JsValue::UNDEFINED, &JsValue::from_str(&checkpoint.to_json()));
+                }
+            }
+            Action::Stepped { call, wake_at } => {
+                let checkpoint = self.client.borrow().checkpoint(call).map(|c| c.to_json());
+                self.client.borrow_mut().drop_call(call);
+                let Some(handle) = self.calls.borrow_mut().remove(&call) else { return };
+                let value = report::stepped(checkpoint.as_deref(), Some(wake_at), JsValue::NULL, None);
+                let _ = handle.resolve.call1(&JsValue::UNDEFINED, &value);
+            }
             Action::Settled(call) => {
                 // Taken first, so the core forgets the call whatever comes next.
                 let answer = self.client.borrow_mut().take_answer(call);
@@ -231,6 +301,12 @@ impl Driver {
                     Some(Err((Error::Aborted, _))) if aborted => {
                         let reason = handle.signal.as_ref().map_or(JsValue::UNDEFINED, AbortSignal::reason);
                         let _ = handle.reject.call1(&JsValue::UNDEFINED, &reason);
+                    }
+                    // A step's failure is in its answer, for a loop to keep.
+                    Some(Err((e, report))) if handle.step => {
+                        let report = report.map_or(JsValue::NULL, |r| report_to_js(r, &mut handle));
+                        let value = report::stepped(None, None, report, Some(&e));
+                        let _ = handle.resolve.call1(&JsValue::UNDEFINED, &value);
                     }
                     Some(Err((e, report))) => {
                         let report = report.map(|r| report_to_js(r, &mut handle));
@@ -266,9 +342,9 @@ impl Driver {
     }
 }
 
-/// A call's answer as JS gets it.
+/// A call's answer as JS gets it (a step's last, in its envelope).
 fn answer_to_js(answer: Answer<Json>, handle: &mut Handle) -> JsValue {
-    match answer {
+    let value = match answer {
         Answer::Document(d) => d.0,
         Answer::Documents(all) => all.into_iter().map(|d| d.0).collect::<js_sys::Array>().into(),
         Answer::Version(v) => JsValue::from_str(&v.to_string()),
@@ -280,6 +356,10 @@ fn answer_to_js(answer: Answer<Json>, handle: &mut Handle) -> JsValue {
             let report = report.map_or(JsValue::NULL, |r| report_to_js(r, handle));
             report::created(allocation.map_or(JsValue::NULL, |a| a.0), report)
         }
+    };
+    match handle.step {
+        true => report::stepped(None, None, value, None),
+        false => value,
     }
 }
 

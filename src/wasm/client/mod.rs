@@ -13,18 +13,18 @@
 
 use std::rc::Rc;
 
-use js_sys::{Array, Promise};
+use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 
-use super::options::{self, CallOptions};
-use super::report;
+use super::options::{self, Kind, Options};
+use super::{js, report};
 use crate::client::{self, check_header_value, is_header_name, CallSpec, Config, Login};
 use crate::engine;
 use crate::error::Error;
 use crate::http::retry::RetryPolicy;
 use crate::ironic::microversion::Requested;
 use crate::tables;
-use driver::{Caller, Driver};
+use driver::{Begin, Caller, Driver};
 
 mod auth;
 mod calls;
@@ -46,45 +46,84 @@ impl RawClient {
     }
 
     pub fn provision(&self, nodes: JsValue, action: JsValue, options: JsValue) -> Promise {
-        self.call(&options, |o| calls::provision(&nodes, &action, o))
+        self.call(&options, options::PROVISION, |o| calls::provision(&nodes, &action, o))
     }
 
     #[wasm_bindgen(js_name = waitForProvisionState)]
     pub fn wait_for_provision_state(&self, nodes: JsValue, expected: JsValue, options: JsValue) -> Promise {
-        self.call(&options, |o| calls::wait_for_nodes(&nodes, &expected, o))
+        self.call(&options, options::WAIT_FOR_NODES, |o| calls::wait_for_nodes(&nodes, &expected, o))
     }
 
     #[wasm_bindgen(js_name = createAllocation)]
     pub fn create_allocation(&self, fields: JsValue, options: JsValue) -> Promise {
-        self.call(&options, |o| calls::create_allocation(&fields, o))
+        self.call(&options, options::CREATE_ALLOCATION, |o| calls::create_allocation(&fields, o))
     }
 
     #[wasm_bindgen(js_name = waitForAllocation)]
     pub fn wait_for_allocation(&self, id: JsValue, options: JsValue) -> Promise {
-        self.call(&options, |o| calls::wait_for_allocation(&id, o))
+        self.call(&options, options::WAIT_FOR_ALLOCATION, |o| calls::wait_for_allocation(&id, o))
     }
 
     #[wasm_bindgen(js_name = getNode)]
     pub fn get_node(&self, id: JsValue, options: JsValue) -> Promise {
-        self.call(&options, |o| calls::get_node(&id, o))
+        self.call(&options, options::GET_NODE, |o| calls::get_node(&id, o))
     }
 
     #[wasm_bindgen(js_name = listNodes)]
     pub fn list_nodes(&self, options: JsValue) -> Promise {
-        self.call(&options, calls::list_nodes)
+        self.call(&options, options::LIST_NODES, calls::list_nodes)
     }
 
     /// The microversion in use, negotiating it first if needed.
     pub fn microversion(&self, options: JsValue) -> Promise {
-        self.call(&options, |o: options::Microversion| Ok((CallSpec::Version, calls::caller(o.signal(), None))))
+        self.call(&options, options::MICROVERSION, |o| Ok((CallSpec::Version, calls::caller(&o))))
+    }
+
+    /// The checkpoint of a call, made without sending anything: `method`
+    /// and its arguments (options last) as the method takes them.
+    pub fn checkpoint(&self, method: JsValue, a: JsValue, b: JsValue, c: JsValue) -> Result<String, JsValue> {
+        let plan = || -> Result<String, Error> {
+            let read = |given: &JsValue, known| Options::read(given, "options", "Option ", known);
+            let (spec, _) = match js::text(&method).as_deref() {
+                Some("provision") => calls::provision(&a, &b, read(&c, options::PROVISION)?)?,
+                Some("waitForProvisionState") => calls::wait_for_nodes(&a, &b, read(&c, options::WAIT_FOR_NODES)?)?,
+                Some("createAllocation") => calls::create_allocation(&a, read(&b, options::CREATE_ALLOCATION)?)?,
+                Some("waitForAllocation") => calls::wait_for_allocation(&a, read(&b, options::WAIT_FOR_ALLOCATION)?)?,
+                _ => {
+                    return Err(Error::InvalidArgument(
+                        "method must be provision, waitForProvisionState, createAllocation or waitForAllocation".into(),
+                    ))
+                }
+            };
+            self.driver.plan(spec)
+        };
+        plan().map_err(|e| report::error(&e, None))
+    }
+
+    /// Goes on with the call a checkpoint was made of, to its end: it
+    /// settles as the original call would have.
+    pub fn resume(&self, checkpoint: JsValue, options: JsValue) -> Promise {
+        self.call(&options, options::RESUME, |o| {
+            let (checkpoint, caller) = calls::resumed(&checkpoint, &o, false)?;
+            Ok((Begin::Resume(checkpoint), caller))
+        })
+    }
+
+    /// One step of the call a checkpoint was made of: its PUTs, or one
+    /// round of checks; `{ checkpoint, wakeAt }` to go on from, or the end.
+    pub fn step(&self, checkpoint: JsValue, options: JsValue) -> Promise {
+        self.call(&options, options::STEP, |o| {
+            let (checkpoint, caller) = calls::resumed(&checkpoint, &o, true)?;
+            Ok((Begin::Resume(checkpoint), caller))
+        })
     }
 
     /// The endpoint in use and a current token: logs in (or asks
     /// `getToken()`) when there is none, it is due for renewal, or it is
     /// `refused`. For callers that send requests of their own (a proxy).
     pub fn authenticate(&self, options: JsValue) -> Promise {
-        self.call(&options, |o: options::Authenticate| {
-            Ok((CallSpec::Authenticate { refused: o.refused.clone() }, calls::caller(o.signal(), None)))
+        self.call(&options, options::AUTHENTICATE, |o| {
+            Ok((CallSpec::Authenticate { refused: o.text("refused") }, calls::caller(&o)))
         })
     }
 }
@@ -93,12 +132,13 @@ impl RawClient {
     /// A call: its options read (a mistake rejects), an aborted signal
     /// rejects with its reason before the arguments are checked, then the
     /// call is prepared (a mistake rejects, nothing is sent) and started.
-    fn call<T: CallOptions>(
+    fn call<B: Into<Begin>>(
         &self,
         options: &JsValue,
-        prepare: impl FnOnce(T) -> Result<(CallSpec, Caller), Error>,
+        known: &[(&'static str, Kind)],
+        prepare: impl FnOnce(Options) -> Result<(B, Caller), Error>,
     ) -> Promise {
-        let opts: T = match options::read(options, "options", "Option ") {
+        let opts = match Options::read(options, "options", "Option ", known) {
             Ok(opts) => opts,
             Err(e) => return Promise::reject(&report::error(&e, None)),
         };
@@ -106,7 +146,7 @@ impl RawClient {
             return Promise::reject(&signal.reason());
         }
         match prepare(opts) {
-            Ok((spec, caller)) => self.driver.start(spec, caller),
+            Ok((call, caller)) => self.driver.start(call.into(), caller),
             Err(e) => Promise::reject(&report::error(&e, None)),
         }
     }
@@ -114,71 +154,73 @@ impl RawClient {
 
 /// `new IronicClient(options)` read into the core's configuration.
 fn read_client(options: &JsValue) -> Result<Rc<Driver>, Error> {
-    let opts: options::Client = options::read(options, "IronicClient options", "Option ")?;
-    let login = auth::login(opts.auth.as_ref(), opts.region, opts.interface)?;
-    if opts.auth.is_some() && (opts.token.is_some() || opts.get_token.is_some() || opts.basic_auth.is_some()) {
+    let opts = Options::read(options, "IronicClient options", "Option ", options::CLIENT)?;
+    let (auth, basic_auth) = (opts.value::<JsValue>("auth"), opts.value::<JsValue>("basicAuth"));
+    let (token, get_token) = (opts.text("token"), opts.value::<Function>("getToken"));
+    let login = auth::login(auth.as_ref(), opts.text("region"), opts.text("interface"))?;
+    if auth.is_some() && (token.is_some() || get_token.is_some() || basic_auth.is_some()) {
         return Err(Error::InvalidArgument("Option auth cannot be combined with token, getToken or basicAuth".into()));
     }
-    let endpoint = match (&opts.endpoint, &login) {
+    let endpoint = match (opts.text("endpoint"), &login) {
         (None, Login::Keystone(_)) => None,
         (given, _) => Some(client::endpoint(given.as_deref().unwrap_or_default())?),
     };
-    let requested = match &opts.microversion {
-        Some(v) => Requested::parse(v)?,
+    let requested = match opts.text("microversion") {
+        Some(v) => Requested::parse(&v)?,
         None => Requested::Latest,
     };
-    let login = match &opts.basic_auth {
+    let login = match &basic_auth {
         Some(given) => {
-            let mut b = auth::Fields::read(given, "basicAuth", &["username", "password"])?;
-            let (user, password) = (b.take("username").unwrap_or_default(), b.take("password").unwrap_or_default());
+            let known = [("username", Kind::Text), ("password", Kind::Text)];
+            let b = Options::read(given, "Option basicAuth", "Option basicAuth.", &known)?;
+            let (user, password) = (b.text("username").unwrap_or_default(), b.text("password").unwrap_or_default());
             Login::Basic(auth::basic(&user, &password)?)
         }
         None => login,
     };
     // A token from getToken() is sent rather than basic auth.
-    let login = if opts.get_token.is_some() { Login::GetToken } else { login };
-    let headers = match &opts.headers {
-        Some(given) => header_list(given)?,
+    let login = if get_token.is_some() { Login::GetToken } else { login };
+    let headers = match opts.value::<JsValue>("headers") {
+        Some(given) => header_list(&given)?,
         None => Vec::new(),
     };
-    if let Some(token) = &opts.token {
+    if let Some(token) = &token {
         check_header_value(token, "Option token")?;
     }
-    let seconds = |key: &str, given: Option<f64>, default: f64| -> Result<f64, Error> {
-        let v = given.unwrap_or(default);
+    let seconds = |key: &str, default: f64| -> Result<f64, Error> {
+        let v = opts.number(key).unwrap_or(default);
         let message = format!("Option {key} must be a non-negative number of seconds");
         engine::millis(v, &format!("Option {key}"), &message)?;
         Ok(v)
     };
     let retry = RetryPolicy::default();
-    let max_retries = opts.max_retries.unwrap_or(retry.max_retries.into());
+    let max_retries = opts.number("maxRetries").unwrap_or(retry.max_retries.into());
     if !(0.0..=1000.0).contains(&max_retries) || max_retries.fract() != 0.0 {
         return Err(Error::InvalidArgument("Option maxRetries must be a whole number from 0 to 1000".into()));
     }
-    let max_body = opts.max_response_bytes.unwrap_or(tables::DEFAULT_MAX_RESPONSE_BYTES.into());
+    let max_body = opts.number("maxResponseBytes").unwrap_or(tables::DEFAULT_MAX_RESPONSE_BYTES.into());
     if !(1024.0..=2_147_483_647.0).contains(&max_body) || max_body.fract() != 0.0 {
         return Err(Error::InvalidArgument(
             "Option maxResponseBytes must be a whole number from 1024 to 2147483647".into(),
         ));
     }
-    if let Some(ua) = &opts.user_agent {
+    let user_agent = opts.text("userAgent");
+    if let Some(ua) = &user_agent {
         check_header_value(ua, "Option userAgent")?;
     }
-    let interval_ms =
-        (seconds("retryInterval", opts.retry_interval, retry.interval_ms as f64 / 1000.0)? * 1000.0) as u64;
-    let request_timeout_ms =
-        (seconds("requestTimeout", opts.request_timeout, engine::REQUEST_TIMEOUT)? * 1000.0).ceil() as u64;
+    let interval_ms = (seconds("retryInterval", retry.interval_ms as f64 / 1000.0)? * 1000.0) as u64;
+    let request_timeout_ms = (seconds("requestTimeout", engine::REQUEST_TIMEOUT)? * 1000.0).ceil() as u64;
     let config = Config {
         endpoint,
         requested,
-        token: opts.token,
+        token,
         login,
         headers,
-        user_agent: opts.user_agent,
+        user_agent,
         retry: RetryPolicy { max_retries: max_retries as u32, interval_ms },
         request_timeout_ms: (request_timeout_ms > 0).then_some(request_timeout_ms),
     };
-    Ok(Driver::new(client::Client::new(config), opts.get_token, max_body as usize))
+    Ok(Driver::new(client::Client::new(config), get_token, max_body as usize))
 }
 
 /// `headers`: the entries of the plain object js/index.js made, each name
