@@ -2,7 +2,7 @@
 // (same options, order, metavars and rules, so the same usage text and
 // errors) and what it does, through the library.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -160,7 +160,17 @@ export const COMMANDS = [
   { words: ['node', 'wait'], summary: 'Wait for nodes to reach a provision state', parser: nodeWaitParser, run: runNodeWait },
   { words: ['allocation', 'create'], summary: 'Create a new baremetal allocation', parser: allocationCreateParser, run: runAllocationCreate },
   { words: ['allocation', 'wait'], summary: 'Wait for an allocation to become active', parser: allocationWaitParser, run: runAllocationWait },
+  { words: ['resume'], summary: 'Go on with a wait saved by --checkpoint FILE', parser: resumeParser, run: runResume },
 ];
+
+function resumeParser(prog) {
+  const parser = new Parser({
+    prog,
+    description: 'Go on with the wait whose checkpoint --checkpoint FILE saved (in another process, after a restart): no PUT is sent twice, the deadline is kept, and the output and exit code are those the original command would have given.',
+  });
+  parser.addPositional({ dest: 'file', metavar: '<file>', help: 'The file --checkpoint wrote.' });
+  return parser;
+}
 
 // ------------------------------------------------------------ arguments
 
@@ -323,50 +333,125 @@ async function runProvision(ctx, name, v) {
   if (v.rescue_password) body.rescuePassword = v.rescue_password;
   if (v.disable_ramdisk) body.disableRamdisk = true;
 
-  const sent = await ctx.client.provision(v.nodes, spec.target, { ...body, signal: ctx.signal, settle: ctx.settle });
-  const refused = sent.nodes.filter((n) => n.outcome === 'error' || n.outcome === 'not-found');
   if (wait === null) {
+    const sent = await ctx.client.provision(v.nodes, spec.target, { ...body, signal: ctx.signal, settle: ctx.settle });
+    const refused = sent.nodes.filter((n) => n.outcome === 'error' || n.outcome === 'not-found');
     if (ctx.json) ctx.out(`${JSON.stringify(reportJson(sent), null, 2)}\n`);
     for (const n of refused) ctx.err(`${n.error?.message ?? `Node ${n.node}: ${n.outcome}`}\n`);
     return refused.length ? 1 : 0;
   }
-  const accepted = sent.nodes.filter((n) => n.outcome === 'accepted').map((n) => n.node);
-  if (!ctx.json) ctx.out(`Waiting for provision state ${spec.expected} on node(s) ${v.nodes.join(', ')}\n`);
-  const report = accepted.length
-    ? await waitNodes(ctx, accepted, spec.expected, { timeout: wait, pollInterval: spec.interval })
-    : { ok: true, nodes: [], requests: 0, retries: 0, elapsed: 0 };
-  // Refused PUTs (settle all) join the report in the caller's order.
-  const byNode = new Map([...sent.nodes.filter((n) => n.outcome !== 'accepted'), ...report.nodes].map((n) => [n.node, n]));
-  const merged = {
-    ...report,
-    ok: report.ok && !refused.length,
-    nodes: v.nodes.map((n) => byNode.get(n)).filter(Boolean),
-    requests: report.requests + sent.requests,
-    retries: report.retries + sent.retries,
-  };
-  return finishReport(ctx, merged, spec.expected, wait);
+  // One call sends the PUTs and waits, its deadline counting from the first
+  // PUT; "Waiting for" is printed once they are sent (its first checkpoint).
+  const view = { command: `node ${name}`, nodes: v.nodes, expected: spec.expected, timeout: wait };
+  const report = await runWait(ctx, view, (hooks) =>
+    ctx.client.provision(v.nodes, spec.target, { ...body, wait, settle: ctx.settle, signal: ctx.signal, ...hooks }),
+  );
+  return finishReport(ctx, report, spec.expected, wait);
 }
 
 async function runNodeWait(ctx, v) {
   checkTimeout(v.timeout);
   if (!(v.poll_interval > 0)) throw new CommandError('The poll interval must be a positive number');
-  if (!ctx.json) ctx.out(`Waiting for provision state ${v.state.toLowerCase()} on node(s) ${v.nodes.join(', ')}\n`);
-  const report = await waitNodes(ctx, v.nodes, v.state, { timeout: v.timeout, pollInterval: v.poll_interval });
-  return finishReport(ctx, report, v.state.toLowerCase(), v.timeout);
+  const expected = v.state.toLowerCase();
+  const view = { command: 'node wait', nodes: v.nodes, expected, timeout: v.timeout };
+  waitingLine(ctx, view);
+  const report = await runWait(ctx, view, (hooks) =>
+    ctx.client.waitForProvisionState(v.nodes, v.state, {
+      timeout: v.timeout, pollInterval: v.poll_interval, settle: ctx.settle, signal: ctx.signal, ...hooks,
+    }),
+  );
+  return finishReport(ctx, report, expected, v.timeout);
 }
 
-async function waitNodes(ctx, nodes, expected, { timeout, pollInterval }) {
-  const progress = ctx.progress(nodes);
+/** baremetal's line as a node wait begins. */
+function waitingLine(ctx, view) {
+  if (!ctx.json) ctx.out(`Waiting for provision state ${view.expected} on node(s) ${view.nodes.join(', ')}\n`);
+}
+
+/**
+ * Runs a node wait (`start(hooks)`, a library call given `onProgress` and
+ * `onCheckpoint`): progress on stderr, baremetal's "Waiting for" line at
+ * the first checkpoint of a provision (its PUTs are sent), and with
+ * --checkpoint each checkpoint saved with what the output needs (`view`).
+ */
+async function runWait(ctx, view, start) {
+  const progress = ctx.progress(view.nodes);
+  let begun = view.command === 'node wait' || view.resumed;
+  const onCheckpoint = (checkpoint) => {
+    if (!begun) waitingLine(ctx, view);
+    begun = true;
+    saveCheckpoint(ctx, view, checkpoint);
+  };
   try {
-    return await ctx.client.waitForProvisionState(nodes, expected, {
-      timeout, pollInterval, settle: ctx.settle, signal: ctx.signal, onProgress: progress.event,
-    });
+    const report = await start({ onProgress: progress.event, onCheckpoint });
+    // Settle 'all' with every PUT refused: nothing to wait for, no checkpoint.
+    if (!begun) waitingLine(ctx, view);
+    return report;
   } catch (e) {
     if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
     throw e;
   } finally {
     progress.end();
   }
+}
+
+/**
+ * --checkpoint FILE: the wait's checkpoint and what the command's output
+ * needs, written to a new file and renamed over FILE (a reader never sees
+ * half of one). Readable by the user alone: it may hold a rescue password
+ * until the PUT carrying it is sent, and never holds a credential.
+ */
+function saveCheckpoint(ctx, view, checkpoint) {
+  if (!ctx.checkpointFile) return;
+  const { resumed, ...saved } = view;
+  const text = `${JSON.stringify({ ironicWaitCli: CLI_CHECKPOINT_FORMAT, ...saved, json: ctx.json, checkpoint })}\n`;
+  const temporary = `${ctx.checkpointFile}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temporary, text, { mode: 0o600 });
+    renameSync(temporary, ctx.checkpointFile);
+  } catch (e) {
+    // The wait goes on; only the file is missing.
+    if (!ctx.checkpointFailed) ctx.err(`Cannot write the checkpoint to ${ctx.checkpointFile}: ${e.message}\n`);
+    ctx.checkpointFailed = true;
+  }
+}
+
+const CLI_CHECKPOINT_FORMAT = 1;
+
+/** `ironic-wait resume FILE`: goes on with the command whose checkpoint FILE holds, with its output. */
+async function runResume(ctx, v) {
+  let saved;
+  try {
+    saved = JSON.parse(readFileSync(v.file, 'utf8'));
+  } catch (e) {
+    throw new CommandError(`Cannot read the checkpoint file ${v.file}: ${e instanceof SyntaxError ? 'it is not JSON' : e.message}`);
+  }
+  const notOurs = () => new CommandError(`${v.file} is not a checkpoint file of ironic-wait --checkpoint`);
+  if (typeof saved !== 'object' || saved === null || saved.ironicWaitCli !== CLI_CHECKPOINT_FORMAT) throw notOurs();
+  const { command, checkpoint } = saved;
+  if (typeof checkpoint !== 'string' || typeof command !== 'string') throw notOurs();
+  ctx.json ||= saved.json === true;
+  // Saved again as the wait goes, unless another file is named.
+  ctx.checkpointFile ??= v.file;
+  if (command.startsWith('node ')) {
+    const { nodes, expected, timeout } = saved;
+    if (!Array.isArray(nodes) || !nodes.every((n) => typeof n === 'string') || typeof expected !== 'string' || typeof timeout !== 'number') throw notOurs();
+    const view = { command, nodes, expected, timeout, resumed: true };
+    waitingLine(ctx, view);
+    const report = await runWait(ctx, view, (hooks) => ctx.client.resume(checkpoint, { signal: ctx.signal, ...hooks }));
+    return finishReport(ctx, report, expected, timeout);
+  }
+  if (command === 'allocation create' || command === 'allocation wait') {
+    const { show, label } = saved;
+    if (typeof show !== 'object' || show === null || typeof label !== 'string') throw notOurs();
+    const answer = await allocationWait(ctx, { command, show, label }, (hooks) =>
+      ctx.client.resume(checkpoint, { signal: ctx.signal, ...hooks }),
+    );
+    return command === 'allocation create'
+      ? showAllocation(ctx, show, answer.allocation, answer.report)
+      : showAllocation(ctx, show, answer.allocation.body ?? {}, answer);
+  }
+  throw notOurs();
 }
 
 // A settled report (settle 'all', or success): JSON if asked, then one line
@@ -404,48 +489,62 @@ async function runAllocationCreate(ctx, v) {
   if (v.owner !== undefined) fields.owner = v.owner;
   const wait = v.wait_timeout ?? null;
   if (wait !== null) checkTimeout(wait);
-  // The allocation's UUID is known at the first event: its progress line is named then (by its name if it has one).
+  if (wait === null) {
+    const { allocation } = await ctx.client.createAllocation(fields, { signal: ctx.signal });
+    return showAllocation(ctx, showOptions(v), allocation, null);
+  }
+  const view = { command: 'allocation create', show: showOptions(v), label: fields.name ?? '' };
+  const result = await allocationWait(ctx, view, (hooks) =>
+    ctx.client.createAllocation(fields, { signal: ctx.signal, wait, ...hooks }),
+  );
+  return showAllocation(ctx, view.show, result.allocation, result.report);
+}
+
+async function runAllocationWait(ctx, v) {
+  checkTimeout(v.timeout);
+  const view = { command: 'allocation wait', show: showOptions(v), label: v.allocation };
+  const report = await allocationWait(ctx, view, (hooks) =>
+    ctx.client.waitForAllocation(v.allocation, { timeout: v.timeout, signal: ctx.signal, ...hooks }),
+  );
+  return showAllocation(ctx, view.show, report.allocation.body ?? {}, report);
+}
+
+/**
+ * An allocation's wait (`start(hooks)`), its progress line named by
+ * `view.label` or, when that is empty, by the allocation's UUID at its
+ * first event; with --checkpoint its checkpoints saved.
+ */
+async function allocationWait(ctx, view, start) {
   let progress = null;
   const onProgress = (e) => {
-    const label = fields.name ?? e.allocation;
+    const label = view.label || e.allocation;
     progress ??= ctx.progress([label]);
     progress.event({ ...e, allocation: label });
   };
-  let result;
+  const onCheckpoint = (checkpoint) => saveCheckpoint(ctx, view, checkpoint);
   try {
-    result = await ctx.client.createAllocation(fields, { signal: ctx.signal, ...(wait !== null && { wait, onProgress }) });
+    return await start({ onProgress, onCheckpoint });
   } catch (e) {
     if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
     throw e;
   } finally {
     progress?.end();
   }
-  return showAllocation(ctx, v, result.allocation, result.report);
 }
 
-async function runAllocationWait(ctx, v) {
-  checkTimeout(v.timeout);
-  const progress = ctx.progress([v.allocation]);
-  let report;
-  try {
-    report = await ctx.client.waitForAllocation(v.allocation, { timeout: v.timeout, signal: ctx.signal, onProgress: progress.event });
-  } catch (e) {
-    if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
-    throw e;
-  } finally {
-    progress.end();
-  }
-  return showAllocation(ctx, v, report.allocation.body ?? {}, report);
+/** How an allocation is shown: the formatter's options, saved with a checkpoint. */
+function showOptions(v) {
+  return { formatter: v.formatter, columns: v.columns ?? [], noindent: v.noindent, prefix: v.prefix };
 }
 
-function showAllocation(ctx, v, allocation, report) {
+function showAllocation(ctx, show, allocation, report) {
   if (ctx.json) {
     ctx.out(`${JSON.stringify({ allocation, report: report && reportJson(report) }, null, 2)}\n`);
     return 0;
   }
   const data = ALLOCATION_FIELDS.map((f) => (f in allocation ? allocation[f] : ''));
   try {
-    ctx.out(formatShowOne(ALLOCATION_FIELDS, data, { format: v.formatter, only: v.columns ?? [], noindent: v.noindent, prefix: v.prefix }));
+    ctx.out(formatShowOne(ALLOCATION_FIELDS, data, { format: show.formatter, only: show.columns, noindent: show.noindent, prefix: show.prefix }));
   } catch (e) {
     throw new CommandError(e.message);
   }

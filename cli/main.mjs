@@ -15,7 +15,8 @@ const GLOBAL_NOTES =
   'baremetal: a --wait timeout ends at its deadline; a negative timeout is refused before anything is sent; an ' +
   'unusable answer from Ironic is an error naming the node and field instead of a traceback; Retry-After is ' +
   'honoured; redirects are not followed; PUTs go out up to 8 at a time; progress is shown on stderr (-q hides ' +
-  'it); --json prints the wait report on stdout; --settle all waits for every node and reports every failure.';
+  'it); --json prints the wait report on stdout; --settle all waits for every node and reports every failure; ' +
+  '--checkpoint FILE saves the wait as it goes, and `resume FILE` goes on with it in another process.';
 
 function globalParser(prog) {
   const parser = new Parser({ prog, description: 'Wait for OpenStack Ironic, like baremetal --wait.', epilog: GLOBAL_NOTES, addHelp: false });
@@ -36,6 +37,7 @@ function globalParser(prog) {
   // such as --se (for a command's --service-steps) must reach the command, as
   // it does with baremetal.
   parser.add({ flags: ['--json'], action: 'store_true', exactOnly: true, help: 'print the wait report (or the allocation) as JSON on stdout, and nothing else there' });
+  parser.add({ flags: ['--checkpoint'], exactOnly: true, metavar: '<file>', help: 'save the wait as it goes to this file (written whole and renamed; no credential in it), for `resume <file>` to go on from after a restart' });
   parser.add({ flags: ['--settle'], exactOnly: true, choices: ['first-failure', 'all'], default: 'first-failure', help: "first-failure (default, as baremetal): stop at the first failure; all: wait for every node and report each one's outcome" });
   return parser;
 }
@@ -138,6 +140,7 @@ export async function main(argv, { prog, env, stdout, stderr, readStdin }) {
       err,
       json: options.json,
       settle: options.settle,
+      checkpointFile: options.checkpoint,
       readStdin,
       progress: (targets) => new Progress({ stream: stderr, targets, quiet: options.quiet }),
     };

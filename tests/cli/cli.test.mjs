@@ -2,7 +2,9 @@
 // all, progress on stderr, Ctrl-C, `node wait`, `allocation wait`, help and
 // secrets. Each runs bin/ironic-wait.mjs against a fresh simulator.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { Progress } from '../../cli/output.mjs';
 import { CLI, endpointArgs, run, withSimulator } from './support.mjs';
@@ -210,5 +212,49 @@ test('secrets given on the command line or in the environment appear in no outpu
         assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), `a secret in the output of ${args.join(' ')}:\n${r.stdout}${r.stderr}`);
       }
     });
+  }
+});
+
+test('--checkpoint FILE, then resume FILE: a command killed mid-wait goes on in a new process with the same output and exit code, no PUT sent twice', async () => {
+  // n1 gets there, n2 fails: the original command's output, uninterrupted.
+  const slow = { ...TIMING, deploying: 1500 };
+  const world = () => ({ ...scenario([available('n1'), available('n2')], { transitions: [{ node: 'n2', action: 'active', fail: 'boom' }] }), manualClock: false, timing: slow });
+  const args = ['--settle', 'all', 'node', 'deploy', 'n1', 'n2', '--wait', '60'];
+  const messages = (r) => r.stderr.split('\n').filter((l) => l && !PROGRESS_LINE.test(l));
+  const whole = await withSimulator(world(), (sim) => ironicWait(sim, args));
+  assert.equal(whole.code, 1, whole.stderr);
+
+  const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-checkpoint-'));
+  try {
+    const file = join(dir, 'deploy.json');
+    await withSimulator(world(), async (sim) => {
+      // Killed at its first progress line: the PUTs are sent and the checkpoint saved.
+      const killed = await ironicWait(sim, ['--checkpoint', file, ...args], { onStderr: (_, child) => child.kill('SIGKILL') });
+      assert.equal(killed.signal, 'SIGKILL');
+      assert.equal(killed.stdout, whole.stdout, 'the "Waiting for" line came before the kill');
+      const saved = readFileSync(file, 'utf8');
+      assert.doesNotMatch(saved, /Bearer|password/i);
+      assert.equal((statSync(file).mode & 0o777).toString(8), '600');
+
+      const resumed = await ironicWait(sim, ['resume', file]);
+      assert.equal(resumed.code, whole.code);
+      assert.equal(resumed.stdout, whole.stdout);
+      assert.deepEqual(messages(resumed), messages(whole));
+      const puts = sim.log({ method: 'PUT' }).map((e) => e.path).sort();
+      assert.deepEqual(puts, ['/v1/nodes/n1/states/provision', '/v1/nodes/n2/states/provision']);
+      assert.equal(sim.node('n1').provision_state, 'active');
+    });
+    // Not a checkpoint file: refused, nothing sent.
+    await withSimulator(world(), async (sim) => {
+      writeFileSync(file, '{"ironicWaitCli":1,"command":"node deploy"}');
+      const refused = await ironicWait(sim, ['resume', file]);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /is not a checkpoint file of ironic-wait --checkpoint/);
+      writeFileSync(file, 'garbage');
+      assert.match((await ironicWait(sim, ['resume', file])).stderr, /^Cannot read the checkpoint file .*: it is not JSON\n$/);
+      assert.deepEqual(sim.log(), []);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
