@@ -1,5 +1,5 @@
 // One JS client's wait, in a process of its own (started by bench/run.mjs):
-//   node bench/client.mjs ironic-wait|floor CONFIG.json
+//   node bench/client.mjs ironic-wait|ironic-wait+checkpoint|floor CONFIG.json
 // Loads the client, prints `ready`, waits for `go` on stdin, then waits for
 // every node and prints one JSON line: CPU during the wait (from just before
 // the call until its promise settles), peak RSS, and the wall-clock instant
@@ -40,14 +40,25 @@ const seen = (uuid) => {
 
 /** Starts the wait; resolves with a Map uuid -> outcome. */
 let wait;
-if (kind === 'ironic-wait') {
+// ironic-wait+checkpoint: the same wait keeping its latest checkpoint (in
+// memory: what storing it costs is the storage's, not the package's).
+let checkpoints = null;
+if (kind === 'ironic-wait' || kind === 'ironic-wait+checkpoint') {
   const { IronicClient } = await import('ironic-wait');
   const client = new IronicClient({ endpoint: url });
+  const keep = kind === 'ironic-wait+checkpoint';
+  if (keep) checkpoints = { count: 0, lastChars: 0, maxChars: 0 };
+  const onCheckpoint = (text) => {
+    checkpoints.count += 1;
+    checkpoints.lastChars = text.length;
+    checkpoints.maxChars = Math.max(checkpoints.maxChars, text.length);
+  };
   wait = async () => {
     const report = await client.waitForProvisionState(uuids, expected, {
       pollInterval,
       settle: 'all',
       onProgress: (event) => event.done && seen(event.node),
+      ...(keep && { onCheckpoint }),
     });
     return new Map(report.nodes.map((n) => [n.node, n.outcome]));
   };
@@ -82,5 +93,6 @@ process.stdout.write(`${JSON.stringify({
   cpuSeconds: (cpu.user + cpu.system) / 1e6,
   peakRssBytes: process.resourceUsage().maxRSS * 1024,
   outcomes: counts,
+  ...(checkpoints && { checkpoints }),
   settledAt: uuids.map((u) => settledAt.get(u) ?? null),
 })}\n`, () => process.exit(0));

@@ -82,6 +82,14 @@ function headline(run) {
     rows.push([`requests / KB on the wire, N = ${n}`, `${a.requests} / ${kb(a.bytes)}`, `${b.requests} / ${kb(b.bytes)}`,
       `${ratio(a.requests, b.requests)} / ${ratio(a.bytes, b.bytes)}`]);
   }
+  for (const n of sizes) {
+    const [a] = pair(n);
+    const c = run.results[n]?.['ironic-wait+checkpoint'];
+    if (c?.cpuSeconds === undefined) continue;
+    const kept = c.checkpoints ? `; ${c.checkpoints.count} checkpoints, the largest ${kb(c.checkpoints.maxChars)} KB` : '';
+    rows.push([`CPU with onCheckpoint, N = ${n}${kept}`, `${c.cpuSeconds.toFixed(3)} s`, '',
+      `${ratio(c.cpuSeconds, a.cpuSeconds)} of the wait without`]);
+  }
   const total = run.download.find((s) => s.what.endsWith('wasm + JS'));
   const floorSource = run.download.find((s) => s.what.startsWith('floor'));
   rows.push(['download, gzip -9', `${kb(total.gzip)} KB`, `${kb(floorSource.gzip)} KB`, '']);
@@ -105,7 +113,7 @@ function startTable(rows) {
 export function markdown(run) {
   const m = run.machine;
   const [lo, hi] = run.window;
-  const peers = run.clients.filter((c) => c !== 'ironic-wait' && c !== 'floor');
+  const peers = run.clients.filter((c) => !c.startsWith('ironic-wait') && c !== 'floor');
   return `# Benchmarks
 
 Measured on ${run.date.slice(0, 10)} by \`${run.command}\`: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node}${m.python ? `, ${m.python}` : ''}.
@@ -118,6 +126,7 @@ The simulator (sim/) holds N nodes in \`available\`. Just before the client is t
 Each client waits for all N nodes, by UUID, polling every 2 s, in a Node (or Python) process of its own, against a fresh simulator in another process, one client after the other:
 
 - **ironic-wait**: the built package, imported by name: \`client.waitForProvisionState(uuids, 'active', { pollInterval: 2, settle: 'all', onProgress })\`.
+- **ironic-wait+checkpoint**: the same call with \`onCheckpoint\`, keeping the latest checkpoint (its text; storing it is the storage's cost).
 - **floor**: [bench/floor.mjs](../bench/floor.mjs), a hand-written list poller in plain JS: one fields-limited list (\`GET /v1/nodes?fields=uuid,provision_state,target_provision_state,last_error&limit=1000\`, page after page) per round, python-ironicclient's decision rule, no retries, no wasm.
 ${peers.includes('python-ironicclient') ? `- **python-ironicclient** ${m.peers.ironicclient}: \`NodeManager.wait_for_provision_state(uuids, 'active', poll_interval=2)\`: one full \`GET /v1/nodes/{uuid}\` per node per round.\n` : ''}${peers.includes('openstacksdk') ? `- **openstacksdk** ${m.peers.openstacksdk}: \`baremetal.wait_for_nodes_provision_state(uuids, 'active')\` (its interval is 2 s): one full node GET per node per round.\n` : ''}
 What the columns are:
