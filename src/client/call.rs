@@ -707,7 +707,6 @@ impl<D: Document> Call<D> {
         self.step(session, out, now);
     }
 
-    /// Ends a step: the checkpoint to go on from at `wake_at`.
     /// Ends a step: the call stops where it is (nothing is in flight
     /// between rounds), for its checkpoint to be taken and it dropped.
     fn stepped(&mut self, wake_at: Millis, session: &Session, out: &mut Outgoing) {
