@@ -77,12 +77,15 @@ test('npm run bench -- --quick writes a table per N with every client, and the c
   const env = { ...process.env };
   delete env.BENCH_PY; // the JS clients only: no Python needed
   const { md, svg } = bench([], env);
-  checkResults(md, ['ironic-wait', 'floor']);
-  checkFootprint(md, svg, ['ironic-wait', 'floor']);
+  const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor'];
+  checkResults(md, clients);
+  checkFootprint(md, svg, clients);
+  // What keeping checkpoints costs, beside the wait without.
+  assert.match(md, /\| CPU with onCheckpoint, N = 100; \d+ checkpoints, the largest [\d.]+ KB \| [\d.]+ s \|  \| [\d.]+x of the wait without \|/);
 });
 
 test('with BENCH_PY the Python peers are in the same tables', { skip: !process.env.BENCH_PY && 'BENCH_PY is not set' }, () => {
-  const clients = ['ironic-wait', 'floor', 'python-ironicclient', 'openstacksdk'];
+  const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'python-ironicclient', 'openstacksdk'];
   const { md, svg } = bench([], process.env);
   checkResults(md, clients);
   checkFootprint(md, svg, clients);
