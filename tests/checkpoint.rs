@@ -884,6 +884,42 @@ fn resumed_past_its_deadline_a_provision_sends_no_put_and_times_out() {
     }
 }
 
+#[test]
+fn a_plan_resumed_past_its_deadline_negotiates_then_makes_its_one_last_check() {
+    // A plan has no microversion: a fresh client's negotiation is the last
+    // check's first request, not a reason to skip the check.
+    let world = deploy_world();
+    let options = WaitOptions { timeout: 1.0, ..WaitOptions::nodes(vec!["n1".into(), "n2".into()], "active") };
+    let text = planner().plan(CallSpec::Wait(options), 0).unwrap().to_json();
+    for (origin, one_step) in [(9_000_000_000, false), (40, false), (40, true)] {
+        let mut shell = Shell::new(&world, config(), origin, 10_000);
+        let call = shell.client.resume(&read(&text).unwrap(), origin, one_step).unwrap();
+        shell.run();
+        let trace: Vec<String> = shell.trace().iter().map(|t| t.split('?').next().unwrap().to_string()).collect();
+        assert_eq!(trace, ["10000 GET /v1", "10000 GET /v1/nodes/n1", "10000 GET /v1/nodes/n2"], "origin {origin}");
+        let s = summary(shell.answer(call));
+        let names: Vec<&str> = s.targets.iter().map(|t| t.outcome.name()).collect();
+        assert_eq!(names, ["reached", "timed-out"], "origin {origin}, one step {one_step}");
+        let Some(Error::StateTransitionTimeout { idents, .. }) = &s.error else { panic!("{s:?}") };
+        assert_eq!(idents, &["n2"]);
+    }
+}
+
+#[test]
+fn counts_below_one_are_refused_as_the_options_refuse_them() {
+    let p = Provision::deploy(&["n1", "n2"], 30.0, Settle::FirstFailure);
+    let text = planner().plan(p.spec(), 0).unwrap().to_json();
+    for (from, to, what) in [
+        ("\"concurrency\":", "\"concurrency\":0,\"x\":", "concurrency must be a whole number from 1"),
+        ("\"listThreshold\":", "\"listThreshold\":0,\"x\":", "wait.listThreshold must be a whole number from 1"),
+    ] {
+        assert!(text.contains(from), "{text}");
+        let tampered = text.replacen(from, to, 1);
+        let e = read(&tampered).map(|_| ()).unwrap_err();
+        assert!(e.to_string().contains(what), "{e}");
+    }
+}
+
 // ---- 3. the step loop ---------------------------------------------------------------
 
 /// From `text`, at the world's instant `at`: a fresh client for each step,

@@ -192,6 +192,8 @@ pub struct Call<D> {
     id: CallId,
     pub(super) started: Millis,
     pub(super) deadline: Option<Millis>,
+    /// When the call first waited at its version gate.
+    gate_since: Option<Millis>,
     pub(super) requests: u32,
     /// Retries of the call's own requests (the engine counts its own).
     pub(super) retries: u32,
@@ -228,6 +230,7 @@ impl<D: Document> Call<D> {
             id,
             started: now,
             deadline: None,
+            gate_since: None,
             requests: 0,
             retries: 0,
             method: None,
@@ -326,8 +329,9 @@ impl<D: Document> Call<D> {
         let d = self.deadline;
         let wait = match &self.phase {
             _ if self.paused => return None,
-            // Waiting at the version gate, until the deadline.
-            Phase::Wait(w) if w.engine.is_none() => return d,
+            // Waiting at the version gate, until the deadline (if it came
+            // there before it).
+            Phase::Wait(w) if w.engine.is_none() => return d.filter(|&d| self.gate_since.map_or(true, |s| s < d)),
             Phase::Wait(w) => w.sleep_until,
             _ => None,
         };
@@ -479,9 +483,12 @@ impl<D: Document> Call<D> {
             },
             gate => gate,
         };
+        // The deadline ends a negotiation begun before it. One begun at or
+        // after it (a call resumed late) is the final check's first request.
+        let since = *self.gate_since.get_or_insert(now);
         match gate {
             Gate::Failed(e) => Version::Failed(e),
-            _ if self.deadline.is_some_and(|d| now >= d) => {
+            _ if self.deadline.is_some_and(|d| now >= d && since < d) => {
                 session.leave((self.id, OWN), out);
                 Version::TimedOut
             }

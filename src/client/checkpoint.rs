@@ -420,8 +420,8 @@ impl Checkpoint {
                 settle: string(&w, "wait.settle")?,
                 fail_on_unexpected_state: boolean(&w, "wait.failOnUnexpectedState")?,
                 hold_is_terminal: boolean(&w, "wait.holdIsTerminal")?,
-                concurrency: small(&w, "wait.concurrency")?,
-                list_threshold: small(&w, "wait.listThreshold")?,
+                concurrency: count(&w, "wait.concurrency")?,
+                list_threshold: count(&w, "wait.listThreshold")?,
             }),
             None => None,
         };
@@ -489,7 +489,7 @@ impl Checkpoint {
             requests: small(doc, "requests")?,
             retries: small(doc, "retries")?,
             action: optional(doc, "action")?,
-            concurrency: doc.get("concurrency").map(|c| u32_of(&c, "concurrency")).transpose()?,
+            concurrency: doc.get("concurrency").is_some().then(|| count(doc, "concurrency")).transpose()?,
             settle: optional(doc, "settle")?,
             puts,
             post: doc.get("post").filter(|p| p.python_type() != "NoneType").map(|p| p.to_json()),
@@ -1006,6 +1006,14 @@ fn number<D: Document>(d: &D, key: &str) -> Result<u64, Error> {
 
 fn small<D: Document>(d: &D, key: &str) -> Result<u32, Error> {
     u32::try_from(number(d, key)?).map_err(|_| invalid(format_args!("{key} is out of range")))
+}
+
+/// A count, as the options take one: a whole number from 1.
+fn count<D: Document>(d: &D, key: &str) -> Result<u32, Error> {
+    match small(d, key)? {
+        0 => Err(invalid(format_args!("{key} must be a whole number from 1"))),
+        n => Ok(n),
+    }
 }
 
 fn u32_of<D: Document>(v: &D, what: &str) -> Result<u32, Error> {
