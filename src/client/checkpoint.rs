@@ -410,6 +410,9 @@ impl Checkpoint {
                     "This checkpoint has format {n}; this version of ironic-wait reads format {FORMAT}"
                 )))
             }
+            None if doc.get("ironicWaitCheckpoint").is_some() => {
+                return Err(invalid("ironicWaitCheckpoint must be the format's number"))
+            }
             None => return Err(invalid("ironicWaitCheckpoint is missing: not a checkpoint")),
         }
         let wait = match doc.get("wait").filter(|w| w.python_type() != "NoneType") {
@@ -795,7 +798,10 @@ impl<D: Document> Call<D> {
             return self.wait_phase(cp, options, settled, false, started);
         }
         if !cp.targets.is_empty() {
-            return Err(invalid("targets before every PUT was sent"));
+            return Err(invalid(match wait {
+                None => "targets, but no wait",
+                Some(_) => "targets before every PUT was sent",
+            }));
         }
         Ok(Phase::Puts(Puts {
             idents,
