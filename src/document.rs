@@ -44,25 +44,39 @@ pub trait Document: Clone + fmt::Debug + 'static {
 /// `value` as a JSON string literal, for the request bodies the core writes.
 pub fn quote(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
+    quote_into(&mut out, value);
+    out
+}
+
+/// [`quote`], written at the end of `out` (a large document is written in
+/// one buffer).
+pub fn quote_into(out: &mut String, value: &str) {
     out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(HEX[(c as usize) >> 4] as char);
-                out.push(HEX[(c as usize) & 15] as char);
-            }
-            c => out.push(c),
+    // Runs of plain characters are copied whole.
+    let mut plain = 0;
+    for (i, c) in value.char_indices() {
+        let escaped = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            c if (c as u32) < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&value[plain..i]);
+        plain = i + c.len_utf8();
+        if escaped.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(HEX[(c as usize) >> 4] as char);
+            out.push(HEX[(c as usize) & 15] as char);
+        } else {
+            out.push_str(escaped);
         }
     }
+    out.push_str(&value[plain..]);
     out.push('"');
-    out
 }
 
 /// A JSON object's text from members already written as JSON.

@@ -241,6 +241,16 @@ pub struct TargetReport<D> {
     pub elapsed_ms: Millis,
 }
 
+/// A target as [`Engine::saved_target`] lends it: its outcome once settled.
+pub struct SavedTarget<'a, D> {
+    pub ident: &'a str,
+    pub seen: &'a Seen,
+    pub polls: u32,
+    pub outcome: Option<&'a Outcome>,
+    pub elapsed_ms: Millis,
+    pub body: Option<&'a D>,
+}
+
 impl<D> TargetReport<D> {
     /// A target that settled without being checked (its action was refused,
     /// or sent and not waited for).
@@ -621,6 +631,34 @@ impl<D: Document> Engine<D> {
             // After the end, the targets live on in the report.
             Some(report) => report.targets[index].clone(),
             None => self.targets[index].clone().into_report(self.started_at),
+        }
+    }
+
+    /// Target `index` as a checkpoint keeps it, borrowed.
+    pub fn saved_target(&self, index: usize) -> SavedTarget<'_, D> {
+        match &self.report {
+            Some(report) => {
+                let t = &report.targets[index];
+                SavedTarget {
+                    ident: &t.ident,
+                    seen: &t.seen,
+                    polls: t.polls,
+                    outcome: Some(&t.outcome),
+                    elapsed_ms: t.elapsed_ms,
+                    body: t.body.as_ref(),
+                }
+            }
+            None => {
+                let t = &self.targets[index];
+                SavedTarget {
+                    ident: &t.ident,
+                    seen: &t.seen,
+                    polls: t.polls,
+                    outcome: t.outcome.as_ref(),
+                    elapsed_ms: t.settled_at.saturating_sub(self.started_at),
+                    body: t.body.as_ref(),
+                }
+            }
         }
     }
 

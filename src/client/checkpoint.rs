@@ -19,10 +19,11 @@
 //! 1,000 UUIDs 45 KB, on 10,000 UUIDs 450 KB.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use std::collections::VecDeque;
 
-use crate::document::{object, quote, Document};
+use crate::document::{object, quote, quote_into, Document};
 use crate::engine::{Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions, DEFAULT_CONCURRENCY, MAX_SECONDS};
 use crate::error::{AuthFailure, Error, Failure, HttpError, Subject};
 use crate::http::Request;
@@ -378,17 +379,28 @@ impl Checkpoint {
         }
         if !self.targets.is_empty() {
             o.push(("seen", list(self.seen.iter().map(|row| list(row.iter().map(opt))))));
-            let targets = self.targets.iter().map(|(i, s, p)| format!("[{},{s},{p}]", text(i)));
-            o.push(("targets", list(targets)));
+            // The rows of many targets, each written into one buffer.
+            let mut targets = String::with_capacity(self.targets.len() * 48);
+            targets.push('[');
+            for (k, (ident, seen, polls)) in self.targets.iter().enumerate() {
+                targets.push_str(if k == 0 { "[" } else { ",[" });
+                quote_into(&mut targets, ident);
+                let _ = write!(targets, ",{seen},{polls}]");
+            }
+            targets.push(']');
+            o.push(("targets", targets));
             let nothing = [None, None, None];
-            let settled = self.settled.iter().map(|(i, out, e)| {
+            let mut settled = String::with_capacity(self.settled.len() * 24);
+            settled.push('[');
+            for (k, (i, out, elapsed)) in self.settled.iter().enumerate() {
                 let target = self.targets.get(*i as usize).map(|(ident, seen, _)| {
                     let row = seen.checked_sub(1).and_then(|s| self.seen.get(s as usize)).unwrap_or(&nothing);
                     (ident.as_str(), row)
                 });
-                format!("[{i},{},{e}]", out.to_json(target))
-            });
-            o.push(("settled", list(settled)));
+                let _ = write!(settled, "{}[{i},{},{elapsed}]", if k == 0 { "" } else { "," }, out.to_json(target));
+            }
+            settled.push(']');
+            o.push(("settled", settled));
         }
         if let Some(body) = &self.body {
             o.push(("body", body.clone()));
@@ -637,16 +649,20 @@ impl<D: Document> Call<D> {
         let idents = &w.options.idents;
         match (&w.engine, &w.resumed) {
             (Some(engine), _) => {
-                let reports: Vec<TargetReport<D>> = (0..idents.len()).map(|i| engine.target_report(i)).collect();
-                cp.set_targets(reports.iter().map(|t| (t.ident.as_str(), &t.seen, t.polls)));
-                for (i, t) in reports.iter().enumerate().filter(|(i, _)| engine.is_settled(*i)) {
-                    cp.settled.push((i as u32, SavedOutcome::of(&t.outcome), t.elapsed_ms));
+                // Borrowed, not copied: a target's body may be a large
+                // document (and in the wasm each copy is a call into JS).
+                let rows: Vec<_> = (0..idents.len()).map(|i| engine.saved_target(i)).collect();
+                cp.set_targets(rows.iter().map(|t| (t.ident, t.seen, t.polls)));
+                for (i, t) in rows.iter().enumerate() {
+                    if let Some(outcome) = t.outcome {
+                        cp.settled.push((i as u32, SavedOutcome::of(outcome), t.elapsed_ms));
+                    }
                 }
                 cp.retries = cp.retries.saturating_add(engine.counts().1);
-                cp.body = reports
+                cp.body = rows
                     .first()
                     .filter(|_| w.options.subject == Subject::Allocation)
-                    .and_then(|t| t.body.as_ref())
+                    .and_then(|t| t.body)
                     .map(D::to_json);
             }
             (None, Some(saved)) => {
