@@ -1,5 +1,5 @@
 // One JS client's wait, in a process of its own (started by bench/run.mjs):
-//   node bench/client.mjs ironic-wait|ironic-wait+checkpoint|floor CONFIG.json
+//   node bench/client.mjs ironic-wait|ironic-wait+checkpoint|floor|floor-http CONFIG.json
 // Loads the client, prints `ready`, waits for `go` on stdin, then waits for
 // every node and prints one JSON line: CPU during the wait (from just before
 // the call until its promise settles), peak RSS, and the wall-clock instant
@@ -62,9 +62,10 @@ if (kind === 'ironic-wait' || kind === 'ironic-wait+checkpoint') {
     });
     return new Map(report.nodes.map((n) => [n.node, n.outcome]));
   };
-} else if (kind === 'floor') {
+} else if (kind === 'floor' || kind === 'floor-http') {
   const { waitForNodes } = await import('./floor.mjs');
-  wait = () => waitForNodes(url, uuids, expected, { pollInterval, onSettled: seen });
+  const transport = kind === 'floor-http' ? 'http' : 'fetch';
+  wait = () => waitForNodes(url, uuids, expected, { pollInterval, onSettled: seen, transport });
 } else {
   throw new Error(`unknown client ${kind}`);
 }

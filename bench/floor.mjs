@@ -3,12 +3,39 @@
 // page after page until every waiting node has been seen; the decision rule is
 // python-ironicclient's (the expected state wins; `error` or `* failed` fails;
 // a stable state without a target fails). No retries, no timeout, no wasm.
+// Two transports: the global `fetch` (the floor), and node:http with a
+// keep-alive agent (`transport: 'http'`), to show what Node's fetch costs.
+import http from 'node:http';
 
 const FIELDS = 'uuid,provision_state,target_provision_state,last_error';
 // `fields` needs API 1.8; a pinned version needs no negotiation.
 const HEADERS = { 'X-OpenStack-Ironic-API-Version': '1.8', Accept: 'application/json' };
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const agent = new http.Agent({ keepAlive: true });
+
+/** GET `url` as JSON through the global fetch. */
+async function viaFetch(url) {
+  const res = await fetch(url, { headers: HEADERS });
+  if (!res.ok) throw new Error(`HTTP ${res.status} from ${url}`);
+  return res.json();
+}
+
+/** GET `url` as JSON through node:http. */
+function viaHttp(url) {
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers: HEADERS, agent }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode} from ${url}`));
+        else resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      });
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
 
 /** How a node settles ('reached', 'failed', 'unexpected-stable'), or null while it is on its way. */
 function decide(node, expected) {
@@ -23,7 +50,8 @@ function decide(node, expected) {
  * Waits until every node (by UUID) has settled; resolves with a Map uuid -> outcome.
  * `onSettled(uuid, outcome, node)` is called as each one settles.
  */
-export async function waitForNodes(endpoint, uuids, expected, { pollInterval = 2, onSettled = () => {} } = {}) {
+export async function waitForNodes(endpoint, uuids, expected, { pollInterval = 2, onSettled = () => {}, transport = 'fetch' } = {}) {
+  const get = transport === 'http' ? viaHttp : viaFetch;
   const waiting = new Set(uuids);
   const outcomes = new Map();
   for (;;) {
@@ -32,9 +60,7 @@ export async function waitForNodes(endpoint, uuids, expected, { pollInterval = 2
     let url = `${endpoint}/v1/nodes?fields=${FIELDS}&limit=1000`;
     // Stop paging once every waiting node has been seen this round.
     while (url && seen < toSee) {
-      const res = await fetch(url, { headers: HEADERS });
-      if (!res.ok) throw new Error(`HTTP ${res.status} from ${url}`);
-      const page = await res.json();
+      const page = await get(url);
       for (const node of page.nodes) {
         if (!waiting.has(node.uuid)) continue;
         seen++;

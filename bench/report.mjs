@@ -83,6 +83,13 @@ function headline(run) {
       `${ratio(a.requests, b.requests)} / ${ratio(a.bytes, b.bytes)}`]);
   }
   for (const n of sizes) {
+    const [a, b] = pair(n);
+    const h = run.results[n]?.['floor-http'];
+    if (h?.cpuSeconds === undefined) continue;
+    rows.push([`CPU of the floor on node:http instead of fetch, N = ${n}`, '', `${h.cpuSeconds.toFixed(3)} s`,
+      `fetch costs the floor ${ratio(b.cpuSeconds, h.cpuSeconds)}; ironic-wait is ${ratio(a.cpuSeconds, h.cpuSeconds)} of it`]);
+  }
+  for (const n of sizes) {
     const [a] = pair(n);
     const c = run.results[n]?.['ironic-wait+checkpoint'];
     if (c?.cpuSeconds === undefined) continue;
@@ -113,7 +120,7 @@ function startTable(rows) {
 export function markdown(run) {
   const m = run.machine;
   const [lo, hi] = run.window;
-  const peers = run.clients.filter((c) => !c.startsWith('ironic-wait') && c !== 'floor');
+  const peers = run.clients.filter((c) => !c.startsWith('ironic-wait') && !c.startsWith('floor'));
   return `# Benchmarks
 
 Measured on ${run.date.slice(0, 10)} by \`${run.command}\`: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node}${m.python ? `, ${m.python}` : ''}.
@@ -128,6 +135,7 @@ Each client waits for all N nodes, by UUID, polling every 2 s, in a Node (or Pyt
 - **ironic-wait**: the built package, imported by name: \`client.waitForProvisionState(uuids, 'active', { pollInterval: 2, settle: 'all', onProgress })\`.
 - **ironic-wait+checkpoint**: the same call with \`onCheckpoint\`, keeping the latest checkpoint (its text; storing it is the storage's cost).
 - **floor**: [bench/floor.mjs](../bench/floor.mjs), a hand-written list poller in plain JS: one fields-limited list (\`GET /v1/nodes?fields=uuid,provision_state,target_provision_state,last_error&limit=1000\`, page after page) per round, python-ironicclient's decision rule, no retries, no wasm.
+- **floor-http**: the floor on node:http (a keep-alive agent, the body concatenated and \`JSON.parse\`d) instead of the global \`fetch\`: what Node's fetch costs any client.
 ${peers.includes('python-ironicclient') ? `- **python-ironicclient** ${m.peers.ironicclient}: \`NodeManager.wait_for_provision_state(uuids, 'active', poll_interval=2)\`: one full \`GET /v1/nodes/{uuid}\` per node per round.\n` : ''}${peers.includes('openstacksdk') ? `- **openstacksdk** ${m.peers.openstacksdk}: \`baremetal.wait_for_nodes_provision_state(uuids, 'active')\` (its interval is 2 s): one full node GET per node per round.\n` : ''}
 What the columns are:
 

@@ -45,7 +45,7 @@ await main('bench', async () => {
   const python = values.peers ? ensurePeersVenv() : process.env.BENCH_PY || null;
   const peerInfo = python && peerVersions(python);
   if (python && !peerInfo) throw new Error(`${python} lacks python-ironicclient or openstacksdk (try --peers)`);
-  const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor', ...(python ? PEERS : [])];
+  const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'floor-http', ...(python ? PEERS : [])];
 
   const results = {};
   for (const nodes of nodeCounts) {

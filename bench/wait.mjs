@@ -15,7 +15,7 @@ const VERSION = { 'X-OpenStack-Ironic-API-Version': '1.115' };
 export function clientCommand(name, python) {
   // BENCH_CPU_PROF=DIR: each JS client writes a V8 CPU profile there (for Chrome DevTools).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  if (name === 'ironic-wait' || name === 'ironic-wait+checkpoint' || name === 'floor') return [process.execPath, ...profile, here('./client.mjs'), name];
+  if (['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'floor-http'].includes(name)) return [process.execPath, ...profile, here('./client.mjs'), name];
   return [python, here('./peer.py'), name];
 }
 

@@ -77,7 +77,7 @@ test('npm run bench -- --quick writes a table per N with every client, and the c
   const env = { ...process.env };
   delete env.BENCH_PY; // the JS clients only: no Python needed
   const { md, svg } = bench([], env);
-  const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor'];
+  const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'floor-http'];
   checkResults(md, clients);
   checkFootprint(md, svg, clients);
   // What keeping checkpoints costs, beside the wait without.
@@ -85,7 +85,7 @@ test('npm run bench -- --quick writes a table per N with every client, and the c
 });
 
 test('with BENCH_PY the Python peers are in the same tables', { skip: !process.env.BENCH_PY && 'BENCH_PY is not set' }, () => {
-  const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'python-ironicclient', 'openstacksdk'];
+  const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'floor-http', 'python-ironicclient', 'openstacksdk'];
   const { md, svg } = bench([], process.env);
   checkResults(md, clients);
   checkFootprint(md, svg, clients);
