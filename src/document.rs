@@ -52,31 +52,48 @@ pub fn quote(value: &str) -> String {
 /// one buffer).
 pub fn quote_into(out: &mut String, value: &str) {
     out.push('"');
-    // Runs of plain characters are copied whole.
+    // Runs of plain characters are copied whole. What needs escaping is
+    // ASCII, and no byte of a multi-byte character is: bytes are scanned.
     let mut plain = 0;
-    for (i, c) in value.char_indices() {
-        let escaped = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            c if (c as u32) < 0x20 => "",
+    for (i, &b) in value.as_bytes().iter().enumerate() {
+        let escaped = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
             _ => continue,
         };
         out.push_str(&value[plain..i]);
-        plain = i + c.len_utf8();
+        plain = i + 1;
         if escaped.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
-            out.push(HEX[(c as usize) >> 4] as char);
-            out.push(HEX[(c as usize) & 15] as char);
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
         } else {
             out.push_str(escaped);
         }
     }
     out.push_str(&value[plain..]);
     out.push('"');
+}
+
+/// `n` in decimal at the end of `out`, without the formatting machinery
+/// (a large document has many).
+pub fn number_into(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| d as char));
 }
 
 /// A JSON object's text from members already written as JSON.
@@ -154,8 +171,18 @@ mod tests {
 
     #[test]
     fn quote_escapes_what_json_must() {
-        let text = "a\"b\\c\n\t\u{1}é";
-        assert_eq!(serde_json::from_str::<String>(&quote(text)).unwrap(), text);
+        for text in ["a\"b\\c\n\t\u{1}é", "", "\"", "é\u{1f}", "\\\\ü\r", "plain 🙂 text", "\u{7f}\u{0}"] {
+            assert_eq!(serde_json::from_str::<String>(&quote(text)).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 1234567890, u64::MAX] {
+            let mut out = String::from("x");
+            number_into(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+        }
     }
 
     #[test]

@@ -19,11 +19,10 @@
 //! 1,000 UUIDs 45 KB, on 10,000 UUIDs 450 KB.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use std::collections::VecDeque;
 
-use crate::document::{object, quote, quote_into, Document};
+use crate::document::{number_into, object, quote, quote_into, Document};
 use crate::engine::{Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions, DEFAULT_CONCURRENCY, MAX_SECONDS};
 use crate::error::{AuthFailure, Error, Failure, HttpError, Subject};
 use crate::http::Request;
@@ -385,7 +384,11 @@ impl Checkpoint {
             for (k, (ident, seen, polls)) in self.targets.iter().enumerate() {
                 targets.push_str(if k == 0 { "[" } else { ",[" });
                 quote_into(&mut targets, ident);
-                let _ = write!(targets, ",{seen},{polls}]");
+                targets.push(',');
+                number_into(&mut targets, (*seen).into());
+                targets.push(',');
+                number_into(&mut targets, (*polls).into());
+                targets.push(']');
             }
             targets.push(']');
             o.push(("targets", targets));
@@ -397,7 +400,13 @@ impl Checkpoint {
                     let row = seen.checked_sub(1).and_then(|s| self.seen.get(s as usize)).unwrap_or(&nothing);
                     (ident.as_str(), row)
                 });
-                let _ = write!(settled, "{}[{i},{},{elapsed}]", if k == 0 { "" } else { "," }, out.to_json(target));
+                settled.push_str(if k == 0 { "[" } else { ",[" });
+                number_into(&mut settled, (*i).into());
+                settled.push(',');
+                out.write_json(&mut settled, target);
+                settled.push(',');
+                number_into(&mut settled, *elapsed);
+                settled.push(']');
             }
             settled.push(']');
             o.push(("settled", settled));
@@ -561,15 +570,20 @@ impl Checkpoint {
         self.seen.clear();
         self.targets.clear();
         let mut rows: HashMap<&Seen, u32> = HashMap::new();
+        // Neighbours often share a row: the last one is tried before hashing.
+        let mut last: Option<(&Seen, u32)> = None;
         for (ident, seen, polls) in targets {
-            let index = if *seen == Seen::default() {
-                0
-            } else {
-                *rows.entry(seen).or_insert_with(|| {
+            let index = match last {
+                _ if *seen == Seen::default() => 0,
+                Some((l, index)) if l == seen => index,
+                _ => *rows.entry(seen).or_insert_with(|| {
                     self.seen.push([seen.state.clone(), seen.target_state.clone(), seen.last_error.clone()]);
                     self.seen.len() as u32
-                })
+                }),
             };
+            if index > 0 {
+                last = Some((seen, index));
+            }
             self.targets.push((ident.to_string(), index, polls));
         }
     }
@@ -920,9 +934,23 @@ impl SavedOutcome {
     /// As JSON. In a settled row, what the target's own row says is left
     /// out (its identifier; a failure's state and last error, as seen):
     /// [`Checkpoint::read`] takes them from there.
+    /// An outcome that carries nothing but its name (is written as it).
+    fn is_bare(&self) -> bool {
+        let SavedOutcome { is: _, kind, message, status, request_id, ident, state, last_error, field, problem } = self;
+        status.is_none()
+            && [kind, message, request_id, ident, state, last_error, field, problem].iter().all(|v| v.is_none())
+    }
+
+    /// [`SavedOutcome::to_json`] at the end of `out`.
+    fn write_json(&self, out: &mut String, target: Option<(&str, &[Option<String>; 3])>) {
+        match self.is_bare() {
+            true => quote_into(out, &self.is),
+            false => out.push_str(&self.to_json(target)),
+        }
+    }
+
     fn to_json(&self, target: Option<(&str, &[Option<String>; 3])>) -> String {
-        if *self == (SavedOutcome { is: self.is.clone(), ..Default::default() }) {
-            // An outcome that carries nothing is its name alone.
+        if self.is_bare() {
             return quote(&self.is);
         }
         let mut m = vec![("is", quote(&self.is))];

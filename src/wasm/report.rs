@@ -221,7 +221,8 @@ struct Stepped<'a> {
 }
 
 pub fn stepped(checkpoint: Option<&str>, wake_at: Option<u64>, report: JsValue, e: Option<&Error>) -> JsValue {
-    let error = e.map_or(JsValue::NULL, |e| error(e, None));
+    // The error carries the report too, as the original call's would.
+    let error = e.map_or(JsValue::NULL, |e| error(e, Some(&report).filter(|r| !r.is_null())));
     to_js(&Stepped { checkpoint, wake_at: wake_at.map(|w| w as f64), report, error })
 }
 
