@@ -186,8 +186,11 @@ impl Driver {
         if self.driving.replace(true) {
             return;
         }
+        // Where the core's clock stands on the wall clock: once a pass, not
+        // once an action (a round of 10,000 nodes makes as many events).
+        self.now(&mut self.client.borrow_mut());
         loop {
-            let now = self.now(&mut self.client.borrow_mut());
+            let now = js::now();
             let input = self.inbox.borrow_mut().pop_front();
             if let Some(input) = input {
                 let mut client = self.client.borrow_mut();
