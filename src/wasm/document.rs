@@ -61,11 +61,12 @@ impl Document for Json {
         if !self.0.is_object() || Array::is_array(&self.0) {
             return None;
         }
-        let object: &Object = self.0.unchecked_ref();
-        if !Object::has_own(object, &key.into()) {
+        // One JS string for both lookups: every field of every entry comes here.
+        let key = JsValue::from_str(key);
+        if !Object::has_own(self.0.unchecked_ref::<Object>(), &key) {
             return None;
         }
-        js_sys::Reflect::get(&self.0, &key.into()).ok().map(Json)
+        js_sys::Reflect::get(&self.0, &key).ok().map(Json)
     }
 
     fn as_u64(&self) -> Option<u64> {
