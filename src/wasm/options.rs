@@ -88,7 +88,7 @@ impl Options {
                     (_, Some(seconds)) => Ok(Given::Wait(Wait::Seconds(seconds))),
                     _ => Err("true, false or a timeout in seconds"),
                 },
-                Strings => strings(&value).map(Given::Strings).ok_or("a string or a list of strings"),
+                Strings => js::strings(&value, name).map(Given::Strings).map_err(|_| "a string or a list of strings"),
                 Value => Ok(Given::Value(value)),
             };
             let read = read.map_err(|expected| Error::InvalidArgument(format!("{prefix}{name} must be {expected}")))?;
@@ -152,14 +152,6 @@ impl Options {
     /// The names of the options given.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.0.iter().map(|(name, _)| *name)
-    }
-}
-
-/// One string, or a list of strings (lone surrogates refused).
-fn strings(value: &JsValue) -> Option<Vec<String>> {
-    match value.dyn_ref::<Array>() {
-        Some(list) => list.iter().map(|item| js::text(&item)).collect(),
-        None => js::text(value).map(|text| vec![text]),
     }
 }
 
