@@ -627,16 +627,22 @@ impl<D: Document> Engine<D> {
     /// (the one with an outcome) on, so a shell can make report entries as
     /// targets settle, not all at the end.
     pub fn target_report(&self, index: usize) -> TargetReport<D> {
-        match &self.report {
-            // After the end, the targets live on in the report.
-            Some(report) => report.targets[index].clone(),
-            None => self.targets[index].clone().into_report(self.started_at),
+        let t = self.saved_target(index);
+        TargetReport {
+            ident: t.ident.to_string(),
+            outcome: t.outcome.cloned().unwrap_or(Outcome::Stopped),
+            seen: t.seen.clone(),
+            polls: t.polls,
+            body: t.body.cloned(),
+            elapsed_ms: t.elapsed_ms,
         }
     }
 
-    /// Target `index` as a checkpoint keeps it, borrowed.
+    /// Target `index`, borrowed: what a checkpoint keeps of it, and what
+    /// its report entry is made of.
     pub fn saved_target(&self, index: usize) -> SavedTarget<'_, D> {
         match &self.report {
+            // After the end, the targets live on in the report.
             Some(report) => {
                 let t = &report.targets[index];
                 SavedTarget {
