@@ -336,7 +336,7 @@ async function runProvision(ctx, name, v) {
   if (wait === null) {
     const sent = await ctx.client.provision(v.nodes, spec.target, { ...body, signal: ctx.signal, settle: ctx.settle });
     const refused = sent.nodes.filter((n) => n.outcome === 'error' || n.outcome === 'not-found');
-    if (ctx.json) ctx.out(`${JSON.stringify(reportJson(sent), null, 2)}\n`);
+    printReport(ctx, sent);
     for (const n of refused) ctx.err(`${n.error?.message ?? `Node ${n.node}: ${n.outcome}`}\n`);
     return refused.length ? 1 : 0;
   }
@@ -388,7 +388,7 @@ async function runWait(ctx, view, start) {
     if (!begun) waitingLine(ctx, view);
     return report;
   } catch (e) {
-    if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
+    printReport(ctx, e?.report);
     throw e;
   } finally {
     progress.end();
@@ -457,7 +457,7 @@ async function runResume(ctx, v) {
 // A settled report (settle 'all', or success): JSON if asked, then one line
 // per node that did not make it, in python-ironicclient's words.
 function finishReport(ctx, report, expected, timeout) {
-  if (ctx.json) ctx.out(`${JSON.stringify(reportJson(report), null, 2)}\n`);
+  printReport(ctx, report);
   const timedOut = [];
   for (const n of report.nodes) {
     if (n.outcome === 'failed') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in state ${n.state}, and has error: ${n.lastError ?? 'None'}\n`);
@@ -467,6 +467,11 @@ function finishReport(ctx, report, expected, timeout) {
   }
   if (timedOut.length) ctx.err(`Node(s) ${timedOut.join(', ')} failed to reach state ${expected} in ${timeout} seconds\n`);
   return report.ok ? 0 : 1;
+}
+
+/** With --json, a report (of a success, or the one a failure carries) on stdout. */
+function printReport(ctx, report) {
+  if (ctx.json && report) ctx.out(`${JSON.stringify(reportJson(report), null, 2)}\n`);
 }
 
 /** A report as JSON data, in its own key order: errors as { name, message, status, requestId }. */
@@ -525,7 +530,7 @@ async function allocationWait(ctx, view, start) {
   try {
     return await start({ onProgress, onCheckpoint });
   } catch (e) {
-    if (ctx.json && e?.report) ctx.out(`${JSON.stringify(reportJson(e.report), null, 2)}\n`);
+    printReport(ctx, e?.report);
     throw e;
   } finally {
     progress?.end();
