@@ -448,20 +448,19 @@ export class IronicClient {
   }
 
   async provision(nodes, action, options) {
-    return this.#call('provision', [strings('nodes', nodes), identifier('action', action)], options);
+    return this.#call('provision', WAIT_ARGUMENTS.provision(nodes, action), options);
   }
 
   async waitForProvisionState(nodes, expectedState, options) {
-    const expected = identifier('expectedState', expectedState, 'expectedState must be a provision state');
-    return this.#call('waitForProvisionState', [strings('nodes', nodes), expected], options);
+    return this.#call('waitForProvisionState', WAIT_ARGUMENTS.waitForProvisionState(nodes, expectedState), options);
   }
 
   async createAllocation(fields, options) {
-    return this.#call('createAllocation', [allocationFields(fields)], options);
+    return this.#call('createAllocation', WAIT_ARGUMENTS.createAllocation(fields), options);
   }
 
   async waitForAllocation(id, options) {
-    return this.#call('waitForAllocation', [identifier('id', id)], options);
+    return this.#call('waitForAllocation', WAIT_ARGUMENTS.waitForAllocation(id), options);
   }
 
   async getNode(id, options) {
@@ -486,9 +485,10 @@ export class IronicClient {
    * waitForAllocation), `args` its arguments as it takes them.
    */
   checkpoint(method, ...args) {
-    const read = CHECKPOINTED[typeof method === 'string' ? method : ''];
+    const read = WAIT_ARGUMENTS[typeof method === 'string' ? method : ''];
     if (!read) throw refuse('method must be provision, waitForProvisionState, createAllocation or waitForAllocation');
-    const given = read(args);
+    // As the method reads them: its arguments (`read.length` of them), then its options.
+    const given = [...read(...args.slice(0, read.length)), readOptions('options', args[read.length])];
     try {
       return this.#raw.checkpoint(method, ...given);
     } catch (e) {
@@ -514,17 +514,16 @@ export class IronicClient {
   }
 }
 
-/** The arguments of each method a checkpoint can be made of, read as the method reads them (options last). */
-const CHECKPOINTED = {
+/** How each wait reads its arguments before its options; `checkpoint` reads them the same way. */
+const WAIT_ARGUMENTS = {
   __proto__: null,
-  provision: ([nodes, action, options]) => [strings('nodes', nodes), identifier('action', action), readOptions('options', options)],
-  waitForProvisionState: ([nodes, expected, options]) => [
+  provision: (nodes, action) => [strings('nodes', nodes), identifier('action', action)],
+  waitForProvisionState: (nodes, expected) => [
     strings('nodes', nodes),
     identifier('expectedState', expected, 'expectedState must be a provision state'),
-    readOptions('options', options),
   ],
-  createAllocation: ([fields, options]) => [allocationFields(fields), readOptions('options', options), undefined],
-  waitForAllocation: ([id, options]) => [identifier('id', id), readOptions('options', options), undefined],
+  createAllocation: (fields) => [allocationFields(fields)],
+  waitForAllocation: (id) => [identifier('id', id)],
 };
 
 /** A checkpoint: the text `onCheckpoint`, `checkpoint()` and `step()` give. */
