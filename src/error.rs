@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// What a wait is about: python-ironicclient words its messages per kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Subject {
     Node,
     Allocation,

@@ -5,8 +5,10 @@
 //!
 //! - [`states`]: Ironic's provision and allocation states, the action table.
 //! - [`verdict`]: the decision table, one node or allocation body -> verdict.
-//! - [`engine`]: the wait engine over many targets (what to fetch now, how
-//!   long to sleep, when it is over).
+//! - [`engine`]: one wait over many targets (what to fetch now, how long to
+//!   sleep, when it is over), on a poll loop of its own.
+//! - [`poll`]: the poll loop a client's waits share: each round's requests
+//!   for every wait due, node lists in full or by the change feed.
 //! - [`http`]: HTTP without I/O: requests, replies, the retry policy,
 //!   encodings, servers' messages.
 //! - [`ironic`]: Ironic's REST API without I/O: microversions, requests,
@@ -32,6 +34,7 @@ pub mod error;
 pub mod http;
 pub mod ironic;
 pub mod keystone;
+pub mod poll;
 pub mod states;
 pub mod tables;
 pub mod verdict;

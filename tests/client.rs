@@ -1286,7 +1286,14 @@ fn a_list_follows_the_next_marker_and_keeps_the_state_filter() {
     h.on(&second, vec![after(5, ok(json!({"nodes": [node("n3", "x")], "next": next("odd%20marker%2F1")})))]);
     let third = format!("{first}&marker=odd%20marker%2F1");
     h.on(&third, vec![after(5, ok(json!({"nodes": [node("n4", "x")]})))]);
-    let call = h.start(CallSpec::List { fields: None, limit: None, provision_state: Some("clean failed".into()) });
+    let call = h.start(CallSpec::List {
+        fields: None,
+        limit: None,
+        scope: ironic_wait::ironic::requests::Scope {
+            provision_state: Some("clean failed".into()),
+            ..Default::default()
+        },
+    });
     h.run();
     assert_eq!(
         h.trace(),
@@ -1306,7 +1313,7 @@ fn a_list_with_a_limit_is_one_page_and_fields_use_the_plain_list() {
     let page = json!({"nodes": [{"uuid": "u1", "name": "n1"}, {"uuid": "u2", "name": "n2"}],
         "next": "http://ironic:6385/v1/nodes?fields=uuid,name&limit=2&marker=u2"});
     h.on("GET /v1/nodes?fields=uuid,name&limit=2", vec![at_once(ok(page))]);
-    let call = h.start(CallSpec::List { fields: Some("uuid,name".into()), limit: Some(2), provision_state: None });
+    let call = h.start(CallSpec::List { fields: Some("uuid,name".into()), limit: Some(2), scope: Default::default() });
     h.run();
     assert_eq!(h.trace(), ["0 GET /v1", "0 GET /v1/nodes?fields=uuid,name&limit=2"]);
     let Ok(Answer::Documents(nodes)) = h.answer(call) else { panic!("{:?}", h.answer(call)) };
@@ -1318,13 +1325,13 @@ fn a_list_with_a_limit_is_one_page_and_fields_use_the_plain_list() {
 fn fields_need_1_8_and_an_older_server_is_refused_before_the_list() {
     let mut h = Harness::new(config());
     h.on("GET /v1", vec![at_once(v1("1.1", "1.7"))]);
-    let call = h.start(CallSpec::List { fields: Some("uuid".into()), limit: None, provision_state: None });
+    let call = h.start(CallSpec::List { fields: Some("uuid".into()), limit: None, scope: Default::default() });
     h.run();
     assert_eq!(h.trace(), ["0 GET /v1"]);
     assert_eq!(h.error(call), &Error::UnsupportedVersion("fields needs API version 1.8; the server speaks 1.7".into()));
     // A version pinned below 1.8 alike, without asking the server.
     let mut h = Harness::new(pinned("1.6"));
-    let call = h.start(CallSpec::List { fields: Some("uuid".into()), limit: None, provision_state: None });
+    let call = h.start(CallSpec::List { fields: Some("uuid".into()), limit: None, scope: Default::default() });
     h.run();
     assert_eq!(h.trace(), Vec::<String>::new());
     assert_eq!(h.error(call), &Error::UnsupportedVersion("fields needs API version 1.8; the server speaks 1.6".into()));
@@ -1332,7 +1339,7 @@ fn fields_need_1_8_and_an_older_server_is_refused_before_the_list() {
     let mut h = Harness::new(config());
     h.on("GET /v1", vec![at_once(v1("1.1", "1.7"))]);
     h.on("GET /v1/nodes/detail?limit=1000", vec![at_once(ok(json!({"nodes": []})))]);
-    let call = h.start(CallSpec::List { fields: None, limit: None, provision_state: None });
+    let call = h.start(CallSpec::List { fields: None, limit: None, scope: Default::default() });
     h.run();
     assert!(matches!(h.answer(call), Ok(Answer::Documents(n)) if n.is_empty()));
     clean(&h);
@@ -1343,7 +1350,7 @@ fn a_list_that_does_not_advance_is_an_error_not_a_loop() {
     let mut h = Harness::new(pinned("1.50"));
     let page = json!({"nodes": [node("n1", "x")], "next": format!("{IRONIC}/v1/nodes/detail?limit=1000&marker={}", uuid_of("n1"))});
     h.on("GET /v1/nodes/detail", vec![at_once(ok(page))]);
-    let call = h.start(CallSpec::List { fields: None, limit: None, provision_state: None });
+    let call = h.start(CallSpec::List { fields: None, limit: None, scope: Default::default() });
     h.run();
     assert_eq!(h.trace().len(), 2);
     assert!(

@@ -512,9 +512,12 @@ fn many_nodes_are_checked_with_one_list_per_round() {
         t.sent,
         [
             (0, "/v1/nodes?fields=uuid,name,provision_state,target_provision_state,last_error&limit=1000".to_string()),
+            // The second listing reads the stamps too, for the change
+            // feed: a wait still going after one round is likely to go on.
             (
                 2000,
-                "/v1/nodes?fields=uuid,name,provision_state,target_provision_state,last_error&limit=1000".to_string()
+                "/v1/nodes?fields=uuid,name,provision_state,target_provision_state,last_error,provision_updated_at&limit=1000"
+                    .to_string()
             ),
         ]
     );

@@ -1491,7 +1491,8 @@ fn the_scripted_server_pages_honestly() {
     let mut marker: Option<String> = None;
     let mut seen = Vec::new();
     for _ in 0..4 {
-        let request = ironic_wait::ironic::requests::list_nodes(Some("uuid"), 3, marker.as_deref(), None);
+        let request =
+            ironic_wait::ironic::requests::list_nodes(Some("uuid"), 3, marker.as_deref(), &Default::default(), false);
         let asked = classify(&request).unwrap();
         let (_, served) = fake.serve(&asked, &request);
         let Reply::Response(r) = served.reply else { panic!() };

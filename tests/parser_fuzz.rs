@@ -859,7 +859,7 @@ fn a_pager_follows_at_most_max_pages() {
 #[test]
 fn markers_from_the_server_stay_one_query_parameter() {
     for marker in ["a&limit=1", "x#y", "../../admin", "\u{0}", "é", "%2525", "+ +"] {
-        let path = requests::list_nodes(Some("uuid"), 5, Some(marker), None).path;
+        let path = requests::list_nodes(Some("uuid"), 5, Some(marker), &Default::default(), false).path;
         assert_eq!(support::query_param(&path, "marker").as_deref(), Some(marker), "{path}");
         assert_eq!(path.matches('&').count(), 2, "{path}");
     }

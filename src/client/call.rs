@@ -13,7 +13,8 @@ use crate::http::{Reply, Request};
 use crate::ironic::answers::not_an_object;
 use crate::ironic::microversion::Microversion;
 use crate::ironic::paging::Pager;
-use crate::ironic::{requests, MAX_PAGE_SIZE};
+use crate::ironic::requests::{self, Scope};
+use crate::ironic::MAX_PAGE_SIZE;
 use crate::verdict::Seen;
 
 use super::exchange::{Context, Exchange};
@@ -29,7 +30,7 @@ pub enum CallSpec {
     List {
         fields: Option<String>,
         limit: Option<u32>,
-        provision_state: Option<String>,
+        scope: Scope,
     },
     /// The microversion in use, negotiated if need be.
     Version,
@@ -137,7 +138,7 @@ pub(super) enum Phase<D> {
         exchange: Option<Exchange>,
         fields: Option<String>,
         limit: Option<u32>,
-        provision_state: Option<String>,
+        scope: Scope,
         pager: Pager,
         nodes: Vec<D>,
     },
@@ -248,12 +249,12 @@ impl<D: Document> Call<D> {
         };
         call.phase = match spec {
             CallSpec::Get(request) => Phase::Get(call.exchange(request, true)),
-            CallSpec::List { fields, limit, provision_state } => Phase::List {
+            CallSpec::List { fields, limit, scope } => Phase::List {
                 version: None,
                 exchange: None,
                 fields,
                 limit,
-                provision_state,
+                scope,
                 pager: Pager::default(),
                 nodes: Vec::new(),
             },
@@ -517,7 +518,7 @@ impl<D: Document> Call<D> {
             _ => None,
         };
         let mut cx = self.cx(session, out, now);
-        let Phase::List { version, exchange, fields, limit, provision_state, pager, nodes } = &mut self.phase else {
+        let Phase::List { version, exchange, fields, limit, scope, pager, nodes } = &mut self.phase else {
             return None;
         };
         match gate {
@@ -536,7 +537,7 @@ impl<D: Document> Call<D> {
             let x = exchange.get_or_insert_with(|| {
                 self.next_exchange += 1;
                 let page_size = limit.unwrap_or(MAX_PAGE_SIZE);
-                let request = requests::list_nodes(fields.as_deref(), page_size, None, provision_state.as_deref());
+                let request = requests::list_nodes(fields.as_deref(), page_size, None, scope, false);
                 Exchange::new(ExchangeId(self.next_exchange), request, true)
             });
             let page = match json_answer::<D>(x, &mut cx, &mut self.retries)? {
@@ -551,12 +552,7 @@ impl<D: Document> Call<D> {
             match next {
                 Some(marker) if limit.is_none() => {
                     self.next_exchange += 1;
-                    let request = requests::list_nodes(
-                        fields.as_deref(),
-                        MAX_PAGE_SIZE,
-                        Some(&marker),
-                        provision_state.as_deref(),
-                    );
+                    let request = requests::list_nodes(fields.as_deref(), MAX_PAGE_SIZE, Some(&marker), scope, false);
                     *exchange = Some(Exchange::new(ExchangeId(self.next_exchange), request, true));
                 }
                 _ => return Some(Ok(Answer::Documents(std::mem::take(nodes)))),

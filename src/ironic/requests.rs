@@ -6,6 +6,7 @@ use crate::document::{self, Document};
 use crate::error::Error;
 use crate::http::encode::query_escape;
 use crate::http::{Method, Request};
+use crate::ironic::microversion::Microversion;
 use crate::states::Action;
 
 /// An identifier checked and percent-encoded as exactly one path segment:
@@ -47,19 +48,93 @@ pub fn get_node(ident: &str, fields: Option<&str>) -> Result<Request, Error> {
 /// One page of the node list. With `fields` the plain list serves them;
 /// without (before 1.8) only `/v1/nodes/detail` carries the target state
 /// and last_error. `marker` is a node UUID from the previous page; the
-/// `provision_state` filter is repeated on every page (Ironic's own `next`
-/// link drops it).
-pub fn list_nodes(fields: Option<&str>, limit: u32, marker: Option<&str>, provision_state: Option<&str>) -> Request {
+/// scope's filters are repeated on every page (Ironic's own `next` link
+/// drops some). `newest_first` sorts by `provision_updated_at`, newest
+/// first (the change feed's order).
+pub fn list_nodes(
+    fields: Option<&str>,
+    limit: u32,
+    marker: Option<&str>,
+    scope: &Scope,
+    newest_first: bool,
+) -> Request {
     let mut path = match fields {
         Some(fields) => format!("/v1/nodes?fields={fields}&limit={limit}"),
         None => format!("/v1/nodes/detail?limit={limit}"),
     };
-    for (key, value) in [("provision_state", provision_state), ("marker", marker)] {
-        if let Some(value) = value {
-            path.push_str(&format!("&{key}={}", query_escape(value)));
-        }
+    for (key, value) in scope.filters() {
+        path.push_str(&format!("&{key}={}", query_escape(&value)));
+    }
+    if newest_first {
+        path.push_str("&sort_key=provision_updated_at&sort_dir=desc");
+    }
+    if let Some(marker) = marker {
+        path.push_str(&format!("&marker={}", query_escape(marker)));
     }
     Request::get(path)
+}
+
+/// The part of the fleet a list asks for: Ironic's own filters of
+/// `GET /v1/nodes`. Empty, it is the whole fleet.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Scope {
+    pub provision_state: Option<String>,
+    pub resource_class: Option<String>,
+    pub fault: Option<String>,
+    pub conductor_group: Option<String>,
+    pub owner: Option<String>,
+    pub lessee: Option<String>,
+    /// Any of these shards.
+    pub shard: Vec<String>,
+}
+
+impl Scope {
+    /// Each filter's query parameter, the microversion that brought it,
+    /// and the option that sets it.
+    const FILTERS: [(&'static str, Microversion, &'static str); 7] = [
+        ("provision_state", Microversion::new(1, 9), "provisionState"),
+        ("resource_class", Microversion::new(1, 21), "resourceClass"),
+        ("fault", Microversion::new(1, 42), "fault"),
+        ("conductor_group", Microversion::new(1, 46), "conductorGroup"),
+        ("owner", Microversion::new(1, 50), "owner"),
+        ("lessee", Microversion::new(1, 65), "lessee"),
+        ("shard", Microversion::new(1, 82), "shard"),
+    ];
+
+    fn values(&self) -> [Option<String>; 7] {
+        let shard = (!self.shard.is_empty()).then(|| self.shard.join(","));
+        [
+            self.provision_state.clone(),
+            self.resource_class.clone(),
+            self.fault.clone(),
+            self.conductor_group.clone(),
+            self.owner.clone(),
+            self.lessee.clone(),
+            shard,
+        ]
+    }
+
+    /// The query parameters, in a fixed order.
+    pub fn filters(&self) -> Vec<(&'static str, String)> {
+        Scope::FILTERS.iter().zip(self.values()).filter_map(|((key, ..), v)| Some((*key, v?))).collect()
+    }
+
+    /// Refuses a scope the server's version cannot filter by, naming the
+    /// option and the version it needs.
+    pub fn check(&self, version: Microversion) -> Result<(), Error> {
+        for ((_, needs, option), value) in Scope::FILTERS.iter().zip(self.values()) {
+            if value.is_some() && version < *needs {
+                return Err(Error::UnsupportedVersion(format!(
+                    "scope.{option} needs API version {needs}; the server speaks {version}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.filters().is_empty()
+    }
 }
 
 /// A caller's `fields` list checked and joined: names only, so the query
@@ -216,12 +291,33 @@ mod tests {
             get_node("n1", Some(NODE_WAIT_FIELDS)).unwrap().path,
             format!("/v1/nodes/n1?fields={NODE_WAIT_FIELDS}")
         );
-        assert_eq!(list_nodes(Some("uuid"), 1000, None, None).path, "/v1/nodes?fields=uuid&limit=1000");
-        assert_eq!(list_nodes(None, 1000, Some("u-1"), None).path, "/v1/nodes/detail?limit=1000&marker=u-1");
         assert_eq!(
-            list_nodes(None, 5, Some("u 1"), Some("clean failed")).path,
+            list_nodes(Some("uuid"), 1000, None, &Scope::default(), false).path,
+            "/v1/nodes?fields=uuid&limit=1000"
+        );
+        assert_eq!(
+            list_nodes(None, 1000, Some("u-1"), &Scope::default(), false).path,
+            "/v1/nodes/detail?limit=1000&marker=u-1"
+        );
+        assert_eq!(
+            list_nodes(
+                None,
+                5,
+                Some("u 1"),
+                &Scope { provision_state: Some("clean failed".into()), ..Scope::default() },
+                false
+            )
+            .path,
             "/v1/nodes/detail?limit=5&provision_state=clean%20failed&marker=u%201"
         );
+        let scope = Scope { owner: Some("p&q".into()), shard: vec!["s1".into(), "s2".into()], ..Scope::default() };
+        assert_eq!(
+            list_nodes(Some("uuid"), 20, Some("u1"), &scope, true).path,
+            "/v1/nodes?fields=uuid&limit=20&owner=p%26q&shard=s1%2Cs2&sort_key=provision_updated_at&sort_dir=desc&marker=u1"
+        );
+        assert!(scope.check(Microversion::new(1, 82)).is_ok());
+        let refused = scope.check(Microversion::new(1, 81)).unwrap_err().to_string();
+        assert!(refused.contains("scope.shard needs API version 1.82"), "{refused}");
         assert_eq!(field_list(&["uuid", "last_error"]).unwrap(), "uuid,last_error");
         for bad in [&[][..], &["uuid&limit=1"], &[""]] {
             assert!(field_list(bad).is_err());

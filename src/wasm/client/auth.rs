@@ -89,10 +89,9 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
                 (required(a.text("username"), "username")?, required(a.text("password"), "password")?);
             return basic(&user, &password).map(Login::Basic);
         }
-        "password" => AuthMethod::Password {
-            user: user(&a, &auth_type)?,
-            password: required(a.text("password"), "password")?,
-        },
+        "password" => {
+            AuthMethod::Password { user: user(&a, &auth_type)?, password: required(a.text("password"), "password")? }
+        }
         "v3applicationcredential" => {
             let credential = match (a.text("applicationCredentialId"), a.text("applicationCredentialName")) {
                 (Some(id), _) => ApplicationCredential::Id(id),

@@ -8,7 +8,7 @@ use super::driver::Caller;
 use crate::client::{CallSpec, Checkpoint};
 use crate::engine::{WaitOptions, DEFAULT_CONCURRENCY};
 use crate::error::{Error, Subject};
-use crate::ironic::requests::{self, ProvisionArgs};
+use crate::ironic::requests::{self, ProvisionArgs, Scope};
 use crate::ironic::MAX_PAGE_SIZE;
 use crate::states::Action;
 use crate::wasm::document::Json;
@@ -32,8 +32,8 @@ pub fn caller(opts: &Options) -> Caller {
 /// A checkpoint's text read back: JSON, then the checkpoint's shape.
 pub fn checkpoint(text: &JsValue) -> Result<Checkpoint, Error> {
     let text = js::text(text).ok_or_else(|| Error::InvalidArgument("checkpoint must be a string".into()))?;
-    let value = js_sys::JSON::parse(&text)
-        .map_err(|_| Error::InvalidArgument("Invalid checkpoint: it is not JSON".into()))?;
+    let value =
+        js_sys::JSON::parse(&text).map_err(|_| Error::InvalidArgument("Invalid checkpoint: it is not JSON".into()))?;
     Checkpoint::read(&Json(value))
 }
 
@@ -135,6 +135,10 @@ pub fn list_nodes(opts: Options) -> Prepared {
         Some(_) => return Err(Error::InvalidArgument("Option limit must be a whole number from 1".into())),
         None => None,
     };
-    let spec = CallSpec::List { fields, limit, provision_state: opts.text("provisionState") };
+    let spec = CallSpec::List {
+        fields,
+        limit,
+        scope: Scope { provision_state: opts.text("provisionState"), ..Scope::default() },
+    };
     Ok((spec, caller(&opts)))
 }

@@ -1,0 +1,349 @@
+//! The change feed: Ironic has none, so the loop makes one from the node
+//! list sorted by `provision_updated_at`, which Ironic stamps on every
+//! provision state change. After one full listing (the nodes as they are,
+//! and the newest stamp: the watermark), a round pages the list newest
+//! first only until the entries are older than the watermark less an
+//! overlap, so a quiet round is one request whatever the fleet's size.
+//!
+//! What could make it miss a change, and what covers it:
+//! - Stamps of whole seconds (MySQL): a change in the same second as the
+//!   watermark gets the watermark's stamp. The overlap is a second longer
+//!   when the stamps have no fraction.
+//! - A change committed after a later-stamped one was read: it is read next
+//!   round while its stamp is within the overlap ([`COMMIT_LAG_MS`]).
+//! - Equal stamps across a page boundary: Ironic orders by the stamp, then
+//!   by its own id, and the marker row bounds the next page, so nothing is
+//!   skipped; paging goes on while entries are at or above the stop stamp.
+//! - A node never moved has a null stamp and sorts last: the full listing
+//!   has it, and its first move stamps it.
+//! - A node deleted, or moved out of the scope, shows in no change: the full
+//!   listing that reconciles every [`RECONCILE_MS`] (and the final check at
+//!   a deadline) drops it, and a target not listed is asked for by a GET.
+//! - The server's clock jumping back: the newest entry is then older than
+//!   the watermark, which no quiet round can show; the feed starts over
+//!   with a full listing.
+//!
+//! Where Ironic cannot serve the feed (no `fields`, a refused sort key, no
+//! `provision_updated_at` in the entries), the loop lists in full.
+
+use std::collections::HashMap;
+
+use crate::document::Document;
+use crate::engine::Millis;
+
+/// Microseconds since the Unix epoch.
+pub type Stamp = i64;
+
+/// How long after its stamp a change may still be committed and become
+/// visible, and still be read by the next round.
+pub const COMMIT_LAG_MS: i64 = 1000;
+
+/// How often the feed is checked against a full listing, for each page
+/// that listing takes.
+pub const RECONCILE_MS: Millis = 60_000;
+
+/// The first page of a changes round is small when the last round found
+/// few changes: a quiet round costs one request of a few entries.
+pub const MIN_FIRST_PAGE: u32 = 20;
+
+/// A node as the feed last saw it.
+#[derive(Debug, Clone)]
+pub struct Cached<D> {
+    pub body: D,
+    pub stamp: Option<Stamp>,
+}
+
+/// See the module docs. One per scope.
+#[derive(Debug)]
+pub struct Feed<D> {
+    /// UUID -> the node as last seen.
+    nodes: HashMap<String, Cached<D>>,
+    /// Name -> UUID.
+    names: HashMap<String, String>,
+    /// The newest stamp seen; `None` until a full listing is complete.
+    watermark: Option<Stamp>,
+    /// Every stamp seen had no fraction of a second.
+    whole_seconds: bool,
+    /// When the last full listing began.
+    full_at: Option<Millis>,
+    /// Entries the last changes round read.
+    last_read: u32,
+    /// A full listing under way: the nodes it found so far.
+    building: Option<HashMap<String, Cached<D>>>,
+}
+
+impl<D> Default for Feed<D> {
+    fn default() -> Self {
+        Feed {
+            nodes: HashMap::new(),
+            names: HashMap::new(),
+            watermark: None,
+            whole_seconds: true,
+            full_at: None,
+            last_read: 0,
+            building: None,
+        }
+    }
+}
+
+/// What one entry of a list tells the feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryStamp {
+    /// `provision_updated_at` as a time.
+    At(Stamp),
+    /// `provision_updated_at: null`: never moved.
+    Never,
+    /// No `provision_updated_at` at all, or not a time: no feed here.
+    Missing,
+}
+
+/// An entry's stamp.
+pub fn entry_stamp<D: Document>(body: &D) -> EntryStamp {
+    match body.get("provision_updated_at") {
+        None => EntryStamp::Missing,
+        Some(v) if v.python_type() == "NoneType" => EntryStamp::Never,
+        Some(v) => v.as_string().as_deref().and_then(parse_stamp).map_or(EntryStamp::Missing, EntryStamp::At),
+    }
+}
+
+impl<D: Document> Feed<D> {
+    /// Whether the next round must list in full: never listed, a final
+    /// check, or time to reconcile. A listing of `pages` pages is made
+    /// every `pages` x [`RECONCILE_MS`], so reconciling costs about one
+    /// request a minute whatever the fleet's size.
+    pub fn needs_full(&self, now: Millis, final_check: bool, pages: u32) -> bool {
+        let every = RECONCILE_MS.saturating_mul(Millis::from(pages.max(1)));
+        final_check || self.watermark.is_none() || self.full_at.is_none_or(|at| now >= at.saturating_add(every))
+    }
+
+    /// The size of a changes round's first page.
+    pub fn first_page(&self, page_size: u32) -> u32 {
+        (self.last_read.saturating_mul(3) / 2).saturating_add(MIN_FIRST_PAGE).min(page_size)
+    }
+
+    /// Paging a changes round stops below this stamp.
+    pub fn stop_below(&self) -> Option<Stamp> {
+        let resolution = if self.whole_seconds { 1_000_000 } else { 0 };
+        Some(self.watermark? - COMMIT_LAG_MS * 1000 - resolution)
+    }
+
+    /// A full listing begins at `now`.
+    pub fn begin_full(&mut self, now: Millis) {
+        self.full_at = Some(now);
+        self.building = Some(HashMap::new());
+    }
+
+    /// A full listing ends: its nodes replace the feed's, and the newest
+    /// stamp among them is the watermark. Incomplete (`complete` false),
+    /// it is dropped, and the feed is as it was.
+    pub fn end_full(&mut self, complete: bool) {
+        let Some(nodes) = self.building.take() else { return };
+        if !complete {
+            self.full_at = None;
+            return;
+        }
+        self.watermark = Some(nodes.values().filter_map(|c| c.stamp).max().unwrap_or(Stamp::MIN));
+        self.names.retain(|_, uuid| nodes.contains_key(uuid));
+        self.nodes = nodes;
+    }
+
+    /// Forgets everything: the next round lists in full.
+    pub fn reset(&mut self) {
+        *self = Feed::default();
+    }
+
+    /// An entry of any listing, by its UUID; `stamp` read by
+    /// [`entry_stamp`]. Returns whether it differs from what was cached.
+    pub fn absorb(&mut self, uuid: &str, name: Option<&str>, body: &D, stamp: Option<Stamp>) -> bool {
+        if let Some(s) = stamp {
+            self.whole_seconds &= s % 1_000_000 == 0;
+        }
+        if let Some(name) = name {
+            if self.names.get(name).is_none_or(|u| u != uuid) {
+                self.names.insert(name.to_string(), uuid.to_string());
+            }
+        }
+        let cached = Cached { body: body.clone(), stamp };
+        let changed = self.nodes.get(uuid).is_none_or(|c| c.stamp != stamp);
+        if let Some(building) = &mut self.building {
+            building.insert(uuid.to_string(), cached.clone());
+        }
+        self.nodes.insert(uuid.to_string(), cached);
+        changed
+    }
+
+    /// A changes round has read `entries` entries, the newest stamped
+    /// `newest`. False when the newest is older than the watermark: the
+    /// server's clock went back (or the newest node went away), and the
+    /// feed must start over.
+    pub fn end_changes(&mut self, entries: u32, newest: Option<Stamp>) -> bool {
+        self.last_read = entries;
+        match (newest, self.watermark) {
+            (Some(n), Some(w)) if n < w => false,
+            (Some(n), Some(w)) => {
+                self.watermark = Some(n.max(w));
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// The node an identifier names, as last seen: a UUID-like one by
+    /// UUID, any other by name (as Ironic finds them).
+    pub fn find(&self, ident: &str, uuid_like: bool) -> Option<&Cached<D>> {
+        if uuid_like {
+            return self.nodes.get(ident);
+        }
+        self.nodes.get(self.names.get(ident)?)
+    }
+}
+
+/// An ISO 8601 time as Ironic writes it (`2026-12-01T11:35:39.826460+00:00`,
+/// whole seconds on MySQL, maybe `Z` or no offset) -> microseconds since
+/// the epoch.
+pub fn parse_stamp(text: &str) -> Option<Stamp> {
+    let b = text.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let digits = b.get(from..from + len)?;
+        digits.iter().try_fold(0i64, |n, &d| d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0')))
+    };
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || !matches!(b.get(10), Some(b'T' | b't' | b' ')) {
+        return None;
+    }
+    if b.get(13) != Some(&b':') || b.get(16) != Some(&b':') {
+        return None;
+    }
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut micros = 0i64;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            if i - start < 6 {
+                micros = micros * 10 + i64::from(b[i] - b'0');
+            }
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        for _ in (i - start)..6 {
+            micros *= 10;
+        }
+    }
+    let offset_s = match b.get(i) {
+        None => 0,
+        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+        Some(&sign @ (b'+' | b'-')) => {
+            let (h, m) = match b.len() - i {
+                6 if b[i + 3] == b':' => (num(i + 1, 2)?, num(i + 4, 2)?),
+                5 => (num(i + 1, 2)?, num(i + 3, 2)?),
+                _ => return None,
+            };
+            let s = h * 3600 + m * 60;
+            if sign == b'+' {
+                s
+            } else {
+                -s
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    Some(seconds * 1_000_000 + micros)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use serde_json::{json, Value};
+
+    #[test]
+    fn stamps_are_read_as_ironic_writes_them() {
+        let at = |t| parse_stamp(t);
+        assert_eq!(at("1970-01-01T00:00:00+00:00"), Some(0));
+        assert_eq!(at("1970-01-01T00:00:01.5+00:00"), Some(1_500_000));
+        assert_eq!(at("2026-12-01T11:35:39.826460+00:00"), Some(1_796_124_939_826_460));
+        assert_eq!(at("2026-12-01T11:35:39+00:00"), Some(1_796_124_939_000_000));
+        assert_eq!(at("2026-12-01T11:35:39Z"), at("2026-12-01T11:35:39+00:00"));
+        assert_eq!(at("2026-12-01T11:35:39"), at("2026-12-01T11:35:39+00:00"));
+        assert_eq!(at("2026-12-01T12:35:39+01:00"), at("2026-12-01T11:35:39+00:00"));
+        assert_eq!(at("2026-12-01T10:35:39-0100"), at("2026-12-01T11:35:39+00:00"));
+        // More than six digits: the rest is below a microsecond.
+        assert_eq!(at("1970-01-01T00:00:00.1234567Z"), Some(123_456));
+        assert_eq!(at("2000-02-29T00:00:00Z"), Some(951_782_400_000_000));
+        for bad in [
+            "",
+            "2026-12-01",
+            "2026-13-01T00:00:00Z",
+            "2026-12-01T24:00:00Z",
+            "2026-12-01T11:35:39.Z",
+            "2026-12-01T11:35:39+1",
+            "2026/12/01T11:35:39Z",
+            "2026-12-01T11:35:39Zjunk",
+            "２０２６-12-01T11:35:39Z",
+        ] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_entry_stamp_tells_a_time_a_node_never_moved_and_no_feed() {
+        assert_eq!(entry_stamp(&json!({"provision_updated_at": "1970-01-01T00:00:02Z"})), EntryStamp::At(2_000_000));
+        assert_eq!(entry_stamp(&json!({"provision_updated_at": null})), EntryStamp::Never);
+        assert_eq!(entry_stamp(&json!({"uuid": "u"})), EntryStamp::Missing);
+        assert_eq!(entry_stamp(&json!({"provision_updated_at": 5})), EntryStamp::Missing);
+    }
+
+    #[test]
+    fn the_watermark_comes_from_a_complete_listing_and_moves_only_forward() {
+        let mut feed = Feed::<Value>::default();
+        assert!(feed.needs_full(0, false, 1));
+        feed.begin_full(0);
+        feed.absorb("a", Some("na"), &json!({}), Some(5_000_000));
+        feed.absorb("b", None, &json!({}), None);
+        feed.end_full(true);
+        assert_eq!(feed.watermark, Some(5_000_000));
+        assert!(!feed.needs_full(1000, false, 1));
+        assert!(feed.needs_full(1000, true, 1), "a final check lists in full");
+        assert!(feed.needs_full(RECONCILE_MS, false, 1), "and so does a reconcile");
+        assert!(!feed.needs_full(RECONCILE_MS, false, 3), "less often, the more pages it takes");
+        // Whole seconds so far: the overlap is a second longer.
+        assert_eq!(feed.stop_below(), Some(5_000_000 - 2_000_000));
+        assert!(feed.absorb("a", Some("na"), &json!({}), Some(6_000_001)));
+        assert!(!feed.absorb("a", Some("na"), &json!({}), Some(6_000_001)), "the same stamp is no change");
+        assert!(feed.end_changes(2, Some(6_000_001)));
+        assert_eq!(feed.stop_below(), Some(6_000_001 - 1_000_000));
+        assert!(!feed.end_changes(1, Some(1_000_000)), "the newest went back: start over");
+        assert!(feed.find("na", false).is_some() && feed.find("a", true).is_some() && feed.find("b", true).is_some());
+        // An incomplete listing changes nothing, and a complete one drops
+        // the nodes it did not list.
+        feed.begin_full(2000);
+        feed.absorb("a", Some("na"), &json!({}), Some(7_000_000));
+        feed.end_full(false);
+        assert!(feed.find("b", true).is_some());
+        feed.begin_full(3000);
+        feed.absorb("a", Some("na"), &json!({}), Some(7_000_000));
+        feed.end_full(true);
+        assert!(feed.find("b", true).is_none());
+    }
+}

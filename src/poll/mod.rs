@@ -1,0 +1,1011 @@
+//! The poll loop: one per client, for every wait on it. Each wait (`wait`)
+//! keeps its own targets, deadline, settle mode, events and report; the
+//! loop decides what each round sends for all the waits due, so K waits on
+//! overlapping nodes cost what one wait on their union costs.
+//!
+//! A round serves every wait whose next round is due when it starts (a
+//! wait due a little later, within a quarter of its interval, is waited
+//! for, so that waits begun apart come to share rounds; none is ever
+//! checked sooner than it asked). Its requests, for the waits it serves:
+//! - a list of the nodes of each scope (one per scope and list mode among
+//!   the waits): in full, or, once the change feed (`feed`) has the fleet,
+//!   only what changed since the last round;
+//! - then one GET per target still without an answer (a target not listed,
+//!   one named by a name the list did not show, every allocation, and all
+//!   targets when there are fewer than the list threshold): one per
+//!   identifier, whichever waits want it.
+//!
+//! Time rules, per wait, as the engine always had them: nothing is sent for
+//! a wait after its deadline but for its final check, no retry starts after
+//! it, and a reply in flight at the deadline still counts.
+
+mod feed;
+pub mod wait;
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::document::Document;
+use crate::engine::{Fetch, Millis, RequestId, Resumed, WaitOptions};
+use crate::error::{Error, Subject};
+use crate::http::retry::RetryPolicy;
+use crate::http::{Reply, Request};
+use crate::ironic::answers;
+use crate::ironic::paging::Pager;
+use crate::ironic::requests::{self, Scope};
+use crate::ironic::{MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
+
+use feed::{entry_stamp, EntryStamp, Feed};
+pub use feed::{parse_stamp, Stamp, COMMIT_LAG_MS, RECONCILE_MS};
+use wait::{Check, Wait};
+
+/// The node fields of a list the change feed reads.
+const FEED_FIELDS: &str = "uuid,name,provision_state,target_provision_state,last_error,provision_updated_at";
+
+/// A listing that had to start over (its marker node deleted between
+/// pages) does so at most this many times in a round.
+const MAX_RESTARTS: u32 = 3;
+
+/// Names a wait of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WaitId(pub u64);
+
+/// How a wait's rounds list the fleet, once listing is cheaper than a GET
+/// per node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListMode {
+    /// The change feed: after one full listing, only what changed (see
+    /// `feed`); in full where the server cannot sort by
+    /// `provision_updated_at`.
+    Changes,
+    /// Every round lists in full.
+    Full,
+}
+
+/// The waits that list the same scope the same way share one listing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct GroupKey {
+    scope: Scope,
+    mode: ListMode,
+}
+
+/// What the loop keeps of one scope between rounds.
+#[derive(Debug)]
+struct Group<D> {
+    key: GroupKey,
+    /// Pages the last complete full listing took.
+    pages: Option<u32>,
+    feed: Feed<D>,
+    /// The server cannot serve the feed: this group lists in full.
+    no_feed: bool,
+    /// A listing was made: the first stops early (a wait that ends in one
+    /// round needs no feed), later ones feed it.
+    listed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListKind {
+    /// Every node; paging may stop once every due target is found.
+    Full { early_stop: bool },
+    /// What changed since the watermark, newest first.
+    Changes { stop_below: Stamp },
+}
+
+/// One listing of a round.
+#[derive(Debug)]
+struct Listing {
+    group: usize,
+    kind: ListKind,
+    /// The waits it serves.
+    waits: Vec<WaitId>,
+    /// Some due identifier is a name, so entries' names are read too.
+    names: bool,
+    /// The page to ask for: `Some(None)` is the first, `Some(Some(marker))`
+    /// a later one; `None` while one is in flight or when paging is over.
+    next_page: Option<Option<String>>,
+    pager: Pager,
+    /// The first page's size (small for a changes listing), and the rest's.
+    first_page: u32,
+    page_size: u32,
+    restarts: u32,
+    /// A changes listing: entries read, and the newest stamp.
+    read: u32,
+    newest: Option<Stamp>,
+}
+
+/// One GET of a round, for every wait that wants that identifier.
+#[derive(Debug, Clone)]
+struct GetJob {
+    subject: Subject,
+    ident: String,
+    /// (wait, position in its round).
+    served: Vec<(WaitId, usize)>,
+}
+
+#[derive(Debug, Clone)]
+enum Purpose {
+    Page,
+    Get(GetJob),
+}
+
+#[derive(Debug)]
+struct Outgoing {
+    purpose: Purpose,
+    request: Request,
+    retries: u32,
+    /// The round it belongs to: an answer after its round ended is dropped.
+    round: u64,
+}
+
+#[derive(Debug)]
+struct Round {
+    number: u64,
+    joined: Vec<WaitId>,
+    /// The front one is under way.
+    listings: VecDeque<Listing>,
+    gets: VecDeque<GetJob>,
+    /// The GETs were made (they come after every listing).
+    gets_made: bool,
+    concurrency: usize,
+}
+
+/// Identifier -> the waits' targets it names, as Ironic resolves it:
+/// UUID-like identifiers (matched against UUIDs), and names.
+#[derive(Debug, Default)]
+struct Index {
+    by_uuid: HashMap<String, Vec<(WaitId, usize)>>,
+    by_name: HashMap<String, Vec<(WaitId, usize)>>,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Loop<D> {
+    waits: Vec<(WaitId, Wait<D>)>,
+    index: Index,
+    groups: Vec<Group<D>>,
+    round: Option<Round>,
+    rounds: u64,
+    in_flight: HashMap<RequestId, (Outgoing, Option<Millis>)>,
+    retrying: Vec<(Millis, Outgoing)>,
+    /// Requests in flight that no wait wants any more.
+    cancelled: Vec<RequestId>,
+    next_id: u64,
+    next_wait: u64,
+    retry: RetryPolicy,
+}
+
+impl<D> Default for Loop<D> {
+    fn default() -> Self {
+        Loop {
+            waits: Vec::new(),
+            index: Index::default(),
+            groups: Vec::new(),
+            round: None,
+            rounds: 0,
+            in_flight: HashMap::new(),
+            retrying: Vec::new(),
+            cancelled: Vec::new(),
+            next_id: 0,
+            next_wait: 0,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl<D: Document> Loop<D> {
+    /// A wait joins at `now`; its first round is due at once. Invalid
+    /// options are refused and nothing joins.
+    pub fn join(&mut self, options: WaitOptions, now: Millis) -> Result<WaitId, Error> {
+        let wait = Wait::new(options, now)?;
+        Ok(self.add(wait))
+    }
+
+    /// A wait taken up again from a checkpoint (see
+    /// [`crate::engine::Engine::resume`]).
+    pub fn join_resumed(
+        &mut self,
+        options: WaitOptions,
+        started: Millis,
+        saved: Vec<Resumed<D>>,
+        now: Millis,
+    ) -> Result<WaitId, Error> {
+        let wait = Wait::resume(options, started, saved, now)?;
+        Ok(self.add(wait))
+    }
+
+    fn add(&mut self, wait: Wait<D>) -> WaitId {
+        self.next_wait += 1;
+        let id = WaitId(self.next_wait);
+        self.retry = wait.options.retry;
+        for (target, ident) in wait.idents().iter().enumerate() {
+            let map = if requests::is_uuid_like(ident) { &mut self.index.by_uuid } else { &mut self.index.by_name };
+            map.entry(ident.clone()).or_default().push((id, target));
+        }
+        self.waits.push((id, wait));
+        id
+    }
+
+    /// The wait `id`, until it leaves.
+    pub fn wait(&self, id: WaitId) -> Option<&Wait<D>> {
+        self.waits.iter().find(|(w, _)| *w == id).map(|(_, w)| w)
+    }
+
+    pub fn wait_mut(&mut self, id: WaitId) -> Option<&mut Wait<D>> {
+        self.waits.iter_mut().find(|(w, _)| *w == id).map(|(_, w)| w)
+    }
+
+    /// The wait leaves the loop (it is over, or its caller went away):
+    /// nothing more is sent for it; what it alone waited for is cancelled.
+    pub fn leave(&mut self, id: WaitId) -> Option<Wait<D>> {
+        let i = self.waits.iter().position(|(w, _)| *w == id)?;
+        let (_, wait) = self.waits.remove(i);
+        for map in [&mut self.index.by_uuid, &mut self.index.by_name] {
+            for ident in wait.idents() {
+                if let Some(targets) = map.get_mut(ident) {
+                    targets.retain(|(w, _)| *w != id);
+                    if targets.is_empty() {
+                        map.remove(ident);
+                    }
+                }
+            }
+        }
+        self.forget(id);
+        Some(wait)
+    }
+
+    /// Ends wait `id` as aborted; it stays until it leaves, for its report.
+    pub fn abort(&mut self, id: WaitId, now: Millis) {
+        if let Some(wait) = self.wait_mut(id) {
+            wait.abort(now);
+        }
+        self.forget(id);
+    }
+
+    /// Ends wait `id` as timed out before any check.
+    pub fn time_out(&mut self, id: WaitId, now: Millis) {
+        if let Some(wait) = self.wait_mut(id) {
+            wait.time_out(now);
+        }
+        self.forget(id);
+    }
+
+    /// Requests in flight that no wait wants any more, to abort.
+    pub fn take_cancelled(&mut self) -> Vec<RequestId> {
+        std::mem::take(&mut self.cancelled)
+    }
+
+    /// Advances to `now`: the requests to send now (in flight from this
+    /// call on). Feed each reply to [`Loop::observe`].
+    pub fn step(&mut self, now: Millis) -> Vec<Fetch> {
+        self.expire_requests(now);
+        self.close_late_waits(now);
+        if self.round.is_none() {
+            self.start_round(now);
+        }
+        let fetches = self.send_due(now);
+        self.end_round_if_done();
+        fetches
+    }
+
+    /// Feeds back the reply to a fetch; one the loop no longer waits for
+    /// is ignored.
+    pub fn observe(&mut self, id: RequestId, reply: Reply, now: Millis) {
+        if let Some((outgoing, _)) = self.in_flight.remove(&id) {
+            self.handle_reply(outgoing, reply, now);
+            self.end_round_if_done();
+        }
+    }
+
+    /// When to [`Loop::step`] again if no reply comes first.
+    pub fn wake_at(&self, now: Millis) -> Option<Millis> {
+        let next_round = if self.round.is_none() { self.next_start().map(|(at, _)| at) } else { None };
+        let limits = self.in_flight.values().filter_map(|(_, limit)| *limit);
+        let room = self.in_flight.len() < self.concurrency();
+        let retries = self.retrying.iter().filter(|_| room).map(|(at, _)| *at);
+        // A wait in a round (not its final check) is closed just past its
+        // deadline: what it still waits for is then never sent for it.
+        let late = self
+            .waits
+            .iter()
+            .filter(|(_, w)| w.round.as_ref().is_some_and(|r| !r.final_check))
+            .filter_map(|(_, w)| w.deadline().map(|d| d + 1))
+            .filter(|&at| at > now);
+        next_round.into_iter().chain(limits).chain(retries).chain(late).min()
+    }
+
+    /// Rounds begun so far.
+    pub fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
+    fn concurrency(&self) -> usize {
+        self.round.as_ref().map_or(usize::MAX, |r| r.concurrency)
+    }
+
+    /// When the next round starts, and the waits it serves: every wait due
+    /// by then. It starts when the first wait is due, or later, up to that
+    /// wait's slack, for others due soon after.
+    fn next_start(&self) -> Option<(Millis, Vec<WaitId>)> {
+        let mut due: Vec<(Millis, Millis, WaitId)> =
+            self.waits.iter().filter_map(|(id, w)| Some((w.next_round()?, w.latest_start()?, *id))).collect();
+        due.sort_unstable();
+        let (&(first, first_latest, _), rest) = due.split_first()?;
+        let (mut at, mut latest) = (first, first_latest);
+        for &(next, next_latest, _) in rest {
+            if next > latest {
+                break;
+            }
+            at = at.max(next);
+            latest = latest.min(next_latest);
+        }
+        let joined = due.iter().filter(|(next, ..)| *next <= at).map(|(.., id)| *id).collect();
+        Some((at, joined))
+    }
+
+    fn start_round(&mut self, now: Millis) {
+        let Some((at, joined)) = self.next_start() else { return };
+        if at > now {
+            return;
+        }
+        self.rounds += 1;
+        let mut concurrency = usize::MAX;
+        for id in &joined {
+            if let Some(w) = self.wait_mut(*id) {
+                w.begin_round(now);
+                concurrency = concurrency.min(w.options.concurrency);
+            }
+        }
+        let listings = self.plan_listings(&joined, now);
+        self.round = Some(Round {
+            number: self.rounds,
+            joined,
+            listings,
+            gets: VecDeque::new(),
+            gets_made: false,
+            concurrency: concurrency.max(1),
+        });
+    }
+
+    /// The listings a round makes: per scope, when listing costs fewer
+    /// requests than a GET per due node.
+    fn plan_listings(&mut self, joined: &[WaitId], now: Millis) -> VecDeque<Listing> {
+        let mut by_group: Vec<(usize, Vec<WaitId>)> = Vec::new();
+        for &id in joined {
+            let Some(w) = self.wait(id) else { continue };
+            if w.subject() != Subject::Node {
+                continue;
+            }
+            let key = GroupKey { scope: w.options.scope.clone(), mode: w.options.list_mode };
+            let group = match self.groups.iter().position(|g| g.key == key) {
+                Some(g) => g,
+                None => {
+                    self.groups.push(Group { key, pages: None, feed: Feed::default(), no_feed: false, listed: false });
+                    self.groups.len() - 1
+                }
+            };
+            match by_group.iter_mut().find(|(g, _)| *g == group) {
+                Some((_, ids)) => ids.push(id),
+                None => by_group.push((group, vec![id])),
+            }
+        }
+        let mut listings = VecDeque::new();
+        for (group, waits) in by_group {
+            let members: Vec<&Wait<D>> = waits.iter().filter_map(|&id| self.wait(id)).collect();
+            let due: usize = members.iter().map(|w| w.round.as_ref().map_or(0, |r| r.due.len())).sum();
+            let threshold = members.iter().map(|w| w.options.list_threshold).min().unwrap_or(usize::MAX);
+            let page_size = members.iter().map(|w| w.options.page_size).min().unwrap_or(MAX_PAGE_SIZE);
+            let fields = members.iter().all(|w| w.options.fields);
+            let final_checks = members.iter().filter(|w| w.round.as_ref().is_some_and(|r| r.final_check)).count();
+            let all_final = final_checks == members.len();
+            let names = members.iter().any(|w| w.names_due(|i| !requests::is_uuid_like(i)));
+            let g = &mut self.groups[group];
+            let feeds = g.key.mode == ListMode::Changes && fields && !g.no_feed && g.listed;
+            // A list costs the pages the last one took, a changes round
+            // about one request; GETs cost one a node. A final check lists
+            // in full; if it is every wait's, paging stops early.
+            let changes = feeds && !g.feed.needs_full(now, final_checks > 0, g.pages.unwrap_or(1));
+            let fewer_requests = g.pages.is_some_and(|pages| due > pages as usize);
+            let kind = if changes && due > 1 {
+                ListKind::Changes { stop_below: g.feed.stop_below().unwrap_or(Stamp::MIN) }
+            } else if due >= threshold || fewer_requests {
+                let early_stop = !feeds || all_final;
+                if !early_stop {
+                    g.feed.begin_full(now);
+                }
+                ListKind::Full { early_stop }
+            } else {
+                continue;
+            };
+            g.listed = true;
+            let first_page = match kind {
+                ListKind::Changes { .. } => g.feed.first_page(page_size),
+                ListKind::Full { .. } => page_size,
+            };
+            listings.push_back(Listing {
+                group,
+                kind,
+                waits,
+                names,
+                next_page: Some(None),
+                pager: Pager::default(),
+                first_page,
+                page_size,
+                restarts: 0,
+                read: 0,
+                newest: None,
+            });
+        }
+        listings
+    }
+
+    /// A wait past its deadline in a round that is not its final check:
+    /// nothing more is sent for it. What is in flight for it still counts;
+    /// the rest of its round is unanswered.
+    fn close_late_waits(&mut self, now: Millis) {
+        let Some(round) = &self.round else { return };
+        let late: Vec<WaitId> = round
+            .joined
+            .iter()
+            .copied()
+            .filter(|&id| self.wait(id).is_some_and(|w| w.round.is_some() && !w.may_send(now)))
+            .collect();
+        for id in late {
+            self.close(id, now);
+        }
+        // Retries never start after a wait's deadline, not even in its
+        // final check.
+        for (at, mut outgoing) in std::mem::take(&mut self.retrying) {
+            let refused: Vec<(WaitId, Option<usize>)> = self
+                .served(&outgoing)
+                .into_iter()
+                .filter(|(id, _)| self.wait(*id).is_some_and(|w| w.deadline().is_some_and(|d| now > d)))
+                .collect();
+            for (id, position) in refused {
+                self.unanswer(id, position, &mut outgoing);
+            }
+            if !self.served(&outgoing).is_empty() {
+                self.retrying.push((at, outgoing));
+            }
+        }
+        self.judge_all(now);
+    }
+
+    /// Wait `id` gets nothing more sent for it in this round: it leaves
+    /// the listings not yet under way, and what no request in flight
+    /// covers is unanswered.
+    fn close(&mut self, id: WaitId, _now: Millis) {
+        let Some(round) = &mut self.round else { return };
+        let mut covered_by_page = false;
+        for (n, listing) in round.listings.iter_mut().enumerate() {
+            let in_flight = n == 0 && listing.next_page.is_none();
+            if in_flight && listing.waits.contains(&id) {
+                covered_by_page = true;
+            } else {
+                listing.waits.retain(|w| *w != id);
+            }
+        }
+        if covered_by_page {
+            return;
+        }
+        for job in &mut round.gets {
+            job.served.retain(|(w, _)| *w != id);
+        }
+        round.gets.retain(|job| !job.served.is_empty());
+        let in_flight: Vec<usize> = self
+            .in_flight
+            .values()
+            .flat_map(|(o, _)| match &o.purpose {
+                Purpose::Get(job) => job.served.iter().filter(|(w, _)| *w == id).map(|(_, p)| *p).collect(),
+                Purpose::Page => Vec::new(),
+            })
+            .collect();
+        if let Some(wait) = self.wait_mut(id) {
+            for position in wait.unanswered() {
+                if !in_flight.contains(&position) {
+                    wait.deliver(position, || Check::Unanswered);
+                }
+            }
+        }
+    }
+
+    /// Wait `id` is over: it is taken out of the round and of every
+    /// request; requests that served it alone are cancelled.
+    fn forget(&mut self, id: WaitId) {
+        if let Some(round) = &mut self.round {
+            round.joined.retain(|w| *w != id);
+            for listing in &mut round.listings {
+                listing.waits.retain(|w| *w != id);
+            }
+            for job in &mut round.gets {
+                job.served.retain(|(w, _)| *w != id);
+            }
+            round.gets.retain(|job| !job.served.is_empty());
+        }
+        let listing_waits: Vec<WaitId> =
+            self.round.as_ref().and_then(|r| r.listings.front()).map(|l| l.waits.clone()).unwrap_or_default();
+        let mut dropped = Vec::new();
+        for (rid, (outgoing, _)) in &mut self.in_flight {
+            let alone = match &mut outgoing.purpose {
+                Purpose::Get(job) => {
+                    job.served.retain(|(w, _)| *w != id);
+                    job.served.is_empty()
+                }
+                Purpose::Page => listing_waits.is_empty(),
+            };
+            if alone {
+                dropped.push(*rid);
+            }
+        }
+        for rid in dropped {
+            self.in_flight.remove(&rid);
+            self.cancelled.push(rid);
+        }
+        self.retrying.retain_mut(|(_, outgoing)| match &mut outgoing.purpose {
+            Purpose::Get(job) => {
+                job.served.retain(|(w, _)| *w != id);
+                !job.served.is_empty()
+            }
+            Purpose::Page => !listing_waits.is_empty(),
+        });
+        if self.round.as_ref().is_some_and(|r| r.joined.is_empty()) {
+            self.drop_round();
+        }
+    }
+
+    /// Ends the round early: no wait is left in it.
+    fn drop_round(&mut self) {
+        if let Some(round) = self.round.take() {
+            for listing in round.listings {
+                self.groups[listing.group].feed.end_full(false);
+            }
+        }
+        let ids: Vec<RequestId> = self.in_flight.keys().copied().collect();
+        self.cancelled.extend(ids);
+        self.in_flight.clear();
+        self.retrying.clear();
+    }
+
+    /// The waits a request serves, with the position of a GET's target.
+    fn served(&self, outgoing: &Outgoing) -> Vec<(WaitId, Option<usize>)> {
+        match &outgoing.purpose {
+            Purpose::Get(job) => job.served.iter().map(|(w, p)| (*w, Some(*p))).collect(),
+            Purpose::Page => self
+                .round
+                .as_ref()
+                .and_then(|r| r.listings.front())
+                .map(|l| l.waits.iter().map(|w| (*w, None)).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The request no longer serves wait `id`: what it would have brought
+    /// that wait is unanswered.
+    fn unanswer(&mut self, id: WaitId, position: Option<usize>, outgoing: &mut Outgoing) {
+        match &mut outgoing.purpose {
+            Purpose::Get(job) => job.served.retain(|(w, _)| *w != id),
+            Purpose::Page => {
+                if let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) {
+                    listing.waits.retain(|w| *w != id);
+                }
+            }
+        }
+        if let Some(wait) = self.wait_mut(id) {
+            match position {
+                Some(p) => wait.deliver(p, || Check::Unanswered),
+                None => wait.fill_unanswered(|| Check::Unanswered),
+            }
+        }
+    }
+
+    /// Moves what is due into flight, within the concurrency cap: retries
+    /// whose time has come first, then the listing's next page, then GETs.
+    fn send_due(&mut self, now: Millis) -> Vec<Fetch> {
+        let Some(cap) = self.round.as_ref().map(|r| r.concurrency) else { return Vec::new() };
+        let mut ready = Vec::new();
+        let mut i = 0;
+        while i < self.retrying.len() {
+            if self.retrying[i].0 <= now && self.in_flight.len() + ready.len() < cap {
+                ready.push(self.retrying.swap_remove(i).1);
+            } else {
+                i += 1;
+            }
+        }
+        self.next_listing_page(now, &mut ready);
+        self.make_gets();
+        while self.in_flight.len() + ready.len() < cap {
+            let Some(round) = &mut self.round else { break };
+            let Some(mut job) = round.gets.pop_front() else { break };
+            let number = round.number;
+            let late: Vec<(WaitId, usize)> =
+                job.served.iter().copied().filter(|(w, _)| self.wait(*w).is_none_or(|w| !w.may_send(now))).collect();
+            for (w, p) in late {
+                job.served.retain(|s| *s != (w, p));
+                if let Some(wait) = self.wait_mut(w) {
+                    wait.deliver(p, || Check::Unanswered);
+                }
+            }
+            if job.served.is_empty() {
+                continue;
+            }
+            let fields = self.waits.iter().all(|(_, w)| w.options.fields).then_some(NODE_WAIT_FIELDS);
+            // Identifiers were checked when their waits joined.
+            let request = match job.subject {
+                Subject::Node => requests::get_node(&job.ident, fields),
+                Subject::Allocation => requests::get_allocation(&job.ident),
+            };
+            if let Ok(request) = request {
+                ready.push(Outgoing { purpose: Purpose::Get(job), request, retries: 0, round: number });
+            }
+        }
+        self.judge_all(now);
+        let mut fetches = Vec::with_capacity(ready.len());
+        for outgoing in ready {
+            let mut served: Vec<WaitId> = self.served(&outgoing).into_iter().map(|(w, _)| w).collect();
+            served.sort_unstable();
+            served.dedup();
+            let mut limit: Option<Millis> = None;
+            for w in &served {
+                if let Some(wait) = self.wait_mut(*w) {
+                    wait.requests = wait.requests.saturating_add(1);
+                    if outgoing.retries > 0 {
+                        wait.retries = wait.retries.saturating_add(1);
+                    }
+                    if let Some(t) = wait.request_timeout_ms {
+                        limit = Some(limit.map_or(t, |l| l.min(t)));
+                    }
+                }
+            }
+            let id = RequestId(self.next_id);
+            self.next_id += 1;
+            let timeout_at = limit.map(|t| now.saturating_add(t));
+            fetches.push(Fetch { id, request: outgoing.request.clone(), timeout_at });
+            self.in_flight.insert(id, (outgoing, timeout_at));
+        }
+        fetches
+    }
+
+    /// The front listing's next page, if one is due and a wait may still
+    /// have it sent.
+    fn next_listing_page(&mut self, now: Millis, ready: &mut Vec<Outgoing>) {
+        loop {
+            let Some(round) = &self.round else { return };
+            let number = round.number;
+            let Some(listing) = round.listings.front() else { return };
+            if listing.next_page.is_none() {
+                return;
+            }
+            let late: Vec<WaitId> =
+                listing.waits.iter().copied().filter(|&id| self.wait(id).is_none_or(|w| !w.may_send(now))).collect();
+            for id in late {
+                if let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) {
+                    listing.waits.retain(|w| *w != id);
+                }
+                if let Some(wait) = self.wait_mut(id) {
+                    wait.fill_unanswered(|| Check::Unanswered);
+                }
+            }
+            let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) else { return };
+            if listing.waits.is_empty() {
+                self.finish_listing(now, false);
+                continue;
+            }
+            let marker = listing.next_page.take().flatten();
+            let g = &self.groups[listing.group];
+            let (fields, newest_first) = match listing.kind {
+                ListKind::Changes { .. } => (FEED_FIELDS, true),
+                ListKind::Full { early_stop: false } => (FEED_FIELDS, false),
+                ListKind::Full { early_stop: true } => (NODE_WAIT_FIELDS, false),
+            };
+            let fields = self.waits.iter().all(|(_, w)| w.options.fields).then_some(fields);
+            let size = if marker.is_some() { listing.page_size } else { listing.first_page };
+            let request = requests::list_nodes(fields, size, marker.as_deref(), &g.key.scope, newest_first);
+            ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0, round: number });
+            return;
+        }
+    }
+
+    /// Once every listing is done: one GET per identifier still without an
+    /// answer, for every wait that wants it.
+    fn make_gets(&mut self) {
+        let Some(round) = &self.round else { return };
+        if round.gets_made || !round.listings.is_empty() {
+            return;
+        }
+        let mut jobs: Vec<GetJob> = Vec::new();
+        let mut at: HashMap<(Subject, &str), usize> = HashMap::new();
+        for &id in &round.joined {
+            let Some(wait) = self.wait(id) else { continue };
+            let Some(r) = &wait.round else { continue };
+            for position in wait.unanswered() {
+                let ident = wait.ident(r.due[position]);
+                let key = (wait.subject(), ident);
+                match at.get(&key) {
+                    Some(&j) => jobs[j].served.push((id, position)),
+                    None => {
+                        at.insert(key, jobs.len());
+                        jobs.push(GetJob {
+                            subject: wait.subject(),
+                            ident: ident.to_string(),
+                            served: vec![(id, position)],
+                        });
+                    }
+                }
+            }
+        }
+        if let Some(round) = &mut self.round {
+            round.gets = jobs.into();
+            round.gets_made = true;
+        }
+    }
+
+    fn expire_requests(&mut self, now: Millis) {
+        let expired: Vec<RequestId> = self
+            .in_flight
+            .iter()
+            .filter(|(_, (_, limit))| limit.is_some_and(|at| at <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            if let Some((outgoing, _)) = self.in_flight.remove(&id) {
+                self.handle_reply(outgoing, Reply::TimedOut, now);
+            }
+        }
+    }
+
+    fn handle_reply(&mut self, outgoing: Outgoing, reply: Reply, now: Millis) {
+        if self.round.as_ref().is_none_or(|r| r.number != outgoing.round) {
+            return;
+        }
+        let success = matches!(&reply, Reply::Response(r) if r.is_success());
+        if !success {
+            if let Some(delay) = self.retry.delay_ms(outgoing.retries, &reply) {
+                return self.retry_later(outgoing, delay, reply, now);
+            }
+        }
+        let check = match reply {
+            Reply::Response(r) if r.is_success() => match r.json::<D>() {
+                Ok(body) => Check::Body(body),
+                Err(e) => Check::Failed(e),
+            },
+            Reply::Response(r) if r.status == 404 && matches!(outgoing.purpose, Purpose::Get(_)) => {
+                Check::NotFound(r.http_error::<D>())
+            }
+            Reply::Response(r) if matches!(r.status, 400 | 404) && matches!(outgoing.purpose, Purpose::Page) => {
+                // A refused sort key or field (the feed cannot be had), or a
+                // marker node deleted between pages: the listing starts over.
+                if self.restart_listing(r.status == 400) {
+                    return;
+                }
+                Check::Failed(answers::reply_error::<D>(&Reply::Response(r)))
+            }
+            other => Check::Failed(answers::reply_error::<D>(&other)),
+        };
+        match outgoing.purpose {
+            Purpose::Get(job) => {
+                for (id, position) in job.served {
+                    if let Some(wait) = self.wait_mut(id) {
+                        wait.deliver(position, || check.clone());
+                    }
+                }
+            }
+            Purpose::Page => self.read_page(check, now),
+        }
+        self.judge_all(now);
+    }
+
+    /// A failed request is tried again after `delay`, for the waits whose
+    /// deadline allows it (never past the earliest of them); for the
+    /// others, its answer is missing.
+    fn retry_later(&mut self, mut outgoing: Outgoing, delay: Millis, reply: Reply, now: Millis) {
+        let mut at = now.saturating_add(delay);
+        for (id, position) in self.served(&outgoing) {
+            match self.wait(id).and_then(Wait::deadline) {
+                Some(d) if now >= d => self.unanswer(id, position, &mut outgoing),
+                Some(d) => at = at.min(d),
+                None => {}
+            }
+        }
+        if self.served(&outgoing).is_empty() {
+            drop(reply);
+            return self.judge_all(now);
+        }
+        outgoing.retries += 1;
+        self.retrying.push((at, outgoing));
+        self.judge_all(now);
+    }
+
+    /// After a 400 or 404 to a page: true if the listing starts over (a
+    /// changes listing refused: the group lists in full from now on; a
+    /// marker gone: the same listing again, a few times at most).
+    fn restart_listing(&mut self, refused: bool) -> bool {
+        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) else { return false };
+        let group = &mut self.groups[listing.group];
+        let feeds = !matches!(listing.kind, ListKind::Full { early_stop: true });
+        if refused && feeds {
+            group.no_feed = true;
+            group.feed.reset();
+            listing.kind = ListKind::Full { early_stop: true };
+        } else if refused || listing.restarts >= MAX_RESTARTS || listing.pager.pages() == 0 {
+            return false;
+        }
+        listing.restarts += 1;
+        listing.pager = Pager::default();
+        listing.next_page = Some(None);
+        listing.first_page = listing.page_size;
+        true
+    }
+
+    /// One page of the front listing.
+    fn read_page(&mut self, check: Check<D>, now: Millis) {
+        let Some(round) = &mut self.round else { return };
+        let Some(listing) = round.listings.front_mut() else { return };
+        let page = match &check {
+            Check::Body(body) => listing.pager.page(body, listing.names),
+            Check::Failed(e) => Err(e.clone()),
+            Check::NotFound(_) | Check::Unanswered => return self.fail_listing(|| Check::Unanswered, now),
+        };
+        let (entries, marker) = match page {
+            Ok(read) => read,
+            Err(e) => return self.fail_listing(|| Check::Failed(e.clone()), now),
+        };
+        let group = listing.group;
+        let feeds = !matches!(listing.kind, ListKind::Full { early_stop: true });
+        if feeds && entries.iter().any(|e| entry_stamp(&e.body) == EntryStamp::Missing) {
+            // The server lists no stamps: this scope lists in full from now
+            // on. A full page is still read; a changes one is of no use.
+            let g = &mut self.groups[group];
+            g.no_feed = true;
+            g.feed.reset();
+            let changes = matches!(listing.kind, ListKind::Changes { .. });
+            listing.kind = ListKind::Full { early_stop: true };
+            if changes {
+                listing.pager = Pager::default();
+                listing.next_page = Some(None);
+                listing.first_page = listing.page_size;
+                return;
+            }
+        }
+        let kind = listing.kind;
+        let mut more = marker.is_some();
+        for entry in &entries {
+            if let ListKind::Full { early_stop: true } = kind {
+            } else {
+                let stamp = match entry_stamp(&entry.body) {
+                    EntryStamp::At(s) => Some(s),
+                    _ => None,
+                };
+                if let Some(uuid) = &entry.uuid {
+                    self.groups[group].feed.absorb(uuid, entry.name.as_deref(), &entry.body, stamp);
+                }
+                if let ListKind::Changes { stop_below } = kind {
+                    listing.read += 1;
+                    listing.newest = listing.newest.max(stamp);
+                    // Newest first: below the stop, everything older was
+                    // seen before.
+                    if stamp.is_none_or(|s| s < stop_below) {
+                        more = false;
+                    }
+                }
+            }
+            if let ListKind::Full { .. } = kind {
+                let (by_uuid, by_name) = (&self.index.by_uuid, &self.index.by_name);
+                for (ident, map) in [(&entry.uuid, by_uuid), (&entry.name, by_name)] {
+                    let Some(targets) = ident.as_ref().and_then(|k| map.get(k)) else { continue };
+                    for &(id, target) in targets {
+                        if !listing.waits.contains(&id) {
+                            continue;
+                        }
+                        let Some((_, wait)) = self.waits.iter_mut().find(|(w, _)| *w == id) else { continue };
+                        let position = wait.round.as_ref().and_then(|r| r.positions[target]);
+                        if let Some(p) = position {
+                            wait.deliver(p, || Check::Body(entry.body.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) else { return };
+        if matches!(kind, ListKind::Full { early_stop: true }) {
+            // Stop paging once every due node is found.
+            let waits = listing.waits.clone();
+            more &= waits.iter().any(|&id| self.wait(id).is_some_and(Wait::has_unanswered));
+        }
+        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) else { return };
+        match marker {
+            Some(m) if more => listing.next_page = Some(Some(m)),
+            _ => self.finish_listing(now, true),
+        }
+    }
+
+    /// The front listing failed: the waits it serves get `check` for every
+    /// target still without an answer.
+    fn fail_listing(&mut self, check: impl Fn() -> Check<D>, now: Millis) {
+        let waits = self.round.as_ref().and_then(|r| r.listings.front()).map(|l| l.waits.clone()).unwrap_or_default();
+        for id in waits {
+            if let Some(wait) = self.wait_mut(id) {
+                wait.fill_unanswered(&check);
+            }
+        }
+        self.finish_listing(now, false);
+    }
+
+    /// The front listing is over (`complete`: it read to its end): a full
+    /// one gives the feed its nodes, a changes one serves its waits from
+    /// the feed.
+    fn finish_listing(&mut self, now: Millis, complete: bool) {
+        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.pop_front()) else { return };
+        let g = &mut self.groups[listing.group];
+        match listing.kind {
+            ListKind::Full { early_stop } => {
+                g.pages = Some(listing.pager.pages());
+                if !early_stop {
+                    g.feed.end_full(complete);
+                }
+                // Served page by page already.
+                return self.judge_all(now);
+            }
+            ListKind::Changes { .. } => {
+                if complete && !g.feed.end_changes(listing.read, listing.newest) {
+                    // The newest stamp went back: the feed cannot be
+                    // trusted until a full listing, made now.
+                    g.feed.reset();
+                    let mut again = listing;
+                    again.kind = ListKind::Full { early_stop: false };
+                    again.pager = Pager::default();
+                    again.next_page = Some(None);
+                    again.first_page = again.page_size;
+                    g.feed.begin_full(now);
+                    if let Some(round) = &mut self.round {
+                        round.listings.push_front(again);
+                    }
+                    return;
+                }
+            }
+        }
+        if !complete {
+            return self.judge_all(now);
+        }
+        let group = listing.group;
+        for id in listing.waits {
+            let Some((_, wait)) = self.waits.iter_mut().find(|(w, _)| *w == id) else { continue };
+            let Some(round) = &wait.round else { continue };
+            let found: Vec<(usize, D)> = wait
+                .unanswered()
+                .into_iter()
+                .filter_map(|p| {
+                    let ident = &wait.options.idents[round.due[p]];
+                    let cached = self.groups[group].feed.find(ident, requests::is_uuid_like(ident))?;
+                    Some((p, cached.body.clone()))
+                })
+                .collect();
+            for (p, body) in found {
+                wait.deliver(p, || Check::Body(body));
+            }
+        }
+        self.judge_all(now);
+    }
+
+    /// Every joined wait judges what came in; a wait that ended (its
+    /// first failure, say) is sent nothing more.
+    fn judge_all(&mut self, now: Millis) {
+        let Some(round) = &self.round else { return };
+        let joined = round.joined.clone();
+        for id in joined {
+            let Some(wait) = self.wait_mut(id) else { continue };
+            wait.judge_ready(now);
+            if wait.is_done() {
+                self.forget(id);
+            }
+        }
+    }
+
+    /// The round is over once every wait in it has judged it (some may
+    /// have ended the wait) and nothing of it is in flight.
+    fn end_round_if_done(&mut self) {
+        let Some(round) = &self.round else { return };
+        let open = round.joined.iter().any(|&id| self.wait(id).is_some_and(|w| w.round.is_some()));
+        if open {
+            return;
+        }
+        self.drop_round();
+    }
+}

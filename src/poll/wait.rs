@@ -1,0 +1,470 @@
+//! One wait of the loop: its targets, its rounds (what is due, what each
+//! check found, judged in the caller's order), its deadline, its events and
+//! its report. It sends nothing: the loop fetches for every wait at once
+//! and delivers each wait the checks of its targets.
+
+use std::collections::VecDeque;
+
+use crate::document::Document;
+use crate::engine::{
+    Event, Millis, Outcome, Report, Resumed, SavedTarget, Settle, TargetReport, WaitOptions, LATE_TIMER_MS,
+};
+use crate::error::{Error, HttpError, Seconds, Subject};
+use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
+
+/// What became of one target's check in a round.
+#[derive(Debug)]
+pub(crate) enum Check<D> {
+    Body(D),
+    NotFound(HttpError),
+    Failed(Error),
+    /// Time ran out before an answer: the target stays unsettled.
+    Unanswered,
+}
+
+impl<D: Clone> Clone for Check<D> {
+    fn clone(&self) -> Self {
+        match self {
+            Check::Body(b) => Check::Body(b.clone()),
+            Check::NotFound(e) => Check::NotFound(e.clone()),
+            Check::Failed(e) => Check::Failed(e.clone()),
+            Check::Unanswered => Check::Unanswered,
+        }
+    }
+}
+
+/// A round of one wait: the targets due and what their checks found.
+#[derive(Debug)]
+pub(crate) struct WaitRound<D> {
+    /// Target indices checked in this round, in the caller's order.
+    pub due: Vec<usize>,
+    /// Target index -> its position in `due`, if due.
+    pub positions: Vec<Option<usize>>,
+    checks: Vec<Option<Check<D>>>,
+    /// `due` positions before this one are judged (python's order).
+    judged: usize,
+    /// The last round, at the deadline.
+    is_final: bool,
+    /// The final check: the round due at the deadline, started when the
+    /// shell's timer fired (at most [`LATE_TIMER_MS`] late). It goes on past
+    /// the deadline until every target still waiting is checked; any other
+    /// round gets nothing sent for it after the deadline.
+    pub final_check: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Target<D> {
+    ident: String,
+    outcome: Option<Outcome>,
+    seen: Seen,
+    polls: u32,
+    body: Option<D>,
+    settled_at: Millis,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Wait<D> {
+    pub(crate) options: WaitOptions,
+    interval_ms: Millis,
+    pub(crate) request_timeout_ms: Option<Millis>,
+    started_at: Millis,
+    deadline: Option<Millis>,
+    /// When the next round is due, between rounds.
+    next_round: Option<Millis>,
+    /// How long the next round may wait for another wait's, so that waits
+    /// begun apart come to share rounds: a quarter of the interval for a
+    /// regular round; none for the first one or one at the deadline.
+    slack_ms: Millis,
+    targets: Vec<Target<D>>,
+    pub(crate) round: Option<WaitRound<D>>,
+    rounds: u64,
+    /// Requests sent and retries made for the rounds it took part in.
+    pub(crate) requests: u32,
+    pub(crate) retries: u32,
+    events: VecDeque<Event>,
+    report: Option<Report<D>>,
+    /// Resumed past its deadline: the first round is the final check.
+    final_at_once: bool,
+}
+
+impl<D: Document> Wait<D> {
+    /// Checks the options; the first round is due at `now`.
+    pub(crate) fn new(mut options: WaitOptions, now: Millis) -> Result<Wait<D>, Error> {
+        let (timeout_ms, interval_ms, request_timeout_ms) = options.check()?;
+        options.expected = options.expected.to_ascii_lowercase();
+        let targets = options
+            .idents
+            .iter()
+            .map(|ident| Target {
+                ident: ident.clone(),
+                outcome: None,
+                seen: Seen::default(),
+                polls: 0,
+                body: None,
+                settled_at: now,
+            })
+            .collect();
+        Ok(Wait {
+            interval_ms,
+            request_timeout_ms: (request_timeout_ms > 0).then_some(request_timeout_ms),
+            started_at: now,
+            deadline: (timeout_ms > 0).then(|| now.saturating_add(timeout_ms)),
+            next_round: Some(now),
+            slack_ms: 0,
+            targets,
+            round: None,
+            rounds: 0,
+            requests: 0,
+            retries: 0,
+            events: VecDeque::new(),
+            report: None,
+            final_at_once: false,
+            options,
+        })
+    }
+
+    /// See [`crate::engine::Engine::resume`].
+    pub(crate) fn resume(
+        options: WaitOptions,
+        started: Millis,
+        saved: Vec<Resumed<D>>,
+        now: Millis,
+    ) -> Result<Wait<D>, Error> {
+        let mut wait = Wait::new(options, started)?;
+        if saved.len() != wait.targets.len() {
+            return Err(Error::InvalidArgument("The checkpoint's targets do not match its wait".into()));
+        }
+        for (target, saved) in wait.targets.iter_mut().zip(saved) {
+            target.settled_at = started.saturating_add(saved.elapsed_ms);
+            target.outcome = saved.outcome;
+            target.seen = saved.seen;
+            target.polls = saved.polls;
+            target.body = saved.body;
+        }
+        wait.next_round = Some(now.max(started));
+        wait.final_at_once = wait.deadline.is_some_and(|d| now > d);
+        Ok(wait)
+    }
+
+    pub(crate) fn subject(&self) -> Subject {
+        self.options.subject
+    }
+
+    pub fn idents(&self) -> &[String] {
+        &self.options.idents
+    }
+
+    pub fn deadline(&self) -> Option<Millis> {
+        self.deadline
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.report.is_some()
+    }
+
+    /// Rounds begun so far, and whether one is under way.
+    pub fn rounds(&self) -> (u64, bool) {
+        (self.rounds, self.round.is_some())
+    }
+
+    /// When the next round is due, between rounds.
+    pub fn next_round(&self) -> Option<Millis> {
+        self.next_round.filter(|_| self.round.is_none() && self.report.is_none())
+    }
+
+    /// The latest the next round may start to share another wait's.
+    pub(crate) fn latest_start(&self) -> Option<Millis> {
+        Some(self.next_round()?.saturating_add(self.slack_ms))
+    }
+
+    pub fn counts(&self) -> (u32, u32) {
+        (self.requests, self.retries)
+    }
+
+    pub fn is_settled(&self, index: usize) -> bool {
+        match &self.report {
+            Some(_) => true,
+            None => self.targets.get(index).is_some_and(|t| t.outcome.is_some()),
+        }
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    pub fn report(&self) -> Option<&Report<D>> {
+        self.report.as_ref()
+    }
+
+    pub fn into_report(self) -> Option<Report<D>> {
+        self.report
+    }
+
+    /// The identifier of target `index`.
+    pub(crate) fn ident(&self, index: usize) -> &str {
+        &self.options.idents[index]
+    }
+
+    /// May a request sent at `now` serve this wait's round? Not once the
+    /// deadline has passed, except for the final check.
+    pub(crate) fn may_send(&self, now: Millis) -> bool {
+        self.deadline.is_none_or(|d| now <= d) || self.round.as_ref().is_some_and(|r| r.final_check)
+    }
+
+    pub fn target_report(&self, index: usize) -> TargetReport<D> {
+        let t = self.saved_target(index);
+        TargetReport {
+            ident: t.ident.to_string(),
+            outcome: t.outcome.cloned().unwrap_or(Outcome::Stopped),
+            seen: t.seen.clone(),
+            polls: t.polls,
+            body: t.body.cloned(),
+            elapsed_ms: t.elapsed_ms,
+        }
+    }
+
+    pub fn saved_target(&self, index: usize) -> SavedTarget<'_, D> {
+        match &self.report {
+            // After the end, the targets live on in the report.
+            Some(report) => {
+                let t = &report.targets[index];
+                SavedTarget {
+                    ident: &t.ident,
+                    seen: &t.seen,
+                    polls: t.polls,
+                    outcome: Some(&t.outcome),
+                    elapsed_ms: t.elapsed_ms,
+                    body: t.body.as_ref(),
+                }
+            }
+            None => {
+                let t = &self.targets[index];
+                SavedTarget {
+                    ident: &t.ident,
+                    seen: &t.seen,
+                    polls: t.polls,
+                    outcome: t.outcome.as_ref(),
+                    elapsed_ms: t.settled_at.saturating_sub(self.started_at),
+                    body: t.body.as_ref(),
+                }
+            }
+        }
+    }
+
+    /// Begins a round at `now` with every unsettled target due.
+    pub(crate) fn begin_round(&mut self, now: Millis) {
+        let due_at = self.next_round.take();
+        let due: Vec<usize> = (0..self.targets.len()).filter(|&i| self.targets[i].outcome.is_none()).collect();
+        let mut positions = vec![None; self.targets.len()];
+        for (position, &target) in due.iter().enumerate() {
+            positions[target] = Some(position);
+        }
+        let is_final = self.deadline.is_some_and(|d| now >= d);
+        // The final check, due at the deadline itself, may start a little
+        // after it: a JS timer never fires early, and often a bit late.
+        let final_check = self.deadline.is_some_and(|d| due_at == Some(d) && now <= d + LATE_TIMER_MS)
+            || std::mem::take(&mut self.final_at_once);
+        self.rounds += 1;
+        self.round = Some(WaitRound {
+            checks: due.iter().map(|_| None).collect(),
+            due,
+            positions,
+            judged: 0,
+            is_final,
+            final_check,
+        });
+    }
+
+    /// The check of the round's `position`, unless it has one already.
+    pub(crate) fn deliver(&mut self, position: usize, check: impl FnOnce() -> Check<D>) {
+        if let Some(slot) = self.round.as_mut().and_then(|r| r.checks.get_mut(position)) {
+            if slot.is_none() {
+                *slot = Some(check());
+            }
+        }
+    }
+
+    /// Positions of the round with no answer yet (judged ones are not:
+    /// their checks were taken when they were judged).
+    pub(crate) fn unanswered(&self) -> Vec<usize> {
+        let Some(r) = &self.round else { return Vec::new() };
+        (r.judged..r.checks.len()).filter(|&p| r.checks[p].is_none()).collect()
+    }
+
+    pub(crate) fn has_unanswered(&self) -> bool {
+        self.round.as_ref().is_some_and(|r| (r.judged..r.checks.len()).any(|p| r.checks[p].is_none()))
+    }
+
+    /// Every position still without an answer gets `check`.
+    pub(crate) fn fill_unanswered(&mut self, check: impl Fn() -> Check<D>) {
+        for position in self.unanswered() {
+            self.deliver(position, &check);
+        }
+    }
+
+    /// Whether any target due in the round is named by a name, not a UUID.
+    pub(crate) fn names_due(&self, is_name: impl Fn(&str) -> bool) -> bool {
+        self.round.as_ref().is_some_and(|r| r.due.iter().any(|&t| is_name(&self.targets[t].ident)))
+    }
+
+    /// Judges the round's checks in the caller's order as far as they are
+    /// in, then closes the round when all are.
+    pub(crate) fn judge_ready(&mut self, now: Millis) {
+        loop {
+            let Some(round) = &mut self.round else { return };
+            let position = round.judged;
+            if position == round.due.len() {
+                let is_final = round.is_final;
+                self.round = None;
+                return self.end_round(now, is_final);
+            }
+            let Some(check) = round.checks[position].take() else { return };
+            round.judged += 1;
+            let target = round.due[position];
+            if let Some(outcome) = self.judge(target, check, now) {
+                let failure = outcome.as_failure().filter(|_| self.options.settle == Settle::FirstFailure);
+                self.settle(target, outcome, now);
+                if let Some(error) = failure {
+                    return self.finish(now, Outcome::Stopped, Some(error));
+                }
+            }
+        }
+    }
+
+    /// One target's check -> its outcome if it settled. Emits progress.
+    fn judge(&mut self, index: usize, check: Check<D>, now: Millis) -> Option<Outcome> {
+        let target = &self.targets[index];
+        let (verdict, seen, body) = match check {
+            Check::Unanswered => return None,
+            Check::NotFound(e) => return Some(self.polled(index, Outcome::NotFound(e))),
+            Check::Failed(e) => return Some(self.polled(index, Outcome::Error(e))),
+            Check::Body(body) => {
+                let judged = match self.options.subject {
+                    Subject::Node => {
+                        let rule = NodeRule {
+                            expected: &self.options.expected,
+                            fail_on_unexpected_state: self.options.fail_on_unexpected_state,
+                            hold_is_terminal: self.options.hold_is_terminal,
+                        };
+                        judge_node(&target.ident, &body, &rule)
+                    }
+                    Subject::Allocation => judge_allocation(&target.ident, &body),
+                };
+                match judged {
+                    Ok((verdict, seen)) => (verdict, seen, body),
+                    Err(e) => return Some(self.polled(index, Outcome::Error(e))),
+                }
+            }
+        };
+        self.targets[index].polls = self.targets[index].polls.saturating_add(1);
+        let changed = seen.state.is_some() && seen != self.targets[index].seen;
+        if changed {
+            self.targets[index].seen = seen;
+        }
+        let outcome = match verdict {
+            Verdict::Waiting => None,
+            Verdict::Reached => Some(Outcome::Reached),
+            Verdict::Failed(f) if f.unexpected_stable => Some(Outcome::UnexpectedStable(f)),
+            Verdict::Failed(f) => Some(Outcome::Failed(f)),
+            Verdict::Held => Some(Outcome::Held),
+        };
+        // A settling target gets its event from `settle`.
+        match outcome {
+            None if changed => self.emit(index, None, now),
+            None => {}
+            Some(_) => self.targets[index].body = Some(body),
+        }
+        outcome
+    }
+
+    fn polled(&mut self, index: usize, outcome: Outcome) -> Outcome {
+        self.targets[index].polls = self.targets[index].polls.saturating_add(1);
+        outcome
+    }
+
+    fn settle(&mut self, index: usize, outcome: Outcome, now: Millis) {
+        let target = &mut self.targets[index];
+        target.outcome = Some(outcome.clone());
+        target.settled_at = now;
+        self.emit(index, Some(outcome), now);
+    }
+
+    fn emit(&mut self, index: usize, outcome: Option<Outcome>, now: Millis) {
+        let seen = self.targets[index].seen.clone();
+        self.events.push_back(Event { target: index, seen, elapsed_ms: now.saturating_sub(self.started_at), outcome });
+    }
+
+    fn end_round(&mut self, now: Millis, was_final: bool) {
+        let unsettled: Vec<String> =
+            self.targets.iter().filter(|t| t.outcome.is_none()).map(|t| t.ident.clone()).collect();
+        if unsettled.is_empty() {
+            return self.finish(now, Outcome::Stopped, None);
+        }
+        // Out of time: the round at (or running past) the deadline was the
+        // final check.
+        if was_final || self.deadline.is_some_and(|d| now >= d) {
+            let error = (self.options.settle == Settle::FirstFailure).then(|| Error::StateTransitionTimeout {
+                subject: self.options.subject,
+                idents: unsettled,
+                expected: self.options.expected.clone(),
+                timeout: Seconds(self.options.timeout),
+            });
+            return self.finish(now, Outcome::TimedOut, error);
+        }
+        let next = now.saturating_add(self.interval_ms);
+        // Never sleep past the deadline: the last check happens at it, and
+        // waits for no other wait's round.
+        self.next_round = Some(self.deadline.map_or(next, |d| next.min(d)));
+        self.slack_ms = if self.deadline.is_some_and(|d| next >= d) { 0 } else { self.interval_ms / 4 };
+    }
+
+    /// Ends the wait now: unsettled targets are aborted.
+    pub(crate) fn abort(&mut self, now: Millis) {
+        if self.report.is_none() {
+            self.finish(now, Outcome::Aborted, Some(Error::Aborted));
+        }
+    }
+
+    /// Ends the wait as timed out before any check.
+    pub(crate) fn time_out(&mut self, now: Millis) {
+        if self.report.is_none() {
+            self.round = None;
+            self.end_round(now, true);
+        }
+    }
+
+    /// Ends the wait: unsettled targets get `rest`.
+    fn finish(&mut self, now: Millis, rest: Outcome, error: Option<Error>) {
+        for index in 0..self.targets.len() {
+            if self.targets[index].outcome.is_none() {
+                self.settle(index, rest.clone(), now);
+            }
+        }
+        self.round = None;
+        self.next_round = None;
+        // Moved, not copied: a wait of 10000 nodes ends sooner.
+        let started = self.started_at;
+        let targets = std::mem::take(&mut self.targets).into_iter().map(|t| t.into_report(started)).collect();
+        self.report = Some(Report {
+            targets,
+            requests: self.requests,
+            retries: self.retries,
+            elapsed_ms: now.saturating_sub(self.started_at),
+            error,
+        });
+    }
+}
+
+impl<D> Target<D> {
+    fn into_report(self, started_at: Millis) -> TargetReport<D> {
+        TargetReport {
+            ident: self.ident,
+            outcome: self.outcome.unwrap_or(Outcome::Stopped),
+            seen: self.seen,
+            polls: self.polls,
+            body: self.body,
+            elapsed_ms: self.settled_at.saturating_sub(started_at),
+        }
+    }
+}
