@@ -3,7 +3,7 @@
 // microversion, and Ironic's error bodies. Texts and orders follow
 // ironic master (api/controllers/v1) and a real Ironic 39.0 run.
 
-import { ApiError, notAcceptable, NODE_FIELDS, TIMESTAMP_FIELDS, HOST, MIN_MINOR, MAX_MINOR } from './ironic.mjs';
+import { ApiError, notAcceptable, NODE_FIELDS, TIMESTAMP_FIELDS, SORT_COLUMNS, conductorOf, MIN_MINOR, MAX_MINOR } from './ironic.mjs';
 import { ALL_STATES } from './states.mjs';
 import { UUID_RE } from './rng.mjs';
 
@@ -89,7 +89,7 @@ const FIELD_MIN = {
   resource_class: 21, storage_interface: 33, traits: 37, rescue_interface: 38,
   bios_interface: 40, fault: 42, deploy_step: 44, conductor_group: 46, automated_clean: 47,
   protected: 48, protected_reason: 48, conductor: 49, owner: 50, description: 51,
-  allocation_uuid: 52, retired: 61, retired_reason: 61, lessee: 65, network_data: 66,
+  allocation_uuid: 52, events: 54, retired: 61, retired_reason: 61, lessee: 65, network_data: 66,
   boot_mode: 75, secure_boot: 75, shard: 82, parent_node: 83, firmware_interface: 86,
   service_step: 87, disable_power_off: 95, instance_name: 104, health: 109,
   boot_interface: 31, console_interface: 31, deploy_interface: 31, inspect_interface: 31,
@@ -110,7 +110,7 @@ const links = (base, path) => [
 ];
 
 function apiField(rec, field) {
-  if (field === 'conductor') return HOST;
+  if (field === 'conductor') return conductorOf(rec);
   if (field === 'chassis_uuid') return null;
   return rec.allocation_uuid;
 }
@@ -153,7 +153,8 @@ export function renderNode(world, rec, minor, base, fields) {
  * A node's JSON text, cached per node until it changes (node.rev): polling
  * clients read the same unchanged nodes over and over. One slot for the full
  * document and one for field subsets (list items), each for one microversion
- * and base URL at a time.
+ * and base URL at a time. Texts are kept while the world's budget lasts
+ * (first come; a node's new text takes its old one's place).
  */
 function nodeJson(world, node, minor, base, fields) {
   const slot = fields ? 'subsetCache' : 'fullCache';
@@ -161,16 +162,23 @@ function nodeJson(world, node, minor, base, fields) {
   const cached = node[slot];
   if (cached && cached.rev === node.rev && cached.key === key) return cached.text;
   const text = JSON.stringify(renderNode(world, node.rec, minor, base, fields));
-  node[slot] = { rev: node.rev, key, text };
+  const kept = world.cachedChars - (cached ? cached.text.length : 0);
+  if (kept + text.length <= world.cacheBudget) {
+    node[slot] = { rev: node.rev, key, text };
+    world.cachedChars = kept + text.length;
+  } else if (cached) {
+    node[slot] = undefined;
+    world.cachedChars = kept;
+  }
   return text;
 }
 
-/** `?fields=` as a list, with the version and validity checks of get_one/get_all. */
+/** `?fields=` of get_one as a list (args.string_list), with its version and validity checks. */
 function parseFields(query, minor) {
   const raw = query.get('fields');
   if (raw === null) return undefined;
   if (minor < 8) throw notAcceptable();
-  const fields = raw.split(',').map((f) => f.trim()).filter(Boolean);
+  const fields = stringList(raw);
   for (const f of fields) if (!allowed(f, minor)) throw notAcceptable();
   for (const f of fields) if (!QUERYABLE.has(f)) throw new ApiError(400, `Field ${f} is not a valid field.`);
   return fields;
@@ -329,53 +337,199 @@ function getNode({ world, query, base }, minor, ident) {
   return { ...json(200, minor, nodeJson(world, node, minor, base, fields)), node: node.rec.uuid };
 }
 
-const pyBool = (s) => {
-  const v = s.toLowerCase();
-  if (['true', '1', 'yes', 'on', 'y', 't'].includes(v)) return true;
-  if (['false', '0', 'no', 'off', 'n', 'f'].includes(v)) return false;
-  return undefined;
-};
+/**
+ * A query flag as args.boolean reads it (oslo strutils.bool_from_string,
+ * strict): its error names the parameter.
+ */
+function pyBool(name, raw) {
+  const v = raw.trim().toLowerCase();
+  if (['1', 't', 'true', 'on', 'y', 'yes'].includes(v)) return true;
+  if (['0', 'f', 'false', 'off', 'n', 'no'].includes(v)) return false;
+  throw new ApiError(400, `Invalid ${name}: Unrecognized value '${raw}', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'`);
+}
 
+/** args.string_list: comma-separated, trimmed, lower-cased, empty items and repeats dropped. */
+const stringList = (raw) => [...new Set(raw.split(',').map((v) => v.trim().toLowerCase()).filter(Boolean))];
+
+/**
+ * The parameters of NodesController.get_all and .detail, in their signature
+ * order (args.validate checks them in that order; a parameter that is not in
+ * the signature is 400 "Unexpected arguments"), with their validators.
+ * /nodes/detail has no `fields` nor `detail`, and does not validate
+ * `include_children` (it stays a string, so any non-empty value is true).
+ */
+const LIST_PARAMS = {
+  chassis_uuid: 'uuid', instance_uuid: 'uuid', associated: 'boolean', maintenance: 'boolean',
+  retired: 'boolean', provision_state: 'string', marker: 'uuid', limit: 'integer', sort_key: 'string',
+  sort_dir: 'string', driver: 'string', fields: 'list', resource_class: 'string', fault: 'string',
+  conductor_group: 'string', detail: 'boolean', conductor: 'string', owner: 'string',
+  description_contains: 'string', lessee: 'string', project: 'string', shard: 'list', sharded: 'boolean',
+  include_children: 'boolean', parent_node: 'string', instance_name: 'string',
+};
+const DETAIL_PARAMS = { ...LIST_PARAMS, include_children: 'string' };
+delete DETAIL_PARAMS.fields;
+delete DETAIL_PARAMS.detail;
+
+function listArgs(query, resource) {
+  const params = resource === 'nodes' ? LIST_PARAMS : DETAIL_PARAMS;
+  const unexpected = [...new Set(query.keys())].filter((k) => !(k in params));
+  if (unexpected.length) throw new ApiError(400, `Unexpected arguments: ${unexpected.join(', ')}`);
+  const args = {};
+  for (const [name, kind] of Object.entries(params)) {
+    const raw = query.get(name);
+    if (raw === null) continue;
+    if (kind === 'uuid' && !UUID_RE.test(raw)) throw new ApiError(400, `Expected UUID for ${name}: ${raw}`);
+    if (kind === 'integer' && !/^\s*[-+]?\d+\s*$/.test(raw)) throw new ApiError(400, `Expected an integer for ${name}: ${raw}`);
+    args[name] = kind === 'boolean' ? pyBool(name, raw) : kind === 'list' ? stringList(raw) : kind === 'integer' ? Number(raw) : raw;
+  }
+  return args;
+}
+
+/** api/controllers/v1/utils.py: the 406 a filter gets below the microversion that brought it. */
+const tooOld = (min) => new ApiError(406, `Request not acceptable. The minimal required API version should be 1.${min}`);
+
+/** Ironic's faults.VALID_FAULTS, as the 400 for another value prints the tuple. */
+const VALID_FAULTS = ['power failure', 'clean failure', 'rescue abort failure', 'service failure'];
+
+/** Columns the node controller refuses to sort by (NodesController.invalid_sort_key_list). */
+const UNSORTABLE = new Set([
+  'properties', 'driver_info', 'extra', 'instance_info', 'driver_internal_info', 'clean_step',
+  'deploy_step', 'raid_config', 'target_raid_config', 'traits', 'network_data', 'service_step',
+]);
+
+/**
+ * The version and validity checks of get_all (and of detail, which runs
+ * fewer of them, in another order), each where Ironic makes it.
+ */
+function checkListArgs(a, minor, resource) {
+  const checks = {
+    fields: () => {
+      if (a.fields === undefined) return;
+      if (minor < 8) throw notAcceptable();
+      for (const f of a.fields) if (!allowed(f, minor)) throw notAcceptable();
+      for (const f of a.fields) if (!QUERYABLE.has(f)) throw new ApiError(400, `Field ${f} is not a valid field.`);
+    },
+    sort_key: () => {
+      if (a.sort_key !== undefined && !allowed(a.sort_key, minor)) throw notAcceptable();
+    },
+    provision_state: () => {
+      if (a.provision_state === undefined) return;
+      if (minor < 9) throw notAcceptable();
+      if (!ALL_STATES.has(a.provision_state)) throw new ApiError(400, `Provision state "${a.provision_state}" is not valid`);
+    },
+    driver: () => { if (a.driver !== undefined && minor < 16) throw tooOld(16); },
+    resource_class: () => { if (a.resource_class !== undefined && minor < 21) throw tooOld(21); },
+    fault: () => {
+      if (a.fault === undefined) return;
+      if (minor < 42) throw tooOld(42);
+      if (!VALID_FAULTS.includes(a.fault)) {
+        throw new ApiError(400, `Unrecognized fault "${a.fault}" is specified, allowed faults are (${VALID_FAULTS.map((f) => `'${f}'`).join(', ')})`);
+      }
+    },
+    conductor_group: () => { if (a.conductor_group !== undefined && minor < 46) throw tooOld(46); },
+    conductor: () => { if (a.conductor !== undefined && minor < 49) throw tooOld(49); },
+    owner: () => { if (a.owner !== undefined && minor < 50) throw tooOld(50); },
+    lessee: () => { if (a.lessee !== undefined && minor < 65) throw tooOld(65); },
+    shard: () => { if (a.shard !== undefined && minor < 82) throw tooOld(82); },
+    sharded: () => { if (a.sharded !== undefined && minor < 82) throw tooOld(82); },
+    instance_name: () => {
+      if (a.instance_name !== undefined && minor < 104) throw new ApiError(406, 'instance_name is not acceptable in this API version');
+    },
+    children: () => { if ((a.include_children !== undefined || a.parent_node !== undefined) && minor < 83) throw tooOld(83); },
+    detail: () => { // get_request_return_fields
+      if (a.detail !== undefined && minor < 43) throw new ApiError(400, `Invalid query parameter ?detail=${a.detail ? 'True' : 'False'} received.`);
+      if (a.fields !== undefined && a.detail) throw new ApiError(400, 'Can not specify ?detail=True and fields in the same request.');
+    },
+  };
+  const order = resource === 'nodes'
+    ? ['fields', 'sort_key', 'provision_state', 'driver', 'resource_class', 'fault', 'conductor_group', 'conductor', 'owner', 'lessee', 'shard', 'sharded', 'instance_name', 'children', 'detail']
+    : ['provision_state', 'driver', 'resource_class', 'fault', 'conductor_group', 'owner', 'lessee', 'sort_key', 'conductor', 'shard', 'sharded', 'instance_name'];
+  for (const name of order) checks[name]();
+}
+
+/** SQLite's LIKE '%kw%': `%` and `_` are wildcards, ASCII letters match either case. */
+function likeContains(keyword) {
+  const pattern = [...keyword].map((c) => (c === '%' ? '.*' : c === '_' ? '.' : c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('');
+  const re = new RegExp(pattern, 'is');
+  return (text) => text != null && re.test(text);
+}
+
+/** The database filters of _add_nodes_filters as one predicate (undefined: every node). */
+function nodeFilter(a) {
+  const tests = [];
+  const eq = (field, value) => { if (value !== undefined) tests.push((r) => r[field] === value); };
+  eq('maintenance', a.maintenance);
+  eq('retired', a.retired);
+  eq('driver', a.driver);
+  eq('resource_class', a.resource_class);
+  eq('provision_state', a.provision_state);
+  eq('instance_uuid', a.instance_uuid);
+  eq('fault', a.fault);
+  eq('conductor_group', a.conductor_group);
+  eq('owner', a.owner);
+  eq('lessee', a.lessee);
+  eq('instance_name', a.instance_name);
+  if (a.shard !== undefined) {
+    const shards = new Set(a.shard);
+    tests.push((r) => shards.has(r.shard)); // shard IN (...): an empty list matches nothing
+  }
+  if (a.associated !== undefined) tests.push(a.associated ? (r) => r.instance_uuid != null : (r) => r.instance_uuid == null);
+  if (a.sharded !== undefined) tests.push(a.sharded ? (r) => r.shard != null : (r) => r.shard == null);
+  if (a.description_contains !== undefined) {
+    const has = likeContains(a.description_contains);
+    tests.push((r) => has(r.description));
+  }
+  if (a.project !== undefined) tests.push((r) => r.owner === a.project || r.lessee === a.project);
+  // Child nodes are listed only with include_children, or by their parent.
+  if (!a.include_children) {
+    const parent = a.parent_node ?? null;
+    tests.push((r) => r.parent_node === parent);
+  }
+  if (!tests.length) return undefined;
+  return (node) => {
+    const r = node.rec;
+    for (const t of tests) if (!t(r)) return false;
+    return true;
+  };
+}
+
+/**
+ * GET /v1/nodes and /v1/nodes/detail: NodesController.get_all/detail and
+ * _get_nodes_collection, with the database's order and paging.
+ */
 function listNodes({ world, query, base }, minor, resource) {
-  const rawLimit = query.get('limit');
-  const rawMarker = query.get('marker');
-  const state = query.get('provision_state') ?? undefined;
-  const rawDetail = resource === 'nodes' ? query.get('detail') : null;
-  if (rawMarker !== null && !UUID_RE.test(rawMarker)) throw new ApiError(400, `Expected UUID for marker: ${rawMarker}`);
-  if (rawLimit !== null && !/^\s*[-+]?\d+\s*$/.test(rawLimit)) throw new ApiError(400, `Expected an integer for limit: ${rawLimit}`);
-  let detail;
-  if (rawDetail !== null) {
-    detail = pyBool(rawDetail);
-    if (detail === undefined) throw new ApiError(400, `Invalid boolean value: ${rawDetail}`);
-  }
-  let fields = resource === 'nodes' ? parseFields(query, minor) : undefined;
-  if (state !== undefined) {
-    if (minor < 9) throw notAcceptable();
-    if (!ALL_STATES.has(state)) throw new ApiError(400, `Provision state "${state}" is not valid`);
-  }
-  if (detail !== undefined) {
-    if (minor < 43) throw new ApiError(400, `Invalid query parameter ?detail=${detail ? 'True' : 'False'} received.`);
-    if (detail && fields) throw new ApiError(400, 'Can not specify ?detail=True and fields in the same request.');
-  }
-  if (resource === 'nodes' && !fields && !detail) fields = DEFAULT_LIST_FIELDS;
-  let limit = rawLimit === null ? MAX_LIMIT : Number(rawLimit);
+  const a = listArgs(query, resource);
+  checkListArgs(a, minor, resource);
+  let fields = a.fields;
+  if (resource === 'nodes' && fields === undefined && !a.detail) fields = DEFAULT_LIST_FIELDS;
+  // _get_nodes_collection
+  let limit = a.limit ?? MAX_LIMIT;
   if (limit <= 0) throw new ApiError(400, 'Limit must be positive');
   limit = Math.min(limit, MAX_LIMIT);
-  const sortKey = query.get('sort_key') ?? 'id';
-  const sortDir = query.get('sort_dir') ?? 'asc';
-  if (sortKey !== 'id' || sortDir !== 'asc') {
-    throw new ApiError(400, 'The simulator lists nodes by sort_key=id, sort_dir=asc only');
+  const sortDir = a.sort_dir ?? 'asc';
+  if (sortDir !== 'asc' && sortDir !== 'desc') {
+    throw new ApiError(400, `Invalid sort direction: ${sortDir}. Acceptable values are 'asc' or 'desc'`);
   }
-  const marker = rawMarker === null ? undefined : world.nodes.get(rawMarker);
-  if (rawMarker !== null && !marker) throw new ApiError(404, `Node ${rawMarker} could not be found.`);
-  const page = world.listNodes({ marker, limit, provisionState: state });
+  const sortKey = a.sort_key ?? 'id';
+  if (UNSORTABLE.has(sortKey)) throw new ApiError(400, `The sort_key value ${sortKey} is an invalid field for sorting`);
+  const marker = a.marker === undefined ? undefined : world.nodes.get(a.marker);
+  if (a.marker !== undefined && !marker) throw new ApiError(404, `Node ${a.marker} could not be found.`);
+  if (a.chassis_uuid !== undefined) throw new ApiError(404, `Chassis ${a.chassis_uuid} could not be found.`); // the simulator has no chassis
+  if (sortKey !== '' && !SORT_COLUMNS.has(sortKey)) throw new ApiError(400, `The sort_key value "${sortKey}" is an invalid field for sorting`);
+  let page = world.listNodes({ sortKey, desc: sortDir === 'desc', marker, limit, match: nodeFilter(a) });
+  // The conductor filter runs on the page the database gave: a page may come short, and then has no next.
+  if (a.conductor) page = page.filter((n) => conductorOf(n.rec) === a.conductor);
   // Joined from cached node texts: a 1000-node page costs 1000 cache look-ups once warm.
   let body = `{"nodes":[${page.map((n) => nodeJson(world, n, minor, base, fields)).join(',')}]`;
-  if (page.length === limit) {
-    // Only these arguments travel in "next" (collection.get_next): never the filters.
-    let args = 'sort_key=id&sort_dir=asc&';
-    if (detail !== undefined) args += `detail=${detail ? 'True' : 'False'}&`;
-    if (fields) args += `fields=${fields.join(',')}&`;
+  // collection.get_next: a full page links to the next; an instance_uuid query never does.
+  if (page.length === limit && a.instance_uuid === undefined) {
+    // Only these arguments travel in "next", unencoded: the other filters never do.
+    let args = `sort_key=${sortKey}&sort_dir=${sortDir}&`;
+    if (a.associated) args += 'associated=True&';
+    if (a.maintenance) args += 'maintenance=True&';
+    if (a.retired) args += 'retired=True&';
+    if (a.detail !== undefined) args += `detail=${a.detail ? 'True' : 'False'}&`;
+    if (fields?.length) args += `fields=${fields.join(',')}&`;
     body += `,"next":${JSON.stringify(`${base}/v1/${resource}?${args}limit=${limit}&marker=${page[page.length - 1].rec.uuid}`)}`;
   }
   return json(200, minor, `${body}}`);

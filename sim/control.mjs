@@ -88,10 +88,16 @@ export function handleControl(sim, req, res, path, query, body, common) {
       case 'clock':
         only('GET', 'POST');
         if (method === 'POST') {
-          const { advance } = parseJson(body);
-          sim.advance(advance);
+          const { advance, skew, ...rest } = parseJson(body);
+          if (Object.keys(rest).length) throw new ControlError(400, `unknown clock keys: ${Object.keys(rest).join(', ')} (known: advance, skew)`);
+          if (advance !== undefined) sim.advance(advance);
+          if (skew !== undefined) sim.skew(skew);
         }
-        doc = { now: sim.now(), manual: sim.world.clock.manual, timeScale: sim.world.timeScale };
+        doc = { now: sim.now(), manual: sim.world.clock.manual, timeScale: sim.world.timeScale, skew: sim.world.skew };
+        break;
+      case 'churn':
+        only('POST');
+        doc = sim.churn(parseJson(body));
         break;
       default:
         throw new ControlError(404, `unknown control path ${path}`);

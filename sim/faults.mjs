@@ -31,6 +31,8 @@ export const FAULT_KINDS = {
   length: { process: true, params: ['by'] }, // a Content-Length that lies by `by` bytes; the connection closes after the body
   cut: { process: true, params: ['bytes'] }, // the headers and the first `bytes` of the body, then a reset
   page: { process: true, params: ['limit', 'ignoreMarker', 'next', 'fake'] }, // node list pages that do not advance, or never end
+  // Not about a request: a provision state change of a matched node commits `delay` ms late, stamped when it was made.
+  'late-commit': { params: ['delay', 'state'], world: true },
 };
 
 const DEFAULT_GZIP_BYTES = 64 * 1024 * 1024;
@@ -82,7 +84,20 @@ function check(rule) {
   if (rule.kind === 'set' && (rule.set === null || typeof rule.set !== 'object')) fail('"set" must be an object');
   if (rule.kind === 'omit' && !Array.isArray(rule.omit)) fail('"omit" must be a list of field names');
   if (rule.path !== undefined && typeof rule.path !== 'string') fail('"path" must be a string (a "*" matches anything)');
+  if (FAULT_KINDS[rule.kind].world) {
+    for (const k of ['method', 'path', 'process']) if (rule[k] !== undefined) fail(`"${k}": a ${rule.kind} rule matches node changes, not requests`);
+    if (!(rule.delay > 0 && rule.delay <= MAX_TIMER_MS)) fail(`"delay" must be a number of milliseconds from 0 (excluded) to ${MAX_TIMER_MS}`);
+    const states = rule.state === undefined ? [] : Array.isArray(rule.state) ? rule.state : [rule.state];
+    if (!states.every((st) => typeof st === 'string')) fail('"state" must be a provision state or a list of them');
+  }
 }
+
+/** Does a rule's `node` (absent, "*", a name or UUID, or a list) name this node? */
+const namesNode = (spec, uuid, name) => {
+  if (spec === undefined || spec === '*') return true;
+  const one = (x) => x === uuid || (name !== null && x === name);
+  return Array.isArray(spec) ? spec.some(one) : one(spec);
+};
 
 export class Faults {
   constructor(seed) {
@@ -99,6 +114,7 @@ export class Faults {
       this.rules.push({
         ...rule,
         process: rule.process ?? FAULT_KINDS[rule.kind].process,
+        world: FAULT_KINDS[rule.kind].world ?? false,
         pathRe: rule.path === undefined ? null : globToRegExp(rule.path),
         method: rule.method?.toUpperCase(),
         seen: 0,
@@ -115,7 +131,26 @@ export class Faults {
 
   /** The rules with their counters, for the control API. */
   list() {
-    return this.rules.map(({ pathRe, rand, fakes, ...r }) => ({ ...r, remaining: r.count === undefined ? null : r.count - r.hits }));
+    return this.rules.map(({ pathRe, rand, fakes, world, ...r }) => ({ ...r, remaining: r.count === undefined ? null : r.count - r.hits }));
+  }
+
+  /**
+   * How many ms the change of `rec` (a node) into provision state `state`
+   * stays uncommitted: the delay of the first late-commit rule that matches
+   * and fires (count, skip and fraction as for requests), else 0.
+   */
+  commitDelay(rec, state) {
+    for (const rule of this.rules) {
+      if (rule.kind !== 'late-commit' || !namesNode(rule.node, rec.uuid, rec.name)) continue;
+      if (rule.state !== undefined && !(Array.isArray(rule.state) ? rule.state.includes(state) : rule.state === state)) continue;
+      rule.seen++;
+      if (rule.seen <= (rule.skip ?? 0)) continue;
+      if (rule.count !== undefined && rule.hits >= rule.count) continue;
+      if (rule.fraction !== undefined && rule.rand() >= rule.fraction) continue;
+      rule.hits++;
+      return rule.delay;
+    }
+    return 0;
   }
 
   /**
@@ -127,7 +162,7 @@ export class Faults {
     let latency = 0;
     let fault = null;
     for (const rule of this.rules) {
-      if (fault && rule.kind !== 'latency') continue;
+      if (rule.world || (fault && rule.kind !== 'latency')) continue;
       if (rule.method && rule.method !== req.method) continue;
       if (rule.pathRe && !rule.pathRe.test(req.path)) continue;
       if (rule.node !== undefined && !req.nodeIs(rule.node)) continue;

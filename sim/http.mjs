@@ -6,7 +6,7 @@ import http from 'node:http';
 import { handleApi, faultBody, versionHeaders, rangeHeaders, requestedVersion } from './api.mjs';
 import { faultAnswer, faultRequest, globToRegExp } from './faults.mjs';
 import { handleControl } from './control.mjs';
-import { lockedText } from './ironic.mjs';
+import { lockedText, conductorOf } from './ironic.mjs';
 
 const LOCAL_ORIGIN = /^https?:\/\/(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 const EXPOSE = [
@@ -132,7 +132,7 @@ function nodeIdentOf(world, path) {
     return undefined;
   }
   const node = world.findNode(ident);
-  return node ? { ident, uuid: node.rec.uuid, name: node.rec.name } : { ident, uuid: ident, name: null };
+  return node ? { ident, uuid: node.rec.uuid, name: node.rec.name, conductor: conductorOf(node.rec) } : { ident, uuid: ident, name: null };
 }
 
 const nodeMatches = (spec, n) => {
@@ -152,7 +152,7 @@ function ironicFor(req, nodeRef, world, request) {
     uuidOf: (ident) => world.findNode(ident)?.rec.uuid ?? ident,
     error(status, message) {
       const text = message ??
-        (status === 409 && nodeRef ? lockedText(nodeRef.uuid)
+        (status === 409 && nodeRef ? lockedText(nodeRef.uuid, nodeRef.conductor)
           : status === 409 ? 'Conflict.'
             : status === 503 ? 'Resource temporarily unavailable, please retry.'
               : http.STATUS_CODES[status] ?? 'Error');

@@ -20,6 +20,8 @@ import { notFoundRoute } from './api.mjs';
  * @param {object} [options.scenario] the scenario to load (see README)
  * @param {boolean} [options.manualClock=false] time moves only by advance(ms)
  * @param {number|string} [options.epoch] the wall time of sim time 0 (default: now)
+ * @param {string} [options.timestampResolution='microsecond'] how timestamps are stored: 'microsecond' (SQLite),
+ *   'second' (whole seconds, truncated: MariaDB) or 'second-rounded' (MySQL's default rounding)
  * @param {number} [options.logLimit=100000] request log entries kept
  */
 export function createSimulator(options = {}) {
@@ -30,7 +32,7 @@ export function createSimulator(options = {}) {
   const findHistory = (ident) => {
     sim.world.advance();
     const node = sim.world.findNode(ident);
-    if (node) return sim.world.histories.get(node.rec.uuid);
+    if (node) return sim.world.historyOf(node);
     for (const h of sim.world.histories.values()) if (h.uuid === ident || h.name === ident) return h;
     return undefined;
   };
@@ -53,6 +55,7 @@ export function createSimulator(options = {}) {
       const world = new World({ ...opts, scenario });
       const faults = new Faults(world.seed);
       faults.add(scenario.faults ?? []);
+      world.lateCommit = (node, state) => faults.commitDelay(node.rec, state);
       Object.assign(sim, { world, faults, requestLog: new RequestLog(opts.logLimit) });
       current = scenario;
     },
@@ -87,7 +90,7 @@ export function createSimulator(options = {}) {
         phase: node.plan.i,
         phases: node.plan.phases.map(({ apply, ...p }) => p),
       };
-      return { ...node.rec, plan, history: sim.world.histories.get(node.rec.uuid).entries };
+      return { ...node.rec, plan, history: sim.world.historyOf(node).entries };
     },
     setNode(ident, fields) {
       sim.world.patchNode(mustFind(ident), fields, sim.now());
@@ -107,6 +110,17 @@ export function createSimulator(options = {}) {
     advance(ms) {
       sim.world.clock.advance(ms);
       sim.world.advance();
+    },
+    /** Timestamps written from now on are `ms` off the clock (negative: the server's clock jumped back); 0 ends it. */
+    skew(ms) {
+      sim.world.setSkew(ms);
+    },
+    /**
+     * `count` nodes in `states` (default available and manageable), picked from the seed,
+     * flip available <-> manageable now: { t, changed: [{ uuid, name, from, to, visible }] }.
+     */
+    churn(options) {
+      return sim.world.churn(options);
     },
     later(fn, ms) {
       const timer = setTimeout(() => {
@@ -166,7 +180,10 @@ const USAGE = `usage: node sim/server.mjs [options]
   --time-scale X    run transitions X times faster than their sim durations (default 1)
   --scenario FILE   load a scenario JSON file (see sim/README.md)
   --manual-clock    time moves only through POST /__sim/clock {"advance": ms}
-  --log-limit N     request log entries kept (default 100000)`;
+  --log-limit N     request log entries kept (default 100000)
+  --timestamp-resolution R
+                    microsecond (default, SQLite), second (MariaDB: truncated)
+                    or second-rounded (MySQL: rounded)`;
 
 async function main(argv) {
   const { values } = parseArgs({
@@ -180,6 +197,7 @@ async function main(argv) {
       scenario: { type: 'string' },
       'manual-clock': { type: 'boolean', default: false },
       'log-limit': { type: 'string' },
+      'timestamp-resolution': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -201,6 +219,7 @@ async function main(argv) {
     timeScale: num('time-scale', 1),
     manualClock: values['manual-clock'],
     logLimit: num('log-limit', 100_000),
+    timestampResolution: values['timestamp-resolution'],
     scenario: values.scenario ? JSON.parse(readFileSync(values.scenario, 'utf8')) : undefined,
   });
   const s = sim.summary();

@@ -144,7 +144,7 @@ test('the control API is exempt from faults and absent from the log; unknown pat
 
 test('the clock: a manual one moves by advance only; a real one refuses', async () => {
   await fresh();
-  assert.deepEqual((await ctl('POST', '/clock', { advance: 1500 })).json, { now: 1500, manual: true, timeScale: 1 });
+  assert.deepEqual((await ctl('POST', '/clock', { advance: 1500 })).json, { now: 1500, manual: true, timeScale: 1, skew: 0 });
   assert.equal((await ctl('POST', '/clock', { advance: -1 })).status, 400);
   const real = await startSimulator();
   const res = await request(real.url, 'POST', '/__sim/clock', { body: { advance: 10 } });
