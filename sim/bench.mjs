@@ -27,6 +27,7 @@ const CONCURRENCY = Number(values.concurrency);
 const VERSION = { 'X-OpenStack-Ironic-API-Version': '1.115' };
 
 function startServer() {
+  const t0 = performance.now();
   const server = spawn(process.execPath, [fileURLToPath(new URL('./server.mjs', import.meta.url)), '--port', '0', '--nodes', String(NODES), '--seed', '1'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -35,7 +36,7 @@ function startServer() {
     server.stdout.on('data', (chunk) => {
       out += chunk;
       const m = /on (http:\/\/\S+)/.exec(out);
-      if (m) resolve({ server, url: m[1] });
+      if (m) resolve({ server, url: m[1], ready: performance.now() - t0 });
     });
     server.on('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
   });
@@ -145,10 +146,70 @@ async function pages(url) {
     markers.push(body.nodes.at(-1)?.uuid);
     next = body.next && body.next.slice(url.length);
   }
-  for (const k of [0, 4, 8]) {
+  for (const k of [0, 4, 8, 50, 99].filter((k) => k === 0 || markers[k - 1])) {
     const marker = k ? `&marker=${markers[k - 1]}` : '';
     await load(url, `list page of 1000 after ${k * 1000} nodes`, () => `/v1/nodes?limit=1000${marker}`, { seconds: 1, concurrency: 1 });
   }
+}
+
+/** GET `path` (Node's client: for the few requests that are not measured one by one). */
+function getJson(url, path) {
+  return new Promise((resolve, reject) => {
+    http.get(new URL(path, url), { headers: VERSION }, (res) => {
+      let text = '';
+      res.on('data', (c) => { text += c; });
+      res.on('end', () => resolve(JSON.parse(text)));
+    }).on('error', reject);
+  });
+}
+
+function post(url, path, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(new URL(path, url), { method: 'POST', headers: { 'Content-Type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', resolve);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+const FEED_FIELDS = 'uuid,name,provision_state,target_provision_state,last_error,provision_updated_at';
+const feed = (limit) => `/v1/nodes?sort_key=provision_updated_at&sort_dir=desc&fields=${FEED_FIELDS}&limit=${limit}`;
+
+/** A whole listing by `next` (the change feed's first, full read), twice: cold, then with the node texts cached. */
+async function listing(url) {
+  if (values.only && !'full listing'.includes(values.only)) return;
+  for (const pass of ['cold', 'warm']) {
+    const t0 = performance.now();
+    let pages = 0;
+    for (let next = `/v1/nodes?fields=${FEED_FIELDS}&limit=1000`; next; pages++) {
+      const body = await getJson(url, next);
+      next = body.next && body.next.slice(url.length);
+    }
+    const ms = performance.now() - t0;
+    console.log(JSON.stringify({ label: `full listing by 1000 (${pass})`, pages, 'total ms': Math.round(ms), 'ms/page': (ms / pages).toFixed(1) }));
+  }
+}
+
+/** Changes pages while nodes change: each round churns `count` nodes, then reads the page of 50 newest. */
+async function churned(url, count) {
+  const label = `changes page of 50 after a churn of ${count}`;
+  if (values.only && !label.includes(values.only)) return;
+  const latencies = [];
+  let started = 0;
+  let got;
+  const conn = rawConnection(url, (status) => got(status));
+  for (let round = 0; round < 200; round++) {
+    await post(url, '/__sim/churn', { count });
+    started = performance.now();
+    const status = await new Promise((resolve) => { got = resolve; conn.send(feed(50)); });
+    if (status !== 200) throw new Error(`${label}: HTTP ${status}`);
+    latencies.push(performance.now() - started);
+  }
+  conn.close();
+  latencies.sort((a, b) => a - b);
+  console.log(JSON.stringify({ label, rounds: latencies.length, 'p50 ms': pct(latencies, 50).toFixed(2), 'p99 ms': pct(latencies, 99).toFixed(2) }));
 }
 
 let serverPid;
@@ -162,10 +223,10 @@ function serverCpu() {
   }
 }
 
-const { server, url } = values.url ? { server: null, url: values.url } : await startServer();
+const { server, url, ready } = values.url ? { server: null, url: values.url } : await startServer();
 serverPid = server?.pid;
 try {
-  console.log(`simulator: ${url}, ${NODES} nodes; load ${SECONDS}s per run`);
+  console.log(`simulator: ${url}, ${NODES} nodes${ready ? `, ready in ${Math.round(ready)} ms` : ''}; load ${SECONDS}s per run`);
   const names = Array.from({ length: NODES }, (_, i) => `node-${String(i).padStart(Math.max(3, String(NODES - 1).length), '0')}`);
   const pick = (i) => names[(i * 7919) % names.length];
   await load(url, 'warm-up', (i) => `/v1/nodes/${pick(i)}`, { seconds: 1 });
@@ -175,6 +236,12 @@ try {
   await load(url, 'GET list limit=1000', () => '/v1/nodes?limit=1000', { concurrency: 4 });
   await load(url, 'GET list detail limit=1000', () => '/v1/nodes?limit=1000&detail=true', { concurrency: 4 });
   await pages(url);
+  // The change feed: the newest changes first, on a quiet fleet and while it churns.
+  await load(url, 'changes page limit=50 (quiet)', () => feed(50), { concurrency: 1 });
+  await load(url, 'changes page limit=1000 (quiet)', () => feed(1000), { concurrency: 1 });
+  await listing(url);
+  await churned(url, 10);
+  await churned(url, 1000);
 } finally {
   server?.kill();
 }
