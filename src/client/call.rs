@@ -1,13 +1,14 @@
 //! One call of the API, whole: its requests (through `exchange`), the
 //! provision PUTs with their concurrency and stop-at-first-error, the wait
-//! (the engine), and the answer or the error with its report. A call has
+//! (a wait of the client's poll loop), and the answer or the error with
+//! its report. A call has
 //! one deadline, from its start: the PUTs and the POST count against a
 //! wait's timeout too.
 
 use std::collections::VecDeque;
 
 use crate::document::Document;
-use crate::engine::{Engine, Event, Millis, Outcome, Resumed, Settle, Step, TargetReport, WaitOptions};
+use crate::engine::{Event, Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions};
 use crate::error::{Error, Seconds, Subject};
 use crate::http::{Reply, Request};
 use crate::ironic::answers::not_an_object;
@@ -15,6 +16,8 @@ use crate::ironic::microversion::Microversion;
 use crate::ironic::paging::Pager;
 use crate::ironic::requests::{self, Scope};
 use crate::ironic::MAX_PAGE_SIZE;
+use crate::poll::wait::Wait as Waiting;
+use crate::poll::{Loop, WaitId};
 use crate::verdict::Seen;
 
 use super::exchange::{Context, Exchange};
@@ -175,14 +178,12 @@ pub(super) struct Wait<D> {
     pub(super) options: WaitOptions,
     /// Targets that ended before the wait (see [`CallReport::settled`]).
     pub(super) settled: Vec<Option<TargetReport<D>>>,
-    /// Made once the version is known (it decides `fields`).
-    pub(super) engine: Option<Engine<D>>,
+    /// Its wait on the client's poll loop, joined once the version is known
+    /// (it decides `fields`).
+    pub(super) member: Option<WaitId>,
     /// Taken up from a checkpoint: the targets as it left them, for the
-    /// engine when it is made.
+    /// wait when it joins.
     pub(super) resumed: Option<Vec<Resumed<D>>>,
-    /// The engine's requests: its id for each, and the exchange.
-    fetches: Vec<(crate::engine::RequestId, Exchange)>,
-    sleep_until: Option<Millis>,
     /// After `createAllocation`: the answer is the allocation and report.
     pub(super) created: bool,
 }
@@ -196,7 +197,7 @@ pub struct Call<D> {
     /// When the call first waited at its version gate.
     gate_since: Option<Millis>,
     pub(super) requests: u32,
-    /// Retries of the call's own requests (the engine counts its own).
+    /// Retries of the call's own requests (its wait counts its own).
     pub(super) retries: u32,
     /// The method, for a checkpoint (see `checkpoint`); `None` for calls
     /// that have none.
@@ -210,8 +211,8 @@ pub struct Call<D> {
     /// Resumed by a client whose endpoint a login is still to find: the
     /// checkpoint's, which it must be before anything is sent.
     pub(super) endpoint: Option<String>,
-    /// The engine's rounds when a checkpoint was last asked for, and
-    /// whether anything changed since.
+    /// Its wait's rounds when a checkpoint was last asked for, and whether
+    /// anything changed since.
     saved_round: u64,
     changed: bool,
     next_exchange: u64,
@@ -301,13 +302,20 @@ impl<D: Document> Call<D> {
         self.id
     }
 
-    /// The phase's exchanges: its one request, its PUTs in flight, or the
-    /// wait's checks.
+    /// Its wait on the client's loop, once joined.
+    pub fn member(&self) -> Option<WaitId> {
+        match &self.phase {
+            Phase::Wait(w) => w.member,
+            _ => None,
+        }
+    }
+
+    /// The phase's exchanges: its one request, or its PUTs in flight (a
+    /// wait's checks are the loop's).
     fn exchanges(&self) -> Vec<&Exchange> {
         match &self.phase {
             Phase::Get(x) | Phase::Post { exchange: x, .. } | Phase::List { exchange: Some(x), .. } => vec![x],
             Phase::Puts(p) => p.in_flight.iter().map(|(_, x)| x).collect(),
-            Phase::Wait(w) => w.fetches.iter().map(|(_, x)| x).collect(),
             _ => Vec::new(),
         }
     }
@@ -317,7 +325,6 @@ impl<D: Document> Call<D> {
         match &mut self.phase {
             Phase::Get(x) | Phase::Post { exchange: x, .. } | Phase::List { exchange: Some(x), .. } => vec![x],
             Phase::Puts(p) => p.in_flight.iter_mut().map(|(_, x)| x).collect(),
-            Phase::Wait(w) => w.fetches.iter_mut().map(|(_, x)| x).collect(),
             _ => Vec::new(),
         }
     }
@@ -328,15 +335,13 @@ impl<D: Document> Call<D> {
 
     pub fn wake_at(&self) -> Option<Millis> {
         let d = self.deadline;
-        let wait = match &self.phase {
-            _ if self.paused => return None,
+        match &self.phase {
+            _ if self.paused => None,
             // Waiting at the version gate, until the deadline (if it came
-            // there before it).
-            Phase::Wait(w) if w.engine.is_none() => return d.filter(|&d| self.gate_since.map_or(true, |s| s < d)),
-            Phase::Wait(w) => w.sleep_until,
-            _ => None,
-        };
-        self.exchanges().iter().filter_map(|x| x.wake_at(d)).chain(wait).min()
+            // there before it); once joined, the loop keeps its time.
+            Phase::Wait(w) if w.member.is_none() => d.filter(|&d| self.gate_since.is_none_or(|s| s < d)),
+            _ => self.exchanges().iter().filter_map(|x| x.wake_at(d)).min(),
+        }
     }
 
     fn cx<'a>(&self, session: &'a mut Session, out: &'a mut Outgoing, now: Millis) -> Context<'a> {
@@ -344,22 +349,30 @@ impl<D: Document> Call<D> {
     }
 
     /// Sends what is due and moves on as far as it can.
-    pub fn advance(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+    pub fn advance(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
         if self.answer.is_some() || self.paused {
             return;
         }
         self.mark = out.sent;
-        self.step(session, out, now);
+        self.step(session, out, poll, now);
         self.requests = self.sent(out);
     }
 
-    pub fn observe(&mut self, id: RequestId, reply: Reply, session: &mut Session, out: &mut Outgoing, now: Millis) {
+    pub fn observe(
+        &mut self,
+        id: RequestId,
+        reply: Reply,
+        session: &mut Session,
+        out: &mut Outgoing,
+        poll: &mut Loop<D>,
+        now: Millis,
+    ) {
         self.mark = out.sent;
         let mut cx = self.cx(session, out, now);
         if let Some(x) = self.exchanges_mut().into_iter().find(|x| x.owns(id)) {
             x.observe::<D>(id, reply, &mut cx);
         }
-        self.step(session, out, now);
+        self.step(session, out, poll, now);
         self.requests = self.sent(out);
     }
 
@@ -371,7 +384,7 @@ impl<D: Document> Call<D> {
 
     /// Ends the call as aborted: nothing more is sent for it; a node's last
     /// event says it was aborted.
-    pub fn abort(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+    pub fn abort(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
         if self.answer.is_some() {
             return;
         }
@@ -384,23 +397,34 @@ impl<D: Document> Call<D> {
                 }
             }
             Phase::Wait(w) => {
-                if let Some(engine) = &mut w.engine {
-                    engine.abort(now);
-                    // The aborted targets' last events are handed out after
-                    // the call settled: their entries must outlive the wait.
-                    self.waited = engine.report().map(|r| r.targets.clone());
-                    progress(self.id, engine, out);
+                if let Some(member) = w.member {
+                    poll.abort(member, now);
+                    if let Some(wait) = poll.wait_mut(member) {
+                        // The aborted targets' last events are handed out
+                        // after the call settled: their entries must
+                        // outlive the wait.
+                        self.waited = wait.report().map(|r| r.targets.clone());
+                        progress(self.id, wait, out);
+                    }
                 }
             }
             _ => {}
         }
-        self.settle(Err((Error::Aborted, None)), session, out, now);
+        self.settle(Err((Error::Aborted, None)), session, out, poll, now);
     }
 
-    pub fn target_report(&self, target: usize) -> Option<TargetReport<D>> {
+    pub fn target_report(&self, target: usize, poll: &Loop<D>) -> Option<TargetReport<D>> {
         match (&self.phase, &self.waited) {
-            (Phase::Wait(w), _) => Some(w.engine.as_ref()?.target_report(target)),
+            (Phase::Wait(w), _) => Some(poll.wait(w.member?)?.target_report(target)),
             (_, Some(waited)) => waited.get(target).cloned(),
+            _ => None,
+        }
+    }
+
+    /// Its wait on the loop, once joined.
+    pub(super) fn waiting<'a>(&self, poll: &'a Loop<D>) -> Option<&'a Waiting<D>> {
+        match &self.phase {
+            Phase::Wait(w) => poll.wait(w.member?),
             _ => None,
         }
     }
@@ -410,11 +434,23 @@ impl<D: Document> Call<D> {
     }
 
     /// The call's answer: what is still in flight is cancelled, what it
-    /// waited for is left.
-    fn settle(&mut self, answer: Settled<D>, session: &mut Session, out: &mut Outgoing, now: Millis) {
+    /// waited for is left, and its wait leaves the loop.
+    fn settle(
+        &mut self,
+        answer: Settled<D>,
+        session: &mut Session,
+        out: &mut Outgoing,
+        poll: &mut Loop<D>,
+        now: Millis,
+    ) {
         let mut cx = self.cx(session, out, now);
         for x in self.exchanges_mut() {
             x.drop_out(&mut cx);
+        }
+        if let Phase::Wait(w) = &self.phase {
+            if let Some(member) = w.member {
+                poll.leave(member);
+            }
         }
         self.phase = Phase::Over;
         cx.session.leave_call(self.id, cx.out);
@@ -425,18 +461,18 @@ impl<D: Document> Call<D> {
         out.push(Action::Settled(self.id));
     }
 
-    fn fail(&mut self, e: Error, session: &mut Session, out: &mut Outgoing, now: Millis) {
-        self.settle(Err((e, None)), session, out, now);
+    fn fail(&mut self, e: Error, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
+        self.settle(Err((e, None)), session, out, poll, now);
     }
 
-    fn step(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+    fn step(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
         if let (Some(wanted), Some(found)) = (&self.endpoint, &session.config.endpoint) {
             if wanted != found {
                 let e = Error::InvalidArgument(format!(
                     "This checkpoint is of another endpoint ({}), not this client's ({found})",
                     wanted.chars().take(200).collect::<String>()
                 ));
-                return self.fail(e, session, out, now);
+                return self.fail(e, session, out, poll, now);
             }
             self.endpoint = None;
         }
@@ -459,14 +495,14 @@ impl<D: Document> Call<D> {
                     Gate::Waiting => None,
                 }
             }
-            Phase::Puts(_) => self.step_puts(session, out, now),
-            Phase::Post { .. } => self.step_post(session, out, now),
-            Phase::Wait(_) => return self.step_wait(session, out, now),
+            Phase::Puts(_) => self.step_puts(session, out, poll, now),
+            Phase::Post { .. } => self.step_post(session, out, poll, now),
+            Phase::Wait(_) => return self.step_wait(session, out, poll, now),
             Phase::Over => None,
         };
         match result {
-            Some(Ok(answer)) => self.settle(Ok(answer), session, out, now),
-            Some(Err(e)) => self.fail(e, session, out, now),
+            Some(Ok(answer)) => self.settle(Ok(answer), session, out, poll, now),
+            Some(Err(e)) => self.fail(e, session, out, poll, now),
             None => {}
         }
     }
@@ -564,6 +600,7 @@ impl<D: Document> Call<D> {
         &mut self,
         session: &mut Session,
         out: &mut Outgoing,
+        poll: &mut Loop<D>,
         now: Millis,
     ) -> Option<Result<Answer<D>, Error>> {
         let expired = self.deadline.is_some_and(|d| now >= d);
@@ -648,7 +685,7 @@ impl<D: Document> Call<D> {
             Some(w) if !pending.is_empty() => {
                 let options = WaitOptions { idents: pending, ..w };
                 self.phase = Phase::Wait(Box::new(Wait::new(options, settled, false)));
-                self.began_waiting(session, out, now);
+                self.began_waiting(session, out, poll, now);
                 None
             }
             // Nothing to wait for: sent only, or every PUT refused.
@@ -679,6 +716,7 @@ impl<D: Document> Call<D> {
         &mut self,
         session: &mut Session,
         out: &mut Outgoing,
+        poll: &mut Loop<D>,
         now: Millis,
     ) -> Option<Result<Answer<D>, Error>> {
         let mut cx = self.cx(session, out, now);
@@ -696,33 +734,39 @@ impl<D: Document> Call<D> {
         };
         w.idents = vec![uuid];
         self.phase = Phase::Wait(Box::new(Wait::new(w, Vec::new(), true)));
-        self.began_waiting(session, out, now);
+        self.began_waiting(session, out, poll, now);
         None
     }
 
     /// The PUTs or the POST are done and the wait begins: a checkpoint
     /// (what was sent is never sent again), or the end of a step.
-    fn began_waiting(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
+    fn began_waiting(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
         if self.one_step {
-            return self.stepped(now, session, out);
+            return self.stepped(now, session, out, poll);
         }
         out.push(Action::Checkpoint(self.id));
-        self.step(session, out, now);
+        self.step(session, out, poll, now);
     }
 
     /// Ends a step: the call stops where it is (nothing is in flight
-    /// between rounds), for its checkpoint to be taken and it dropped.
-    fn stepped(&mut self, wake_at: Millis, session: &Session, out: &mut Outgoing) {
+    /// between rounds; its wait starts no round), for its checkpoint to be
+    /// taken and it dropped.
+    fn stepped(&mut self, wake_at: Millis, session: &Session, out: &mut Outgoing, poll: &mut Loop<D>) {
         self.requests = self.sent(out);
         self.mark = out.sent;
         self.paused = true;
+        if let Phase::Wait(w) = &self.phase {
+            if let Some(wait) = w.member.and_then(|m| poll.wait_mut(m)) {
+                wait.pause();
+            }
+        }
         let wake_at = (wake_at as i64).saturating_add(session.wall_offset).max(0) as u64;
         out.push(Action::Stepped { call: self.id, wake_at });
     }
 
-    fn step_wait(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) {
-        let needs_engine = matches!(&self.phase, Phase::Wait(w) if w.engine.is_none());
-        if needs_engine {
+    fn step_wait(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
+        let needs_joining = matches!(&self.phase, Phase::Wait(w) if w.member.is_none());
+        if needs_joining {
             let gate = self.version_gate(session, out, now);
             let Phase::Wait(w) = &mut self.phase else { return };
             let (version, timed_out) = match gate {
@@ -730,70 +774,56 @@ impl<D: Document> Call<D> {
                 // The negotiation took all the time: no check could be made.
                 Version::TimedOut => (None, true),
                 Version::Waiting => return,
-                Version::Failed(e) => return self.fail(e, session, out, now),
+                Version::Failed(e) => return self.fail(e, session, out, poll, now),
             };
             let mut options = w.options.clone();
             options.fields = version.is_some_and(|v| v >= Microversion::FIELDS);
             options.retry = session.config.retry;
             options.request_timeout = session.config.request_timeout_ms.map_or(0.0, |ms| ms as f64 / 1000.0);
-            let made = match w.resumed.take() {
-                Some(saved) => Engine::resume(options, self.started, saved, now),
-                None => Engine::new(options, self.started),
-            };
-            match made {
-                Ok(mut engine) => {
-                    if timed_out {
-                        engine.time_out(now);
-                    }
-                    w.engine = Some(engine);
+            if let Some(v) = version {
+                if let Err(e) = options.scope.check(v) {
+                    return self.fail(e, session, out, poll, now);
                 }
-                Err(e) => return self.fail(e, session, out, now),
+            }
+            let joined = match w.resumed.take() {
+                Some(saved) => poll.join_resumed(options, self.started, saved, now),
+                None => poll.join(options, self.started),
+            };
+            match joined {
+                Ok(member) => {
+                    if timed_out {
+                        poll.time_out(member, now);
+                    }
+                    w.member = Some(member);
+                }
+                Err(e) => return self.fail(e, session, out, poll, now),
             }
         }
-        let mut cx = self.cx(session, out, now);
+        self.after_loop(session, out, poll, now);
+    }
+
+    /// What its wait did on the loop: progress, a checkpoint or the end of
+    /// a step when a round has ended, the answer when it is over.
+    pub(super) fn after_loop(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
+        if self.answer.is_some() || self.paused {
+            return;
+        }
+        // The loop's requests (sent since the call last advanced) are
+        // counted by its waits, not here.
+        self.mark = out.sent;
         let Phase::Wait(w) = &mut self.phase else { return };
-        let Some(engine) = &mut w.engine else { return };
-        loop {
-            let mut k = 0;
-            while k < w.fetches.len() {
-                w.fetches[k].1.advance(&mut cx);
-                match w.fetches[k].1.reply() {
-                    Some(_) => {
-                        // Moved, not copied: a page of nodes is large.
-                        let (engine_id, x) = w.fetches.swap_remove(k);
-                        engine.observe(engine_id, x.into_reply().unwrap_or(Reply::TimedOut), now);
-                    }
-                    None => k += 1,
-                }
-            }
-            // Events first: a callback that aborts stops what would follow.
-            self.changed |= progress(self.id, engine, cx.out);
-            let sleep = match engine.step(now) {
-                Step::Fetch(fetches) => {
-                    for fetch in fetches {
-                        self.next_exchange += 1;
-                        let mut x = Exchange::new(ExchangeId(self.next_exchange), fetch.request, false);
-                        x.advance(&mut cx);
-                        w.fetches.push((fetch.id, x));
-                    }
-                    continue;
-                }
-                Step::Sleep { until } => Some(until),
-                Step::Done(_) => None,
-            };
-            // What the step itself settled (at the deadline, say).
-            self.changed |= progress(self.id, engine, cx.out);
-            let Some(until) = sleep else { break };
-            w.sleep_until = until;
-            let (rounds, in_round) = engine.rounds();
+        let Some(wait) = w.member.and_then(|m| poll.wait_mut(m)) else { return };
+        self.changed |= progress(self.id, wait, out);
+        if !wait.is_done() {
+            let (rounds, in_round) = wait.rounds();
             if in_round || rounds <= self.saved_round {
                 return;
             }
             // A round has ended: a checkpoint, if anything changed in it.
             self.saved_round = rounds;
-            let wake_at = engine.next_round();
+            let wake_at = wait.next_round();
             if self.one_step {
-                return self.stepped(wake_at.unwrap_or(now), session, out);
+                return self.stepped(wake_at.unwrap_or(now), session, out, poll);
             }
             if std::mem::take(&mut self.changed) {
                 out.push(Action::Checkpoint(self.id));
@@ -801,11 +831,8 @@ impl<D: Document> Call<D> {
             return;
         }
         let Phase::Wait(w) = std::mem::replace(&mut self.phase, Phase::Over) else { return };
-        let Wait { options, settled, engine, mut fetches, created, .. } = *w;
-        for (_, x) in &mut fetches {
-            x.drop_out(&mut cx);
-        }
-        let Some(report) = engine.and_then(Engine::into_report) else { return };
+        let Wait { options, settled, member, created, .. } = *w;
+        let Some(report) = member.and_then(|m| poll.leave(m)).and_then(Waiting::into_report) else { return };
         let ok = report.error.is_none()
             && settled
                 .iter()
@@ -817,7 +844,7 @@ impl<D: Document> Call<D> {
             settled,
             waited: report.targets,
             ok,
-            requests: self.sent(cx.out),
+            requests: self.sent(out).saturating_add(report.requests),
             retries: self.retries.saturating_add(report.retries),
             elapsed_ms: report.elapsed_ms,
         };
@@ -829,7 +856,7 @@ impl<D: Document> Call<D> {
             }
             (None, false) => Ok(Answer::Report(call_report)),
         };
-        self.settle(answer, session, out, now);
+        self.settle(answer, session, out, poll, now);
     }
 }
 
@@ -844,7 +871,7 @@ enum Version {
 
 impl<D> Wait<D> {
     pub(super) fn new(options: WaitOptions, settled: Vec<Option<TargetReport<D>>>, created: bool) -> Wait<D> {
-        Wait { options, settled, engine: None, resumed: None, fetches: Vec::new(), sleep_until: None, created }
+        Wait { options, settled, member: None, resumed: None, created }
     }
 }
 
@@ -857,11 +884,11 @@ fn json_answer<D: Document>(x: &mut Exchange, cx: &mut Context, retries: &mut u3
     Some(response.and_then(|r| r.json::<D>()))
 }
 
-/// The engine's progress events, as actions; whether there were any.
-fn progress<D: Document>(call: CallId, engine: &mut Engine<D>, out: &mut Outgoing) -> bool {
+/// A wait's progress events, as actions; whether there were any.
+fn progress<D: Document>(call: CallId, wait: &mut Waiting<D>, out: &mut Outgoing) -> bool {
     let mut any = false;
-    while let Some(event) = engine.poll_event() {
-        let ident = engine.idents().get(event.target).cloned().unwrap_or_default();
+    while let Some(event) = wait.poll_event() {
+        let ident = wait.idents().get(event.target).cloned().unwrap_or_default();
         let waited = Some(event.target);
         out.push(Action::Progress { call, event, ident, waited });
         any = true;

@@ -28,6 +28,8 @@ use crate::error::{AuthFailure, Error, Failure, HttpError, Subject};
 use crate::http::Request;
 use crate::ironic::microversion::{Microversion, Requested};
 use crate::ironic::requests::{self, ProvisionArgs};
+use crate::poll::wait::Wait as Waiting;
+use crate::poll::Loop;
 use crate::states::Action;
 use crate::verdict::Seen;
 
@@ -593,7 +595,7 @@ impl<D: Document> Call<D> {
     /// The call's checkpoint: `None` for a call without one (a GET, a
     /// list), one that is over, or one whose endpoint is not known yet (a
     /// Keystone login finds it).
-    pub fn checkpoint(&self, session: &Session) -> Option<Checkpoint> {
+    pub fn checkpoint(&self, session: &Session, poll: &Loop<D>) -> Option<Checkpoint> {
         let method = self.method?;
         let wall = |mono: Millis| (mono as i64).saturating_add(session.wall_offset).max(0) as u64;
         let mut cp = Checkpoint {
@@ -652,16 +654,16 @@ impl<D: Document> Call<D> {
                         cp.puts.push(SavedPut { node, body: None, outcome: Some(outcome) });
                     }
                 }
-                self.save_targets(w, &mut cp);
+                self.save_targets(w, self.waiting(poll), &mut cp);
             }
             _ => return None,
         }
         Some(cp)
     }
 
-    fn save_targets(&self, w: &Wait<D>, cp: &mut Checkpoint) {
+    fn save_targets(&self, w: &Wait<D>, waiting: Option<&Waiting<D>>, cp: &mut Checkpoint) {
         let idents = &w.options.idents;
-        match (&w.engine, &w.resumed) {
+        match (waiting, &w.resumed) {
             (Some(engine), _) => {
                 // Borrowed, not copied: a target's body may be a large
                 // document (and in the wasm each copy is a call into JS).
@@ -672,7 +674,9 @@ impl<D: Document> Call<D> {
                         cp.settled.push((i as u32, SavedOutcome::of(outcome), t.elapsed_ms));
                     }
                 }
-                cp.retries = cp.retries.saturating_add(engine.counts().1);
+                let (requests, retries) = engine.counts();
+                cp.requests = cp.requests.saturating_add(requests);
+                cp.retries = cp.retries.saturating_add(retries);
                 cp.body = rows
                     .first()
                     .filter(|_| w.options.subject == Subject::Allocation)

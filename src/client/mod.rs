@@ -1,8 +1,9 @@
 //! The client without I/O: every call of one `IronicClient`, whole, as one
 //! state machine. It owns what the calls share (endpoint, credentials,
-//! token, microversion: `session`), each request's life (`exchange`), each
-//! call (`call`: the provision PUTs, the wait, the report) and a call's
-//! state as text another process can resume it from (`checkpoint`). The
+//! token, microversion: `session`; the poll loop every wait is on:
+//! [`crate::poll`]), each request's life (`exchange`), each call (`call`:
+//! the provision PUTs, the wait, the report) and a call's state as text
+//! another process can resume it from (`checkpoint`). The
 //! shell only performs what [`Client::poll`] asks and feeds back what
 //! happened.
 //!
@@ -63,13 +64,16 @@ mod session;
 use std::collections::VecDeque;
 
 use crate::document::Document;
-use crate::engine::{Event, Millis, TargetReport};
+use crate::engine::{self, Event, Millis, TargetReport};
 use crate::error::Error;
 use crate::http::Reply;
+use crate::poll::Loop;
 
 pub use call::{Answer, CallReport, CallSpec, Settled, Slot};
 pub use checkpoint::{Checkpoint, FORMAT as CHECKPOINT_FORMAT};
 pub use session::{check_header_value, endpoint, is_header_name, Config, Keystone, Login, Send, Session};
+
+use exchange::{Context, Exchange};
 
 /// Names a call of a [`Client`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -183,12 +187,44 @@ fn outer(at: Millis) -> Millis {
     at.saturating_sub(EPOCH)
 }
 
+/// The poll loop's requests go through exchanges (for the token and the
+/// version) under this call id, which no call has.
+const LOOP: CallId = CallId(0);
+
+/// A request of the poll loop, as an exchange.
+#[derive(Debug)]
+struct LoopFetch {
+    id: engine::RequestId,
+    exchange: Exchange,
+    /// The latest deadline of the waits it serves, for its gates.
+    deadline: Option<Millis>,
+    /// Times its request was sent (again after a 401, say).
+    sends: u32,
+}
+
+impl LoopFetch {
+    /// `n` more sends: the loop counted the first when it asked for the
+    /// request; the waits it serves count the others.
+    fn sent<D: Document>(&mut self, n: u32, poll: &mut Loop<D>) {
+        let again = |sends: u32| sends.saturating_sub(1);
+        let before = again(self.sends);
+        self.sends = self.sends.saturating_add(n);
+        if again(self.sends) > before {
+            poll.count_resends(self.id, again(self.sends) - before);
+        }
+    }
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct Client<D> {
     session: Session,
     /// In the order they started (a few at a time: a list is enough).
     calls: Vec<call::Call<D>>,
+    /// Every wait of every call.
+    poll: Loop<D>,
+    fetches: Vec<LoopFetch>,
+    next_exchange: u64,
     out: Outgoing,
     next_call: u64,
 }
@@ -199,6 +235,9 @@ impl<D: Document> Client<D> {
         Client {
             session: Session::new(config),
             calls: Vec::new(),
+            poll: Loop::default(),
+            fetches: Vec::new(),
+            next_exchange: 0,
             out: Outgoing { timeout_ms, ..Outgoing::default() },
             next_call: 0,
         }
@@ -228,13 +267,13 @@ impl<D: Document> Client<D> {
     /// The checkpoint of a running call (see `checkpoint`): `None` for a
     /// call that has none (a GET, a list) or is over.
     pub fn checkpoint(&self, call: CallId) -> Option<Checkpoint> {
-        self.calls.iter().find(|c| c.id() == call)?.checkpoint(&self.session)
+        self.calls.iter().find(|c| c.id() == call)?.checkpoint(&self.session, &self.poll)
     }
 
     /// The checkpoint of a call not started: what it would send, nothing
     /// sent.
     pub fn plan(&self, spec: CallSpec, now: Millis) -> Option<Checkpoint> {
-        call::Call::<D>::new(CallId(0), spec, inner(now)).checkpoint(&self.session)
+        call::Call::<D>::new(CallId(0), spec, inner(now)).checkpoint(&self.session, &self.poll)
     }
 
     /// Goes on with the call a checkpoint was made of, as it would have
@@ -254,8 +293,12 @@ impl<D: Document> Client<D> {
     /// Forgets a call (one that has stepped): what it waited for is left.
     pub fn drop_call(&mut self, call: CallId) {
         if let Some(i) = self.calls.iter().position(|c| c.id() == call) {
-            self.calls.remove(i);
-            self.session.leave_call(call, &mut self.out);
+            let call = self.calls.remove(i);
+            if let Some(member) = call.member() {
+                self.poll.leave(member);
+                self.cancel_loop_requests();
+            }
+            self.session.leave_call(call.id(), &mut self.out);
         }
     }
 
@@ -273,7 +316,9 @@ impl<D: Document> Client<D> {
     /// When to [`Client::poll`] again if nothing happens before.
     pub fn wake_at(&self) -> Option<Millis> {
         let calls = self.calls.iter().filter_map(call::Call::wake_at);
-        calls.chain(self.session.wake_at()).min().map(outer)
+        let fetches = self.fetches.iter().filter_map(|f| f.exchange.wake_at(f.deadline));
+        let poll = self.poll.wake_at(self.out.now);
+        calls.chain(self.session.wake_at()).chain(fetches).chain(poll).min().map(outer)
     }
 
     /// What became of request `id`.
@@ -284,9 +329,15 @@ impl<D: Document> Client<D> {
             self.session.observe::<D>(id, reply, now);
             return;
         }
-        let Client { session, calls, out, .. } = self;
+        let Client { session, calls, out, poll, fetches, .. } = self;
+        if let Some(f) = fetches.iter_mut().find(|f| f.exchange.owns(id)) {
+            let sent = out.sent;
+            f.exchange.observe::<D>(id, reply, &mut Context { call: LOOP, session, out, now, deadline: f.deadline });
+            f.sent(out.sent - sent, poll);
+            return;
+        }
         if let Some(call) = calls.iter_mut().find(|c| c.owns(id)) {
-            call.observe(id, reply, session, out, now);
+            call.observe(id, reply, session, out, poll, now);
         }
     }
 
@@ -300,16 +351,17 @@ impl<D: Document> Client<D> {
     pub fn abort(&mut self, id: CallId, now: Millis) {
         let now = inner(now);
         self.out.now = now;
-        let Client { session, calls, out, .. } = self;
+        let Client { session, calls, out, poll, .. } = self;
         if let Some(call) = calls.iter_mut().find(|c| c.id() == id) {
-            call.abort(session, out, now);
+            call.abort(session, out, poll, now);
         }
+        self.cancel_loop_requests();
     }
 
     /// Target `target`'s report entry in `call`'s wait, once settled (see
     /// [`Action::Progress`]).
     pub fn target_report(&self, call: CallId, target: usize) -> Option<TargetReport<D>> {
-        self.calls.iter().find(|c| c.id() == call)?.target_report(target)
+        self.calls.iter().find(|c| c.id() == call)?.target_report(target, &self.poll)
     }
 
     /// A settled call's answer; the call is forgotten.
@@ -323,9 +375,68 @@ impl<D: Document> Client<D> {
     fn advance(&mut self, now: Millis) {
         self.out.now = now;
         self.session.advance(now, &mut self.out);
-        let Client { session, calls, out, .. } = self;
+        let Client { session, calls, out, poll, .. } = self;
         for call in calls.iter_mut() {
-            call.advance(session, out, now);
+            call.advance(session, out, poll, now);
+        }
+        self.pump(now);
+    }
+
+    /// Runs the poll loop: the replies of its requests in, what the waits
+    /// made of them out to their calls (events first: a callback that
+    /// aborts stops what would follow), then what the loop sends now.
+    fn pump(&mut self, now: Millis) {
+        loop {
+            let Client { session, calls, out, poll, fetches, .. } = self;
+            let mut k = 0;
+            while k < fetches.len() {
+                let f = &mut fetches[k];
+                let sent = out.sent;
+                f.exchange.advance(&mut Context { call: LOOP, session, out, now, deadline: f.deadline });
+                f.sent(out.sent - sent, poll);
+                if f.exchange.reply().is_none() {
+                    k += 1;
+                    continue;
+                }
+                // Moved, not copied: a page of nodes is large.
+                let f = fetches.swap_remove(k);
+                poll.observe(f.id, f.exchange.into_reply().unwrap_or(Reply::TimedOut), now);
+            }
+            let new = poll.step(now);
+            for call in calls.iter_mut() {
+                call.after_loop(session, out, poll, now);
+            }
+            self.cancel_loop_requests();
+            if new.is_empty() {
+                return;
+            }
+            let Client { session, out, poll, fetches, next_exchange, .. } = self;
+            for fetch in new {
+                *next_exchange += 1;
+                let deadline = poll.deadline_of(fetch.id);
+                let mut f = LoopFetch {
+                    id: fetch.id,
+                    exchange: Exchange::new(ExchangeId(*next_exchange), fetch.request, false),
+                    deadline,
+                    sends: 0,
+                };
+                let sent = out.sent;
+                f.exchange.advance(&mut Context { call: LOOP, session, out, now, deadline });
+                f.sent(out.sent - sent, poll);
+                fetches.push(f);
+            }
+        }
+    }
+
+    /// The loop's requests no wait wants any more are cancelled.
+    fn cancel_loop_requests(&mut self) {
+        let now = self.out.now;
+        let Client { session, out, poll, fetches, .. } = self;
+        for id in poll.take_cancelled() {
+            if let Some(i) = fetches.iter().position(|f| f.id == id) {
+                let mut f = fetches.swap_remove(i);
+                f.exchange.drop_out(&mut Context { call: LOOP, session, out, now, deadline: f.deadline });
+            }
         }
     }
 }

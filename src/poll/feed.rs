@@ -145,6 +145,9 @@ impl<D: Document> Feed<D> {
         self.watermark = Some(nodes.values().filter_map(|c| c.stamp).max().unwrap_or(Stamp::MIN));
         self.names.retain(|_, uuid| nodes.contains_key(uuid));
         self.nodes = nodes;
+        // What the first changes round will read again: the overlap.
+        let stop = self.stop_below();
+        self.last_read = self.nodes.values().filter(|c| c.stamp.is_some_and(|s| Some(s) >= stop)).count() as u32;
     }
 
     /// Forgets everything: the next round lists in full.

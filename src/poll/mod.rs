@@ -312,6 +312,29 @@ impl<D: Document> Loop<D> {
         next_round.into_iter().chain(limits).chain(retries).chain(late).min()
     }
 
+    /// The deadline a request in flight keeps to at its gates (a token, the
+    /// version): the latest of the waits it serves; none if one has none.
+    pub fn deadline_of(&self, id: RequestId) -> Option<Millis> {
+        let (outgoing, _) = self.in_flight.get(&id)?;
+        let mut latest = Some(0);
+        for (w, _) in self.served(outgoing) {
+            let d = self.wait(w).and_then(Wait::deadline);
+            latest = latest.zip(d).map(|(a, b)| a.max(b));
+        }
+        latest
+    }
+
+    /// Request `id` was sent `n` more times (again with a new token, say):
+    /// the waits it serves count them.
+    pub fn count_resends(&mut self, id: RequestId, n: u32) {
+        let Some((outgoing, _)) = self.in_flight.get(&id) else { return };
+        for w in self.served_waits(outgoing) {
+            if let Some(wait) = self.wait_mut(w) {
+                wait.requests = wait.requests.saturating_add(n);
+            }
+        }
+    }
+
     /// Rounds begun so far.
     pub fn rounds(&self) -> u64 {
         self.rounds
@@ -323,21 +346,32 @@ impl<D: Document> Loop<D> {
 
     /// When the next round starts, and the waits it serves: every wait due
     /// by then. It starts when the first wait is due, or later, up to that
-    /// wait's slack, for others due soon after.
+    /// wait's slack, for others due soon after; and as late as the slack
+    /// allows when a wait of the same interval is due less than half an
+    /// interval later, so that the gap between them closes round by round.
     fn next_start(&self) -> Option<(Millis, Vec<WaitId>)> {
-        let mut due: Vec<(Millis, Millis, WaitId)> =
-            self.waits.iter().filter_map(|(id, w)| Some((w.next_round()?, w.latest_start()?, *id))).collect();
-        due.sort_unstable();
-        let (&(first, first_latest, _), rest) = due.split_first()?;
-        let (mut at, mut latest) = (first, first_latest);
-        for &(next, next_latest, _) in rest {
-            if next > latest {
-                break;
+        // (due, latest start, interval, id); a few waits, so no sorting.
+        let due: Vec<(Millis, Millis, Millis, WaitId)> = self
+            .waits
+            .iter()
+            .filter_map(|(id, w)| Some((w.due_at()?, w.latest_start()?, w.interval_ms(), *id)))
+            .collect();
+        let &(mut at, _, interval, _) = due.iter().min()?;
+        let latest = loop {
+            let latest = due.iter().filter(|d| d.0 <= at).map(|d| d.1).min().unwrap_or(at);
+            match due.iter().map(|d| d.0).filter(|&next| next > at && next <= latest).min() {
+                Some(next) => at = next,
+                None => break latest,
             }
-            at = at.max(next);
-            latest = latest.min(next_latest);
+        };
+        // Only toward a wait less than half an interval behind: the other
+        // one of the pair then does not wait back.
+        let drifting =
+            due.iter().any(|&(next, _, i, _)| i == interval && next > latest && next <= latest + interval / 2);
+        if drifting {
+            at = latest;
         }
-        let joined = due.iter().filter(|(next, ..)| *next <= at).map(|(.., id)| *id).collect();
+        let joined = due.iter().filter(|d| d.0 <= at).map(|d| d.3).collect();
         Some((at, joined))
     }
 
@@ -577,6 +611,17 @@ impl<D: Document> Loop<D> {
         }
     }
 
+    /// The waits a request serves, each once.
+    fn served_waits(&self, outgoing: &Outgoing) -> Vec<WaitId> {
+        let mut waits = Vec::new();
+        for (w, _) in self.served(outgoing) {
+            if !waits.contains(&w) {
+                waits.push(w);
+            }
+        }
+        waits
+    }
+
     /// The request no longer serves wait `id`: what it would have brought
     /// that wait is unanswered.
     fn unanswer(&mut self, id: WaitId, position: Option<usize>, outgoing: &mut Outgoing) {
@@ -639,11 +684,8 @@ impl<D: Document> Loop<D> {
         self.judge_all(now);
         let mut fetches = Vec::with_capacity(ready.len());
         for outgoing in ready {
-            let mut served: Vec<WaitId> = self.served(&outgoing).into_iter().map(|(w, _)| w).collect();
-            served.sort_unstable();
-            served.dedup();
             let mut limit: Option<Millis> = None;
-            for w in &served {
+            for w in &self.served_waits(&outgoing) {
                 if let Some(wait) = self.wait_mut(*w) {
                     wait.requests = wait.requests.saturating_add(1);
                     if outgoing.retries > 0 {
@@ -704,35 +746,43 @@ impl<D: Document> Loop<D> {
     }
 
     /// Once every listing is done: one GET per identifier still without an
-    /// answer, for every wait that wants it.
+    /// answer, for every wait that wants it, in the waits' order.
     fn make_gets(&mut self) {
         let Some(round) = &self.round else { return };
         if round.gets_made || !round.listings.is_empty() {
             return;
         }
-        let mut jobs: Vec<GetJob> = Vec::new();
-        let mut at: HashMap<(Subject, &str), usize> = HashMap::new();
-        for &id in &round.joined {
+        let joined = round.joined.clone();
+        // Per joined wait, the positions a job serves already.
+        let mut taken: Vec<Vec<bool>> = joined
+            .iter()
+            .map(|&id| vec![false; self.wait(id).and_then(|w| w.round.as_ref()).map_or(0, |r| r.due.len())])
+            .collect();
+        let mut jobs = VecDeque::new();
+        for (k, &id) in joined.iter().enumerate() {
             let Some(wait) = self.wait(id) else { continue };
             let Some(r) = &wait.round else { continue };
             for position in wait.unanswered() {
+                if taken[k][position] {
+                    continue;
+                }
                 let ident = wait.ident(r.due[position]);
-                let key = (wait.subject(), ident);
-                match at.get(&key) {
-                    Some(&j) => jobs[j].served.push((id, position)),
-                    None => {
-                        at.insert(key, jobs.len());
-                        jobs.push(GetJob {
-                            subject: wait.subject(),
-                            ident: ident.to_string(),
-                            served: vec![(id, position)],
-                        });
+                let mut job = GetJob { subject: wait.subject(), ident: ident.to_string(), served: Vec::new() };
+                let map = if requests::is_uuid_like(ident) { &self.index.by_uuid } else { &self.index.by_name };
+                for &(other, target) in map.get(ident).into_iter().flatten() {
+                    let Some(j) = joined.iter().position(|w| *w == other) else { continue };
+                    let Some(w) = self.wait(other).filter(|w| w.subject() == job.subject) else { continue };
+                    let Some(p) = w.round.as_ref().and_then(|r| r.positions[target]) else { continue };
+                    if !taken[j][p] && w.is_unanswered(p) {
+                        taken[j][p] = true;
+                        job.served.push((other, p));
                     }
                 }
+                jobs.push_back(job);
             }
         }
         if let Some(round) = &mut self.round {
-            round.gets = jobs.into();
+            round.gets = jobs;
             round.gets_made = true;
         }
     }
@@ -746,6 +796,8 @@ impl<D: Document> Loop<D> {
             .collect();
         for id in expired {
             if let Some((outgoing, _)) = self.in_flight.remove(&id) {
+                // Given up on: the shell aborts it, if it has not already.
+                self.cancelled.push(id);
                 self.handle_reply(outgoing, Reply::TimedOut, now);
             }
         }
@@ -877,12 +929,12 @@ impl<D: Document> Loop<D> {
                     self.groups[group].feed.absorb(uuid, entry.name.as_deref(), &entry.body, stamp);
                 }
                 if let ListKind::Changes { stop_below } = kind {
-                    listing.read += 1;
                     listing.newest = listing.newest.max(stamp);
                     // Newest first: below the stop, everything older was
                     // seen before.
-                    if stamp.is_none_or(|s| s < stop_below) {
-                        more = false;
+                    match stamp {
+                        Some(s) if s >= stop_below => listing.read += 1,
+                        _ => more = false,
                     }
                 }
             }
@@ -999,11 +1051,13 @@ impl<D: Document> Loop<D> {
     }
 
     /// The round is over once every wait in it has judged it (some may
-    /// have ended the wait) and nothing of it is in flight.
+    /// have ended the wait) and no full listing is still reading the fleet
+    /// for the feed; what is in flight then is no longer wanted.
     fn end_round_if_done(&mut self) {
         let Some(round) = &self.round else { return };
         let open = round.joined.iter().any(|&id| self.wait(id).is_some_and(|w| w.round.is_some()));
-        if open {
+        let feeding = round.listings.iter().any(|l| l.kind == ListKind::Full { early_stop: false });
+        if open || feeding && !round.joined.is_empty() {
             return;
         }
         self.drop_round();

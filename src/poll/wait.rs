@@ -86,6 +86,8 @@ pub struct Wait<D> {
     report: Option<Report<D>>,
     /// Resumed past its deadline: the first round is the final check.
     final_at_once: bool,
+    /// Starts no round (its step is done, see `client`).
+    paused: bool,
 }
 
 impl<D: Document> Wait<D> {
@@ -120,6 +122,7 @@ impl<D: Document> Wait<D> {
             events: VecDeque::new(),
             report: None,
             final_at_once: false,
+            paused: false,
             options,
         })
     }
@@ -159,6 +162,10 @@ impl<D: Document> Wait<D> {
         self.deadline
     }
 
+    pub(crate) fn interval_ms(&self) -> Millis {
+        self.interval_ms
+    }
+
     pub fn is_done(&self) -> bool {
         self.report.is_some()
     }
@@ -173,9 +180,19 @@ impl<D: Document> Wait<D> {
         self.next_round.filter(|_| self.round.is_none() && self.report.is_none())
     }
 
+    /// It starts no more rounds (what it is waits to be saved).
+    pub fn pause(&mut self) {
+        self.paused = true;
+    }
+
     /// The latest the next round may start to share another wait's.
     pub(crate) fn latest_start(&self) -> Option<Millis> {
         Some(self.next_round()?.saturating_add(self.slack_ms))
+    }
+
+    /// When its next round is due for the loop: never while paused.
+    pub(crate) fn due_at(&self) -> Option<Millis> {
+        self.next_round().filter(|_| !self.paused)
     }
 
     pub fn counts(&self) -> (u32, u32) {
@@ -290,6 +307,11 @@ impl<D: Document> Wait<D> {
     pub(crate) fn unanswered(&self) -> Vec<usize> {
         let Some(r) = &self.round else { return Vec::new() };
         (r.judged..r.checks.len()).filter(|&p| r.checks[p].is_none()).collect()
+    }
+
+    /// Whether the round's `position` has no answer yet.
+    pub(crate) fn is_unanswered(&self, position: usize) -> bool {
+        self.round.as_ref().is_some_and(|r| position >= r.judged && r.checks.get(position).is_some_and(Option::is_none))
     }
 
     pub(crate) fn has_unanswered(&self) -> bool {

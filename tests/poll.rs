@@ -1,0 +1,624 @@
+//! The poll loop with many waits, against a model of Ironic on a virtual
+//! clock: a fleet whose nodes change state over time, each change stamped
+//! (`provision_updated_at`, to the microsecond or to the second) and made
+//! visible at once or late (a commit after a later-stamped one was read);
+//! lists paged by id or newest first, as Ironic pages them.
+
+use std::collections::HashMap;
+
+use ironic_wait::engine::{Event, Outcome, Report, Settle, WaitOptions};
+use ironic_wait::http::{Reply, Request, Response};
+use ironic_wait::poll::{ListMode, Loop, WaitId, COMMIT_LAG_MS, RECONCILE_MS};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// A change of one node: visible from `visible`, stamped `stamp` (ms of
+/// the server's clock), which may be earlier (a late commit).
+#[derive(Debug, Clone)]
+struct Change {
+    visible: u64,
+    stamp: u64,
+    state: &'static str,
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    uuid: String,
+    name: String,
+    changes: Vec<Change>,
+    deleted_at: Option<u64>,
+    owner: &'static str,
+}
+
+/// The model Ironic.
+#[derive(Debug, Clone)]
+struct Fleet {
+    nodes: Vec<Node>,
+    /// Stamps in whole seconds, as MySQL keeps them.
+    whole_seconds: bool,
+    /// Added to every stamp written from `skew.0` on (the clock jumped).
+    skew: Option<(u64, i64)>,
+    log: Vec<(u64, String)>,
+}
+
+fn uuid(i: usize) -> String {
+    format!("00000000-0000-4000-8000-{i:012}")
+}
+
+/// `2026-12-01T00:00:00` plus `ms`, as Ironic writes it.
+fn iso(ms: u64, whole_seconds: bool) -> String {
+    let (h, m, s, us) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000 * 1000);
+    assert!(h < 24, "the model's days are short");
+    match whole_seconds {
+        true => format!("2026-12-01T{h:02}:{m:02}:{s:02}+00:00"),
+        false => format!("2026-12-01T{h:02}:{m:02}:{s:02}.{us:06}+00:00"),
+    }
+}
+
+impl Fleet {
+    /// `n` nodes, all `available` (never moved: no stamp) at first.
+    fn new(n: usize) -> Fleet {
+        let nodes = (0..n)
+            .map(|i| Node {
+                uuid: uuid(i),
+                name: format!("node-{i}"),
+                changes: Vec::new(),
+                deleted_at: None,
+                owner: if i % 2 == 0 { "even" } else { "odd" },
+            })
+            .collect();
+        Fleet { nodes, whole_seconds: false, skew: None, log: Vec::new() }
+    }
+
+    /// Node `i` moves to `state` at `at`, visible `lag` ms later.
+    fn change(&mut self, i: usize, at: u64, state: &'static str, lag: u64) {
+        let skew = self.skew.filter(|(from, _)| at >= *from).map_or(0, |(_, by)| by);
+        let stamp = (at as i64 + skew).max(0) as u64;
+        // A node's own changes commit in order (the conductor's lock keeps
+        // them apart); another node's may come in between.
+        let after = self.nodes[i].changes.last().map_or(0, |c| c.visible);
+        self.nodes[i].changes.push(Change { visible: (at + lag).max(after), stamp, state });
+    }
+
+    /// A node's state and stamp as the API shows it at `now`.
+    fn at(&self, i: usize, now: u64) -> (&'static str, Option<u64>) {
+        let seen = self.nodes[i].changes.iter().filter(|c| c.visible <= now).max_by_key(|c| c.visible);
+        seen.map_or(("available", None), |c| (c.state, Some(c.stamp)))
+    }
+
+    fn exists(&self, i: usize, now: u64) -> bool {
+        self.nodes[i].deleted_at.is_none_or(|d| now < d)
+    }
+
+    fn body(&self, i: usize, now: u64, stamps: bool) -> Value {
+        let (state, stamp) = self.at(i, now);
+        let stable = !matches!(state, "deploying" | "wait call-back" | "cleaning");
+        let mut body = json!({
+            "uuid": self.nodes[i].uuid,
+            "name": self.nodes[i].name,
+            "provision_state": state,
+            "target_provision_state": if stable { Value::Null } else { json!("active") },
+            "last_error": if state.ends_with("failed") { json!("boom") } else { Value::Null },
+        });
+        if stamps {
+            body["provision_updated_at"] = stamp.map_or(Value::Null, |s| json!(iso(s, self.whole_seconds)));
+        }
+        body
+    }
+
+    fn answer(&mut self, request: &Request, now: u64) -> Reply {
+        self.log.push((now, request.path.clone()));
+        let (path, query) = request.path.split_once('?').unwrap_or((&request.path, ""));
+        let q: HashMap<&str, &str> = query.split('&').filter_map(|kv| kv.split_once('=')).collect();
+        let stamps = q.get("fields").is_some_and(|f| f.contains("provision_updated_at"));
+        if let Some(ident) = path.strip_prefix("/v1/nodes/") {
+            let found = (0..self.nodes.len())
+                .find(|&i| (self.nodes[i].uuid == ident || self.nodes[i].name == ident) && self.exists(i, now));
+            return match found {
+                Some(i) => ok(self.body(i, now, stamps)),
+                None => not_found(),
+            };
+        }
+        assert_eq!(path, "/v1/nodes", "the loop lists nodes only");
+        let limit: usize = q["limit"].parse().unwrap();
+        let newest_first = q.get("sort_key") == Some(&"provision_updated_at");
+        let mut rows: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.exists(i, now) && q.get("owner").is_none_or(|o| *o == self.nodes[i].owner))
+            .collect();
+        // Newest first, then by id, both descending; a node never moved
+        // (no stamp) sorts last.
+        let key = |i: usize| (self.at(i, now).1, i);
+        if newest_first {
+            rows.sort_by_key(|&i| std::cmp::Reverse(key(i)));
+        }
+        if let Some(marker) = q.get("marker") {
+            let Some(m) = self.nodes.iter().position(|n| n.uuid == *marker && true) else { return not_found() };
+            if !self.exists(m, now) {
+                return not_found();
+            }
+            rows.retain(|&i| if newest_first { key(i) < key(m) } else { i > m });
+        }
+        rows.truncate(limit);
+        let nodes: Vec<Value> = rows.iter().map(|&i| self.body(i, now, stamps)).collect();
+        let mut page = json!({ "nodes": nodes });
+        if rows.len() == limit {
+            let last = &self.nodes[*rows.last().unwrap()].uuid;
+            page["next"] = json!(format!("http://ironic/v1/nodes?limit={limit}&marker={last}"));
+        }
+        ok(page)
+    }
+}
+
+fn ok(body: Value) -> Reply {
+    Reply::Response(Response { status: 200, body: body.to_string(), ..Default::default() })
+}
+
+fn not_found() -> Reply {
+    let fault = json!({"faultcode": "Client", "faultstring": "Node could not be found.", "debuginfo": null});
+    Reply::Response(Response {
+        status: 404,
+        body: json!({"error_message": fault.to_string()}).to_string(),
+        ..Default::default()
+    })
+}
+
+/// A wait to join the loop at `at` (and maybe to abort).
+struct Join {
+    at: u64,
+    options: WaitOptions,
+    abort_at: Option<u64>,
+}
+
+impl Join {
+    fn at(at: u64, options: WaitOptions) -> Join {
+        Join { at, options, abort_at: None }
+    }
+}
+
+/// What became of each wait.
+#[derive(Debug)]
+struct Run {
+    reports: Vec<Report<Value>>,
+    events: Vec<Vec<Event>>,
+    /// Loop rounds begun.
+    rounds: u64,
+}
+
+/// Drives one loop for every join, replies after `latency` ms.
+fn run(fleet: &mut Fleet, joins: Vec<Join>, latency: u64) -> Run {
+    let mut poll = Loop::<Value>::default();
+    let mut now = 0;
+    let mut ids: Vec<Option<WaitId>> = joins.iter().map(|_| None).collect();
+    let mut aborted = vec![false; joins.len()];
+    let mut events: Vec<Vec<Event>> = joins.iter().map(|_| Vec::new()).collect();
+    let mut pending: Vec<(u64, ironic_wait::engine::RequestId, Reply)> = Vec::new();
+    let mut stuck = 0;
+    for _ in 0..200_000 {
+        for (k, join) in joins.iter().enumerate() {
+            if ids[k].is_none() && join.at <= now {
+                ids[k] = Some(poll.join(join.options.clone(), now).expect("valid options"));
+            }
+            if let (Some(id), Some(at), false) = (ids[k], join.abort_at, aborted[k]) {
+                if at <= now {
+                    poll.abort(id, now);
+                    aborted[k] = true;
+                }
+            }
+        }
+        for fetch in poll.step(now) {
+            let reply = fleet.answer(&fetch.request, now);
+            pending.push((now + latency, fetch.id, reply));
+        }
+        let cancelled = poll.take_cancelled();
+        pending.retain(|(_, id, _)| !cancelled.contains(id));
+        for (k, id) in ids.iter().enumerate() {
+            if let Some(wait) = id.and_then(|id| poll.wait_mut(id)) {
+                events[k].extend(std::iter::from_fn(|| wait.poll_event()));
+            }
+        }
+        let all_done = ids.iter().all(|id| id.is_some_and(|id| poll.wait(id).is_some_and(|w| w.is_done())));
+        if all_done {
+            let reports = ids.iter().map(|id| poll.leave(id.unwrap()).unwrap().into_report().unwrap()).collect();
+            return Run { reports, events, rounds: poll.rounds() };
+        }
+        let joining = joins.iter().zip(&ids).filter(|(_, id)| id.is_none()).map(|(j, _)| j.at);
+        let aborting = joins.iter().zip(&aborted).filter(|(_, a)| !**a).filter_map(|(j, _)| j.abort_at);
+        let next = [poll.wake_at(now), pending.iter().map(|p| p.0).min()]
+            .into_iter()
+            .flatten()
+            .chain(joining)
+            .chain(aborting)
+            .min()
+            .expect("the loop hangs: nothing to wait for");
+        assert!(next >= now, "time goes forward");
+        stuck = if next == now && pending.is_empty() { stuck + 1 } else { 0 };
+        assert!(stuck < 100, "a busy loop at {now}: {:?}", poll.wake_at(now));
+        now = next.max(now);
+        pending.sort_by_key(|p| p.0);
+        while pending.first().is_some_and(|p| p.0 <= now) {
+            let (_, id, reply) = pending.remove(0);
+            poll.observe(id, reply, now);
+        }
+    }
+    panic!("no end after 200000 steps");
+}
+
+fn wait_on(nodes: impl IntoIterator<Item = usize>, timeout: f64) -> WaitOptions {
+    let idents = nodes.into_iter().map(uuid).collect();
+    WaitOptions { timeout, settle: Settle::All, list_threshold: 20, ..WaitOptions::nodes(idents, "active") }
+}
+
+/// What a target's report says, without the body (timing included).
+fn outcomes(report: &Report<Value>) -> Vec<(String, &'static str, u64, Option<String>)> {
+    report.targets.iter().map(|t| (t.ident.clone(), t.outcome.name(), t.elapsed_ms, t.seen.state.clone())).collect()
+}
+
+/// Nodes `0..n` deploy: `deploying` at once, `active` (or `deploy failed`
+/// for every seventh) at a time drawn from `seed`.
+fn deploying(fleet: &mut Fleet, n: usize, seed: u64) {
+    for i in 0..n {
+        let at = 1000 + (seed.wrapping_mul(2654435761).wrapping_add(i as u64 * 7919) % 40_000);
+        fleet.change(i, 0, "deploying", 0);
+        fleet.change(i, at, if i % 7 == 3 { "deploy failed" } else { "active" }, 0);
+    }
+}
+
+// ---- one loop for every wait ----------------------------------------------
+
+#[test]
+fn k_waits_on_overlapping_nodes_cost_what_one_wait_on_their_union_costs() {
+    let mut base = Fleet::new(300);
+    deploying(&mut base, 120, 1);
+    let union = wait_on(0..120, 0.0);
+    let mut alone = base.clone();
+    let one = run(&mut alone, vec![Join::at(0, union.clone())], 5);
+    for k in [1usize, 10, 100] {
+        // Each wait on 40 nodes of the 120, overlapping, together all 120.
+        let subsets: Vec<Vec<usize>> = (0..k).map(|w| (0..40).map(|j| (w * 13 + j * 3) % 120).collect()).collect();
+        let mut fleet = base.clone();
+        let mut joins: Vec<Join> = subsets.iter().map(|s| Join::at(0, wait_on(s.clone(), 0.0))).collect();
+        joins.push(Join::at(0, union.clone()));
+        let shared = run(&mut fleet, joins, 5);
+        assert_eq!(fleet.log.len(), alone.log.len(), "K = {k}: the requests of one wait on the union");
+        // And each wait ends as it would alone.
+        for (w, subset) in subsets.iter().enumerate().take(12) {
+            let mut own = base.clone();
+            let lone = run(&mut own, vec![Join::at(0, wait_on(subset.clone(), 0.0))], 5);
+            assert_eq!(outcomes(&shared.reports[w]), outcomes(&lone.reports[0]), "K = {k}, wait {w}");
+            assert_eq!(shared.events[w], lone.events[0], "K = {k}, wait {w}: the same events");
+        }
+        assert_eq!(outcomes(&shared.reports[k]), outcomes(&one.reports[0]));
+    }
+}
+
+#[test]
+fn waits_begun_apart_come_to_share_rounds_and_none_is_checked_sooner_than_it_asked() {
+    let mut fleet = Fleet::new(100);
+    for i in 0..100 {
+        fleet.change(i, 0, "deploying", 0);
+        fleet.change(i, 60_000, "active", 0);
+    }
+    let a = wait_on(0..50, 0.0);
+    let b = wait_on(50..100, 0.0);
+    let r = run(&mut fleet, vec![Join::at(0, a), Join::at(700, b)], 50);
+    // Alone, each would list 31 times or so in 60 s (every 2 s, plus the
+    // reply time); together, after the first rounds, they share.
+    assert!(fleet.log.len() <= 36, "{} requests: the waits do not share rounds", fleet.log.len());
+    for (w, report) in r.reports.iter().enumerate() {
+        assert!(report.targets.iter().all(|t| t.outcome == Outcome::Reached), "wait {w}");
+        let polls = report.targets[0].polls as u64;
+        // Never more often than every 2 s (the interval runs from the end
+        // of a round): at most one check a 2 s, plus the first.
+        assert!(polls <= report.elapsed_ms / 2000 + 1, "wait {w}: {polls} polls in {} ms", report.elapsed_ms);
+    }
+}
+
+#[test]
+fn the_loop_runs_at_the_shortest_interval_and_each_wait_at_its_own() {
+    let mut fleet = Fleet::new(60);
+    for i in 0..60 {
+        fleet.change(i, 0, "deploying", 0);
+        fleet.change(i, 30_000, "active", 0);
+    }
+    let fast = WaitOptions { poll_interval: 1.0, ..wait_on(0..30, 0.0) };
+    let slow = WaitOptions { poll_interval: 5.0, ..wait_on(30..60, 0.0) };
+    let r = run(&mut fleet, vec![Join::at(0, fast), Join::at(0, slow)], 0);
+    let polls = |w: usize| r.reports[w].targets[0].polls;
+    assert_eq!(polls(0), 31, "every second from 0 to 30 s");
+    assert_eq!(polls(1), 7, "every 5 s from 0 to 30 s");
+    assert_eq!(r.reports[1].elapsed_ms, 30_000);
+    assert_eq!(r.rounds, 31, "the slow wait's rounds are the fast one's");
+}
+
+#[test]
+fn one_wait_aborted_while_the_others_go_on() {
+    let mut fleet = Fleet::new(60);
+    deploying(&mut fleet, 60, 5);
+    let joins = vec![
+        Join::at(0, wait_on(0..40, 0.0)),
+        Join { at: 0, options: wait_on(20..60, 0.0), abort_at: Some(5_000) },
+        // A few GETs, which the abort must cancel when no one else wants
+        // them: nodes 59 and 58 only the aborted wait asked for.
+        Join { at: 0, options: WaitOptions { list_threshold: 100, ..wait_on([59, 58], 0.0) }, abort_at: None },
+    ];
+    let r = run(&mut fleet, joins, 5);
+    // What had settled stays so; the rest is aborted.
+    let aborted = r.reports[1].targets.iter().filter(|t| t.outcome == Outcome::Aborted).count();
+    assert!(aborted > 10, "{:?}", outcomes(&r.reports[1]));
+    assert!(r.reports[1].targets.iter().all(|t| t.outcome == Outcome::Aborted || t.elapsed_ms < 5_000));
+    assert_eq!(r.reports[1].elapsed_ms, 5_000);
+    let mut lone = Fleet::new(60);
+    deploying(&mut lone, 60, 5);
+    let alone = run(&mut lone, vec![Join::at(0, wait_on(0..40, 0.0))], 5);
+    assert_eq!(outcomes(&r.reports[0]), outcomes(&alone.reports[0]), "the others go on as alone");
+    assert!(r.reports[2].targets.iter().all(|t| t.outcome != Outcome::Aborted));
+}
+
+#[test]
+fn each_wait_keeps_its_own_deadline() {
+    let mut fleet = Fleet::new(60);
+    for i in 0..60 {
+        fleet.change(i, 0, "deploying", 0);
+        fleet.change(i, 9_000, "active", 0);
+    }
+    let short = WaitOptions { settle: Settle::FirstFailure, ..wait_on(0..30, 3.0) };
+    let r = run(&mut fleet, vec![Join::at(0, short), Join::at(0, wait_on(30..60, 0.0))], 5);
+    assert!(matches!(r.reports[0].error, Some(ironic_wait::Error::StateTransitionTimeout { .. })));
+    assert_eq!(r.reports[0].elapsed_ms, 3_005, "timed out by its final check at 3 s");
+    assert!(r.reports[1].targets.iter().all(|t| t.outcome == Outcome::Reached));
+    // The final check at the deadline was made for the short wait alone.
+    assert!(fleet.log.iter().any(|(t, _)| *t == 3_000));
+}
+
+// ---- the change feed ------------------------------------------------------
+
+#[test]
+fn after_one_full_listing_a_quiet_round_is_one_request_whatever_the_fleet() {
+    for fleet_size in [1_000usize, 5_000, 20_000] {
+        let mut fleet = Fleet::new(fleet_size);
+        for i in 0..100 {
+            fleet.change(i, 0, "deploying", 0);
+            fleet.change(i, 100_000, "active", 0);
+        }
+        let r = run(&mut fleet, vec![Join::at(0, wait_on(0..100, 0.0))], 0);
+        assert!(r.reports[0].targets.iter().all(|t| t.outcome == Outcome::Reached));
+        // A full last page has a `next` link, as Ironic's: one more page.
+        let pages = fleet_size / 1000 + 1;
+        // Round 1 stops early (the nodes are on the first page), round 2
+        // lists in full for the feed; from then on, one small page a
+        // round, and every node seen at the round it became active.
+        let rounds = r.rounds as usize;
+        assert_eq!(rounds, 51);
+        assert_eq!(fleet.log.len(), 1 + pages + (rounds - 2), "fleet of {fleet_size}");
+        let quiet: Vec<_> = fleet.log[1 + pages..].iter().map(|(_, p)| p.clone()).collect();
+        assert!(quiet.iter().all(|p| p.contains("sort_key=provision_updated_at&sort_dir=desc")), "{quiet:?}");
+        assert_eq!(r.reports[0].targets[0].elapsed_ms, 100_000);
+    }
+}
+
+#[test]
+fn a_round_with_changes_costs_their_pages_plus_one() {
+    let mut fleet = Fleet::new(20_000);
+    for i in 0..1000 {
+        fleet.change(i, 0, "deploying", 0);
+        fleet.change(i, 300_000, "active", 0);
+    }
+    // 1% of the fleet (200 nodes) changes every round, elsewhere.
+    for round in 0..150u64 {
+        for j in 0..200 {
+            let i = 1000 + (round as usize * 200 + j) % 19_000;
+            fleet.change(
+                i,
+                2_000 * round + 1 + j as u64 * 9,
+                if round % 2 == 0 { "manageable" } else { "available" },
+                0,
+            );
+        }
+    }
+    let r = run(&mut fleet, vec![Join::at(0, wait_on(0..1000, 0.0))], 0);
+    assert!(r.reports[0].targets.iter().all(|t| t.outcome == Outcome::Reached));
+    let mut per_round: HashMap<u64, usize> = HashMap::new();
+    for (t, path) in &fleet.log {
+        if path.contains("sort_key") {
+            *per_round.entry(*t).or_default() += 1;
+        }
+    }
+    let worst = per_round.values().max().copied().unwrap();
+    assert!(worst <= 200usize.div_ceil(1000) + 1, "{worst} requests in a round of 200 changes");
+}
+
+#[test]
+fn a_change_committed_late_with_an_earlier_stamp_is_still_seen() {
+    let mut fleet = Fleet::new(3_000);
+    fleet.whole_seconds = true;
+    for i in 0..50 {
+        fleet.change(i, 0, "deploying", 0);
+    }
+    // Node 7 becomes active at 20 s but shows only at 20.9 s, after node
+    // 8's later-stamped change (20.5 s) was read.
+    fleet.change(8, 20_500, "active", 0);
+    fleet.change(7, 20_000, "active", COMMIT_LAG_MS as u64 - 100);
+    for i in (0..50).filter(|&i| i != 7 && i != 8) {
+        fleet.change(i, 25_000, "active", 0);
+    }
+    let r = run(&mut fleet, vec![Join::at(0, wait_on(0..50, 0.0))], 0);
+    let t7 = &r.reports[0].targets[7];
+    assert_eq!((t7.outcome.name(), t7.elapsed_ms), ("reached", 22_000), "seen at the first round after it showed");
+}
+
+#[test]
+fn a_node_deleted_is_found_missing_at_the_next_full_listing() {
+    let mut fleet = Fleet::new(1_500);
+    for i in 0..50 {
+        fleet.change(i, 0, "deploying", 0);
+        fleet.change(i, 400_000, "active", 0);
+    }
+    fleet.nodes[5].deleted_at = Some(30_000);
+    let r = run(&mut fleet, vec![Join::at(0, wait_on(0..50, 0.0))], 0);
+    let t5 = &r.reports[0].targets[5];
+    assert_eq!(t5.outcome.name(), "not-found");
+    // Two pages: reconciled every 2 minutes (the first full listing was
+    // at 2 s).
+    assert_eq!(t5.elapsed_ms, 2_000 + 2 * RECONCILE_MS);
+}
+
+#[test]
+fn the_servers_clock_going_back_is_caught_up_with_by_a_full_listing() {
+    let mut fleet = Fleet::new(2_000);
+    for i in 0..50 {
+        fleet.change(i, 0, "deploying", 0);
+    }
+    fleet.change(0, 20_000, "active", 0);
+    // From 30 s on the server stamps an hour-less clock... 10 s back.
+    fleet.skew = Some((30_000, -10_000));
+    fleet.change(0, 31_000, "deploying", 0);
+    for i in 1..50 {
+        fleet.change(i, 32_000, "active", 0);
+    }
+    fleet.change(0, 33_000, "active", 0);
+    let r = run(&mut fleet, vec![Join::at(0, WaitOptions { settle: Settle::All, ..wait_on(1..50, 0.0) })], 0);
+    // Node 0, the newest, went back: the round that saw it listed in full
+    // and found the others.
+    assert!(r.reports[0].targets.iter().all(|t| t.outcome == Outcome::Reached && t.elapsed_ms <= 34_000));
+}
+
+#[test]
+fn a_server_without_stamps_is_listed_in_full_every_round() {
+    let mut fleet = Fleet::new(1_500);
+    for i in 0..50 {
+        fleet.change(i, 0, "deploying", 0);
+        fleet.change(i, 10_000, "active", 0);
+    }
+    // An old Ironic: the list ignores fields it does not know.
+    let mut old = fleet.clone();
+    let joins = vec![Join::at(0, wait_on(0..50, 0.0))];
+    let r = run_stripping_stamps(&mut old, joins);
+    assert!(r.reports[0].targets.iter().all(|t| t.outcome == Outcome::Reached));
+    assert!(old.log.iter().all(|(_, p)| !p.contains("sort_key")), "{:?}", old.log);
+}
+
+/// `run`, with a server that leaves out `provision_updated_at`.
+fn run_stripping_stamps(fleet: &mut Fleet, joins: Vec<Join>) -> Run {
+    struct Strip<'a>(&'a mut Fleet);
+    // The model answers as an old Ironic: the same bodies without stamps.
+    let mut poll = Loop::<Value>::default();
+    let id = poll.join(joins[0].options.clone(), 0).unwrap();
+    let mut now = 0;
+    let strip = Strip(fleet);
+    for _ in 0..10_000 {
+        for fetch in poll.step(now) {
+            let reply = match strip.0.answer(&fetch.request, now) {
+                Reply::Response(mut r) => {
+                    let mut v: Value = serde_json::from_str(&r.body).unwrap();
+                    if let Some(nodes) = v.get_mut("nodes").and_then(Value::as_array_mut) {
+                        for n in nodes {
+                            n.as_object_mut().unwrap().remove("provision_updated_at");
+                        }
+                    }
+                    r.body = v.to_string();
+                    Reply::Response(r)
+                }
+                other => other,
+            };
+            poll.observe(fetch.id, reply, now);
+        }
+        if poll.wait(id).unwrap().is_done() {
+            let report = poll.leave(id).unwrap().into_report().unwrap();
+            return Run { reports: vec![report], events: Vec::new(), rounds: poll.rounds() };
+        }
+        now = poll.wake_at(now).unwrap().max(now);
+    }
+    panic!("no end");
+}
+
+#[test]
+fn a_scope_narrows_every_list_and_a_node_outside_it_is_got_alone() {
+    let mut fleet = Fleet::new(3_000);
+    for i in 0..60 {
+        fleet.change(i, 0, "deploying", 0);
+        fleet.change(i, 6_000, "active", 0);
+    }
+    let scope = ironic_wait::ironic::requests::Scope { owner: Some("even".into()), ..Default::default() };
+    // Nodes 0..60: the odd ones are outside the scope.
+    let options = WaitOptions { scope, ..wait_on(0..60, 0.0) };
+    let r = run(&mut fleet, vec![Join::at(0, options)], 0);
+    assert!(r.reports[0].targets.iter().all(|t| t.outcome == Outcome::Reached));
+    let lists: Vec<&String> = fleet.log.iter().map(|(_, p)| p).filter(|p| p.starts_with("/v1/nodes?")).collect();
+    assert!(lists.iter().all(|p| p.contains("&owner=even")), "{lists:?}");
+    let gets = fleet.log.iter().filter(|(_, p)| p.starts_with("/v1/nodes/")).count();
+    assert_eq!(gets % 30, 0, "a GET a round for each of the 30 nodes outside: {gets}");
+    assert!(gets > 0);
+}
+
+// ---- never missing a change: the feed against full lists -------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, max_shrink_iters: 200, ..ProptestConfig::default() })]
+
+    /// Waits by the change feed see exactly what waits listing in full see,
+    /// round by round (the same events at the same instants, the same
+    /// outcomes), whatever the stamps' resolution, commits that come late
+    /// with earlier stamps, nodes changing twice between rounds, or
+    /// several waits sharing the loop.
+    #[test]
+    fn the_feed_sees_what_a_full_list_sees(
+        seed in any::<u64>(),
+        fleet_size in 60usize..1500,
+        whole_seconds in any::<bool>(),
+        lags in prop::collection::vec(0u64..COMMIT_LAG_MS as u64, 1..8),
+        waits in 1usize..4,
+        latency in prop_oneof![Just(0u64), 1u64..300],
+    ) {
+        let mut rng = seed;
+        let mut next = move |n: u64| { rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); (rng >> 33) % n };
+        let mut fleet = Fleet::new(fleet_size);
+        fleet.whole_seconds = whole_seconds;
+        let waited = 60.min(fleet_size);
+        for i in 0..fleet_size {
+            let moves = if i < waited { 3 } else { next(3) as usize };
+            if i < waited {
+                fleet.change(i, 0, "deploying", 0);
+            }
+            let mut at = 10 + next(5_000);
+            for m in 0..moves {
+                let last = m + 1 == moves;
+                let state = match (i < waited, last, next(9)) {
+                    (true, true, 0) => "deploy failed",
+                    (true, true, _) => "active",
+                    (_, _, k) if k < 3 => "wait call-back",
+                    _ => "deploying",
+                };
+                let lag = if next(4) == 0 { lags[next(lags.len() as u64) as usize] } else { 0 };
+                fleet.change(i, at, state, lag);
+                // Twice between rounds, sometimes.
+                at += if next(3) == 0 { 1 + next(400) } else { 500 + next(15_000) };
+            }
+        }
+        let joins = |mode: ListMode| -> Vec<Join> {
+            (0..waits).map(|w| {
+                let nodes: Vec<usize> = (0..waited).filter(|i| (i + w) % waits != 0 || waits == 1).collect();
+                Join::at(w as u64 * 300, WaitOptions { list_mode: mode, ..wait_on(nodes, 120.0) })
+            }).collect()
+        };
+        let mut full_fleet = fleet.clone();
+        let full = run(&mut full_fleet, joins(ListMode::Full), latency);
+        let mut feed_fleet = fleet.clone();
+        let feed = run(&mut feed_fleet, joins(ListMode::Changes), latency);
+        for w in 0..waits {
+            if latency == 0 {
+                // Replies at once: the rounds fall at the same instants, so
+                // every check sees the same.
+                prop_assert_eq!(outcomes(&feed.reports[w]), outcomes(&full.reports[w]));
+                prop_assert_eq!(&feed.events[w], &full.events[w]);
+            } else {
+                // Rounds of fewer requests end sooner, so the instants part;
+                // what each target ends as does not.
+                let end = |r: &Report<Value>| -> Vec<(&'static str, Option<String>)> {
+                    r.targets.iter().map(|t| (t.outcome.name(), t.seen.state.clone())).collect()
+                };
+                prop_assert_eq!(end(&feed.reports[w]), end(&full.reports[w]));
+            }
+        }
+
+    }
+}
