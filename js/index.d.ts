@@ -55,6 +55,18 @@ export interface Tables {
 /** The core's tables. */
 export function tables(): Tables;
 
+/** Ironic's node list filters, as a wait's `scope`. */
+export interface Scope {
+  provisionState?: string;
+  resourceClass?: string;
+  fault?: string;
+  conductorGroup?: string;
+  owner?: string;
+  lessee?: string;
+  /** Any of these shards. */
+  shard?: string | string[];
+}
+
 export interface IronicClientOptions {
   /**
    * Ironic's endpoint, e.g. `http://127.0.0.1:6385` (a trailing `/v1` is accepted). Required unless `auth` logs in to
@@ -170,6 +182,19 @@ export interface WaitTuning {
    * list, rounds keep listing while it takes fewer requests than the unfinished nodes.
    */
   listThreshold?: number;
+  /**
+   * How those lists are made (default `changes`): `changes` lists the fleet in full once, then each round asks only
+   * for the nodes whose provision state changed since (`sort_key=provision_updated_at&sort_dir=desc`), so a quiet round
+   * is one request whatever the fleet's size; it lists in full again every minute per page of the fleet, at a final
+   * check, and wherever the server cannot sort by `provision_updated_at`. `list` lists in full every round.
+   */
+  listMode?: 'changes' | 'list';
+  /**
+   * The part of the fleet those lists ask for, as Ironic's own list filters (each needs the microversion that
+   * brought it: provisionState 1.9, resourceClass 1.21, fault 1.42, conductorGroup 1.46, owner 1.50, lessee 1.65,
+   * shard 1.82). A waited node outside it is checked by a GET of its own each round.
+   */
+  scope?: Scope;
   /**
    * Aborts the wait: the in-flight fetch is cancelled and nothing more is sent; each unsettled node gets a last
    * progress event with outcome `aborted`, then the promise rejects with the signal's reason.

@@ -27,9 +27,9 @@ use crate::engine::{Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions,
 use crate::error::{AuthFailure, Error, Failure, HttpError, Subject};
 use crate::http::Request;
 use crate::ironic::microversion::{Microversion, Requested};
-use crate::ironic::requests::{self, ProvisionArgs};
+use crate::ironic::requests::{self, ProvisionArgs, Scope};
 use crate::poll::wait::Wait as Waiting;
-use crate::poll::Loop;
+use crate::poll::{ListMode, Loop};
 use crate::states::Action;
 use crate::verdict::Seen;
 
@@ -94,6 +94,10 @@ pub struct SavedWait {
     pub hold_is_terminal: bool,
     pub concurrency: u32,
     pub list_threshold: u32,
+    /// `list` for lists in full every round; the change feed otherwise.
+    pub list_mode: String,
+    /// The scope as Ironic's filters: (query name, value) pairs.
+    pub scope: Vec<(String, String)>,
 }
 
 /// An outcome (`is`: its name in reports), with what it carries: a
@@ -138,6 +142,11 @@ impl SavedWait {
             hold_is_terminal: w.hold_is_terminal,
             concurrency: w.concurrency.min(u32::MAX as usize) as u32,
             list_threshold: w.list_threshold.min(u32::MAX as usize) as u32,
+            list_mode: match w.list_mode {
+                ListMode::Changes => "changes".into(),
+                ListMode::Full => "list".into(),
+            },
+            scope: w.scope.filters().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         }
     }
 
@@ -155,6 +164,12 @@ impl SavedWait {
             hold_is_terminal: self.hold_is_terminal,
             concurrency: self.concurrency as usize,
             list_threshold: self.list_threshold as usize,
+            list_mode: match self.list_mode.as_str() {
+                "changes" => ListMode::Changes,
+                "list" => ListMode::Full,
+                _ => return Err(invalid("wait.listMode must be 'changes' or 'list'")),
+            },
+            scope: Scope::from_filters(&self.scope).map_err(|key| invalid(format_args!("wait.scope.{key} is not known")))?,
             // The targets are the checkpoint's (an allocation's base has one,
             // empty).
             idents: Vec::new(),
@@ -375,6 +390,8 @@ impl Checkpoint {
                     ("holdIsTerminal", w.hold_is_terminal.to_string()),
                     ("concurrency", w.concurrency.to_string()),
                     ("listThreshold", w.list_threshold.to_string()),
+                    ("listMode", text(&w.list_mode)),
+                    ("scope", list(w.scope.iter().map(|(k, v)| list([text(k), text(v)].into_iter())))),
                 ]),
             ));
         }
@@ -448,6 +465,19 @@ impl Checkpoint {
                 hold_is_terminal: boolean(&w, "wait.holdIsTerminal")?,
                 concurrency: count(&w, "wait.concurrency")?,
                 list_threshold: count(&w, "wait.listThreshold")?,
+                // Absent from checkpoints made before they were options.
+                list_mode: match w.get("listMode") {
+                    Some(_) => string(&w, "wait.listMode")?,
+                    None => "changes".into(),
+                },
+                scope: items(&w, "scope")?
+                    .iter()
+                    .map(|pair| match pair.items().as_deref() {
+                        Some([k, v]) => k.as_string().zip(v.as_string()),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| invalid("wait.scope has pairs of strings"))?,
             }),
             None => None,
         };

@@ -135,6 +135,26 @@ impl Scope {
     pub fn is_empty(&self) -> bool {
         self.filters().is_empty()
     }
+
+    /// The scope of [`Scope::filters`]; an unknown query name is refused
+    /// (given back).
+    pub fn from_filters<K: AsRef<str>>(filters: &[(K, String)]) -> Result<Scope, String> {
+        let mut scope = Scope::default();
+        for (key, value) in filters {
+            let v = Some(value.clone());
+            match key.as_ref() {
+                "provision_state" => scope.provision_state = v,
+                "resource_class" => scope.resource_class = v,
+                "fault" => scope.fault = v,
+                "conductor_group" => scope.conductor_group = v,
+                "owner" => scope.owner = v,
+                "lessee" => scope.lessee = v,
+                "shard" => scope.shard = value.split(',').map(String::from).collect(),
+                other => return Err(other.chars().take(100).collect()),
+            }
+        }
+        Ok(scope)
+    }
 }
 
 /// A caller's `fields` list checked and joined: names only, so the query

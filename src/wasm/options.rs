@@ -18,6 +18,8 @@ use web_sys::AbortSignal;
 use super::document::Json;
 use super::js;
 use crate::engine::{Settle, WaitOptions};
+use crate::ironic::requests::Scope;
+use crate::poll::ListMode;
 use crate::error::Error;
 
 /// What an option's value must be.
@@ -187,6 +189,8 @@ macro_rules! wait_tuning {
             ("failOnUnexpectedState", Flag),
             ("concurrency", Number),
             ("listThreshold", Number),
+            ("listMode", Text),
+            ("scope", Value),
             ("signal", Value),
             ("onProgress", Value),
             ("onCheckpoint", Value),
@@ -217,6 +221,17 @@ pub const CREATE_ALLOCATION: &[(&str, Kind)] =
 /// `waitForAllocation(id, options)`.
 pub const WAIT_FOR_ALLOCATION: &[(&str, Kind)] =
     &[("timeout", Number), ("pollInterval", Number), ("signal", Value), ("onProgress", Value), ("onCheckpoint", Value)];
+
+/// A wait's `scope`: Ironic's list filters.
+const SCOPE: &[(&str, Kind)] = &[
+    ("provisionState", Text),
+    ("resourceClass", Text),
+    ("fault", Text),
+    ("conductorGroup", Text),
+    ("owner", Text),
+    ("lessee", Text),
+    ("shard", Strings),
+];
 
 /// `getNode(id, options)`.
 pub const GET_NODE: &[(&str, Kind)] = &[("fields", Strings), ("signal", Value)];
@@ -249,7 +264,34 @@ pub fn wait_options(opts: &Options, base: WaitOptions) -> Result<WaitOptions, Er
         hold_is_terminal: opts.flag("holdIsTerminal").unwrap_or(false),
         concurrency: whole_number(opts.number("concurrency"), "concurrency", base.concurrency)?,
         list_threshold: whole_number(opts.number("listThreshold"), "listThreshold", base.list_threshold)?,
+        list_mode: match opts.text("listMode").as_deref() {
+            None | Some("changes") => ListMode::Changes,
+            Some("list") => ListMode::Full,
+            Some(_) => return Err(Error::InvalidArgument("Option listMode must be 'changes' or 'list'".into())),
+        },
+        scope: match opts.value::<JsValue>("scope") {
+            Some(given) => scope(&given)?,
+            None => Scope::default(),
+        },
         ..base
+    })
+}
+
+/// `scope: { owner, shard, ... }` as Ironic's filters.
+fn scope(given: &JsValue) -> Result<Scope, Error> {
+    let o = Options::read(given, "Option scope", "Option scope.", SCOPE)?;
+    let non_empty = |name: &str| match o.text(name) {
+        Some(v) if v.is_empty() => Err(Error::InvalidArgument(format!("Option scope.{name} must not be empty"))),
+        other => Ok(other),
+    };
+    Ok(Scope {
+        provision_state: non_empty("provisionState")?,
+        resource_class: non_empty("resourceClass")?,
+        fault: non_empty("fault")?,
+        conductor_group: o.text("conductorGroup"),
+        owner: non_empty("owner")?,
+        lessee: non_empty("lessee")?,
+        shard: o.strings("shard").unwrap_or_default(),
     })
 }
 
