@@ -622,3 +622,16 @@ proptest! {
 
     }
 }
+
+#[test]
+fn waits_due_at_different_instants_all_join_a_round_that_starts_late() {
+    // Waits begun a few ms apart, all held up (by the version, say) until
+    // 80 ms: the first round serves all of them.
+    let mut fleet = Fleet::new(200);
+    deploying(&mut fleet, 120, 9);
+    let mut poll = Loop::<Value>::default();
+    let ids: Vec<WaitId> = (0..10).map(|k| poll.join(wait_on(k * 10..k * 10 + 30, 0.0), k as u64).unwrap()).collect();
+    let fetches = poll.step(80);
+    assert_eq!(fetches.len(), 1, "one list for all");
+    assert!(ids.iter().all(|&id| poll.wait(id).unwrap().rounds() == (1, true)));
+}

@@ -1,0 +1,114 @@
+// One poll loop per client, from JS against the simulator: K concurrent
+// waits on one client cost what one wait on their union costs (counted at
+// the simulator), the change feed and the list mode, the scope, and the
+// options' errors.
+import { test, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { IronicClient, InvalidArgumentError, UnsupportedVersionError } from 'ironic-wait';
+import { startIronic } from './harness.mjs';
+import { client as simClient, provision } from '../../sim/testkit.mjs';
+
+let ironic;
+afterEach(() => ironic?.close());
+
+const FLEET = 300;
+const WAITED = 120;
+const name = (i) => `n${String(i).padStart(3, '0')}`;
+
+/** A fleet of available nodes (owners alternate), the first WAITED of them deploying. */
+async function deployingFleet() {
+  const fleet = Array.from({ length: FLEET }, (_, i) => ({
+    name: name(i), provision_state: 'available', owner: i % 2 ? 'odd' : 'even',
+  }));
+  // Deploys of about 1.5 s: several rounds of 0.3 s.
+  ironic = await startIronic({ nodes: fleet, timing: { deploying: 900, 'wait call-back': 600 } });
+  const api = simClient(ironic.url);
+  await Promise.all(Array.from({ length: WAITED }, (_, i) => provision(api, name(i), 'active')));
+  ironic.seen.length = 0;
+  return new IronicClient({ endpoint: ironic.url });
+}
+
+const lists = () => ironic.seen.filter((r) => r.method === 'GET' && r.url.startsWith('/v1/nodes?'));
+const gets = () => ironic.seen.filter((r) => r.method === 'GET' && r.url.startsWith('/v1/nodes/'));
+const waitOptions = { timeout: 60, pollInterval: 0.3, settle: 'all', listThreshold: 20 };
+
+test('K waits on one client cost what one wait on their union costs (K = 1, 10, 100)', async () => {
+  const union = Array.from({ length: WAITED }, (_, i) => name(i));
+  let client = await deployingFleet();
+  const one = await client.waitForProvisionState(union, 'active', waitOptions);
+  assert.equal(one.ok, true);
+  const alone = ironic.seen.length;
+  await ironic.close();
+  for (const k of [1, 10, 100]) {
+    client = await deployingFleet();
+    // Each wait on 40 of the 120 nodes, overlapping; together all of them.
+    const subsets = Array.from({ length: k }, (_, w) => Array.from({ length: 40 }, (_, j) => name((w * 13 + j * 3) % WAITED)));
+    subsets.push(union);
+    const reports = await Promise.all(subsets.map((s) => client.waitForProvisionState(s, 'active', waitOptions)));
+    assert.ok(reports.every((r) => r.ok && r.nodes.every((n) => n.outcome === 'reached')));
+    const shared = ironic.seen.length;
+    // The same rounds, give or take one at the end (the deploys run on the
+    // simulator's clock, the rounds on the client's).
+    assert.ok(Math.abs(shared - alone) <= 2, `K = ${k}: ${shared} requests, one wait on the union ${alone}`);
+    await ironic.close();
+  }
+});
+
+test('the change feed asks only for what changed; listMode list lists in full every round', async () => {
+  const union = Array.from({ length: WAITED }, (_, i) => name(i));
+  let client = await deployingFleet();
+  const feed = await client.waitForProvisionState(union, 'active', waitOptions);
+  assert.equal(feed.ok, true);
+  const sorted = lists().filter((r) => r.url.includes('sort_key=provision_updated_at&sort_dir=desc'));
+  assert.ok(sorted.length >= 2, `rounds by the feed: ${lists().map((r) => r.url).join('\n')}`);
+  assert.ok(sorted.every((r) => r.url.includes('provision_updated_at')));
+  await ironic.close();
+  client = await deployingFleet();
+  const full = await client.waitForProvisionState(union, 'active', { ...waitOptions, listMode: 'list' });
+  assert.equal(full.ok, true);
+  assert.ok(lists().length >= 3);
+  assert.ok(lists().every((r) => !r.url.includes('sort_key') && !r.url.includes('provision_updated_at')));
+  // The same outcomes either way.
+  assert.deepEqual(full.nodes.map((n) => [n.node, n.outcome]), feed.nodes.map((n) => [n.node, n.outcome]));
+});
+
+test('a scope narrows every list; a waited node outside it is checked by its own GET', async () => {
+  const client = await deployingFleet();
+  const idents = Array.from({ length: 40 }, (_, i) => name(i));
+  const report = await client.waitForProvisionState(idents, 'active', { ...waitOptions, scope: { owner: 'even' } });
+  assert.equal(report.ok, true);
+  assert.ok(lists().length > 0 && lists().every((r) => r.url.includes('&owner=even')), lists().map((r) => r.url).join('\n'));
+  // The odd nodes (outside the scope), one GET each a round; no even one.
+  const got = new Set(gets().map((r) => r.url.split('?')[0].slice('/v1/nodes/'.length)));
+  assert.deepEqual([...got].sort(), idents.filter((_, i) => i % 2).sort());
+});
+
+test('listMode and scope are checked like every option, and a scope the server cannot filter by is refused', async () => {
+  ironic = await startIronic({ nodes: [{ name: 'n1', provision_state: 'active' }] });
+  const client = new IronicClient({ endpoint: ironic.url });
+  for (const [options, message] of [
+    [{ listMode: 'fast' }, /listMode must be 'changes' or 'list'/],
+    [{ listMode: 3 }, /listMode must be a string/],
+    [{ scope: 'owner' }, /scope must be an object/],
+    [{ scope: { owners: 'x' } }, /scope\.owners is not known/],
+    [{ scope: { owner: 5 } }, /scope\.owner must be a string/],
+    [{ scope: { owner: '' } }, /scope\.owner must not be empty/],
+    [{ scope: { shard: [1] } }, /scope\.shard must be a string or a list of strings/],
+  ]) {
+    await assert.rejects(client.waitForProvisionState(['n1'], 'active', options), (e) => {
+      assert.ok(e instanceof InvalidArgumentError, `${JSON.stringify(options)}: ${e}`);
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+  assert.equal(ironic.seen.length, 0, 'nothing sent');
+  const old = new IronicClient({ endpoint: ironic.url, microversion: '1.81' });
+  await assert.rejects(old.waitForProvisionState(['n1'], 'active', { scope: { shard: ['s1', 's2'] } }), (e) => {
+    assert.ok(e instanceof UnsupportedVersionError, String(e));
+    assert.match(e.message, /scope\.shard needs API version 1\.82; the server speaks 1\.81/);
+    return true;
+  });
+  assert.ok(!ironic.seen.some((r) => r.url.startsWith('/v1/nodes')), 'no node was asked for');
+  const report = await old.waitForProvisionState(['n1'], 'active', { scope: { owner: 'o1' } });
+  assert.equal(report.ok, true, 'owner (1.50) is fine at 1.81');
+});
