@@ -169,7 +169,8 @@ impl SavedWait {
                 "list" => ListMode::Full,
                 _ => return Err(invalid("wait.listMode must be 'changes' or 'list'")),
             },
-            scope: Scope::from_filters(&self.scope).map_err(|key| invalid(format_args!("wait.scope.{key} is not known")))?,
+            scope: Scope::from_filters(&self.scope)
+                .map_err(|key| invalid(format_args!("wait.scope.{key} is not known")))?,
             // The targets are the checkpoint's (an allocation's base has one,
             // empty).
             idents: Vec::new(),

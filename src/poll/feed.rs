@@ -56,10 +56,10 @@ pub struct Cached<D> {
 /// See the module docs. One per scope.
 #[derive(Debug)]
 pub struct Feed<D> {
-    /// UUID -> the node as last seen.
+    /// UUID -> the node as last seen; and [`name_key`] -> the same, for
+    /// nodes with a name (one map, not two: each map type costs the wasm
+    /// its own code).
     nodes: HashMap<String, Cached<D>>,
-    /// Name -> UUID.
-    names: HashMap<String, String>,
     /// The newest stamp seen; `None` until a full listing is complete.
     watermark: Option<Stamp>,
     /// Every stamp seen had no fraction of a second.
@@ -76,7 +76,6 @@ impl<D> Default for Feed<D> {
     fn default() -> Self {
         Feed {
             nodes: HashMap::new(),
-            names: HashMap::new(),
             watermark: None,
             whole_seconds: true,
             full_at: None,
@@ -143,11 +142,11 @@ impl<D: Document> Feed<D> {
             return;
         }
         self.watermark = Some(nodes.values().filter_map(|c| c.stamp).max().unwrap_or(Stamp::MIN));
-        self.names.retain(|_, uuid| nodes.contains_key(uuid));
         self.nodes = nodes;
         // What the first changes round will read again: the overlap.
         let stop = self.stop_below();
-        self.last_read = self.nodes.values().filter(|c| c.stamp.is_some_and(|s| Some(s) >= stop)).count() as u32;
+        let again = self.nodes.iter().filter(|(k, c)| !k.starts_with('\0') && c.stamp.is_some_and(|s| Some(s) >= stop));
+        self.last_read = again.count() as u32;
     }
 
     /// Forgets everything: the next round lists in full.
@@ -161,17 +160,15 @@ impl<D: Document> Feed<D> {
         if let Some(s) = stamp {
             self.whole_seconds &= s % 1_000_000 == 0;
         }
-        if let Some(name) = name {
-            if self.names.get(name).is_none_or(|u| u != uuid) {
-                self.names.insert(name.to_string(), uuid.to_string());
-            }
-        }
         let cached = Cached { body: body.clone(), stamp };
         let changed = self.nodes.get(uuid).is_none_or(|c| c.stamp != stamp);
-        if let Some(building) = &mut self.building {
-            building.insert(uuid.to_string(), cached.clone());
+        let keys = [Some(uuid.to_string()), name.map(name_key)];
+        for key in keys.into_iter().flatten() {
+            if let Some(building) = &mut self.building {
+                building.insert(key.clone(), cached.clone());
+            }
+            self.nodes.insert(key, cached.clone());
         }
-        self.nodes.insert(uuid.to_string(), cached);
         changed
     }
 
@@ -194,11 +191,17 @@ impl<D: Document> Feed<D> {
     /// The node an identifier names, as last seen: a UUID-like one by
     /// UUID, any other by name (as Ironic finds them).
     pub fn find(&self, ident: &str, uuid_like: bool) -> Option<&Cached<D>> {
-        if uuid_like {
-            return self.nodes.get(ident);
+        match uuid_like {
+            true => self.nodes.get(ident),
+            false => self.nodes.get(&name_key(ident)),
         }
-        self.nodes.get(self.names.get(ident)?)
     }
+}
+
+/// A node's name as a key of [`Feed::nodes`]: after a NUL, which no UUID
+/// has.
+fn name_key(name: &str) -> String {
+    format!("\0{name}")
 }
 
 /// An ISO 8601 time as Ironic writes it (`2026-12-01T11:35:39.826460+00:00`,

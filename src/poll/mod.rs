@@ -22,7 +22,7 @@
 mod feed;
 pub mod wait;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use crate::document::Document;
 use crate::engine::{Fetch, Millis, RequestId, Resumed, WaitOptions};
@@ -121,6 +121,14 @@ struct GetJob {
     served: Vec<(WaitId, usize)>,
 }
 
+impl GetJob {
+    /// Wait `id` no longer wants it: whether another wait still does.
+    fn still_serves_without(&mut self, id: WaitId) -> bool {
+        self.served.retain(|(w, _)| *w != id);
+        !self.served.is_empty()
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Purpose {
     Page,
@@ -140,9 +148,10 @@ struct Outgoing {
 struct Round {
     number: u64,
     joined: Vec<WaitId>,
-    /// The front one is under way.
-    listings: VecDeque<Listing>,
-    gets: VecDeque<GetJob>,
+    /// The first one is under way (a few: one per scope).
+    listings: Vec<Listing>,
+    /// The GETs still to make, the next one last.
+    gets: Vec<GetJob>,
     /// The GETs were made (they come after every listing).
     gets_made: bool,
     concurrency: usize,
@@ -164,7 +173,9 @@ pub struct Loop<D> {
     groups: Vec<Group<D>>,
     round: Option<Round>,
     rounds: u64,
-    in_flight: HashMap<RequestId, (Outgoing, Option<Millis>)>,
+    /// Requests in flight, in the order sent, with their time limits: at
+    /// most the round's concurrency, so a list, not a map.
+    in_flight: Vec<(RequestId, Outgoing, Option<Millis>)>,
     retrying: Vec<(Millis, Outgoing)>,
     /// Requests in flight that no wait wants any more.
     cancelled: Vec<RequestId>,
@@ -181,7 +192,7 @@ impl<D> Default for Loop<D> {
             groups: Vec::new(),
             round: None,
             rounds: 0,
-            in_flight: HashMap::new(),
+            in_flight: Vec::new(),
             retrying: Vec::new(),
             cancelled: Vec::new(),
             next_id: 0,
@@ -289,7 +300,7 @@ impl<D: Document> Loop<D> {
     /// Feeds back the reply to a fetch; one the loop no longer waits for
     /// is ignored.
     pub fn observe(&mut self, id: RequestId, reply: Reply, now: Millis) {
-        if let Some((outgoing, _)) = self.in_flight.remove(&id) {
+        if let Some(outgoing) = self.take_in_flight(id) {
             self.handle_reply(outgoing, reply, now);
             self.end_round_if_done();
         }
@@ -297,25 +308,45 @@ impl<D: Document> Loop<D> {
 
     /// When to [`Loop::step`] again if no reply comes first.
     pub fn wake_at(&self, now: Millis) -> Option<Millis> {
-        let next_round = if self.round.is_none() { self.next_start().map(|(at, _)| at) } else { None };
-        let limits = self.in_flight.values().filter_map(|(_, limit)| *limit);
-        let room = self.in_flight.len() < self.concurrency();
-        let retries = self.retrying.iter().filter(|_| room).map(|(at, _)| *at);
+        let mut wake = if self.round.is_none() { self.next_start().map(|(at, _)| at) } else { None };
+        let mut sooner = |at: Millis| wake = Some(wake.map_or(at, |w| w.min(at)));
+        for (_, _, limit) in &self.in_flight {
+            if let Some(at) = *limit {
+                sooner(at);
+            }
+        }
+        if self.in_flight.len() < self.concurrency() {
+            for (at, _) in &self.retrying {
+                sooner(*at);
+            }
+        }
         // A wait in a round (not its final check) is closed just past its
         // deadline: what it still waits for is then never sent for it.
-        let late = self
-            .waits
-            .iter()
-            .filter(|(_, w)| w.round.as_ref().is_some_and(|r| !r.final_check))
-            .filter_map(|(_, w)| w.deadline().map(|d| d + 1))
-            .filter(|&at| at > now);
-        next_round.into_iter().chain(limits).chain(retries).chain(late).min()
+        for (_, w) in &self.waits {
+            if w.round.as_ref().is_some_and(|r| !r.final_check) {
+                if let Some(at) = w.deadline().map(|d| d + 1).filter(|&at| at > now) {
+                    sooner(at);
+                }
+            }
+        }
+        wake
+    }
+
+    /// The request in flight `id`.
+    fn in_flight(&self, id: RequestId) -> Option<&Outgoing> {
+        self.in_flight.iter().find(|f| f.0 == id).map(|f| &f.1)
+    }
+
+    /// Request `id` is no longer in flight: what it was sent for.
+    fn take_in_flight(&mut self, id: RequestId) -> Option<Outgoing> {
+        let i = self.in_flight.iter().position(|f| f.0 == id)?;
+        Some(self.in_flight.remove(i).1)
     }
 
     /// The deadline a request in flight keeps to at its gates (a token, the
     /// version): the latest of the waits it serves; none if one has none.
     pub fn deadline_of(&self, id: RequestId) -> Option<Millis> {
-        let (outgoing, _) = self.in_flight.get(&id)?;
+        let outgoing = self.in_flight(id)?;
         let mut latest = Some(0);
         for (w, _) in self.served(outgoing) {
             let d = self.wait(w).and_then(Wait::deadline);
@@ -327,7 +358,7 @@ impl<D: Document> Loop<D> {
     /// Request `id` was sent `n` more times (again with a new token, say):
     /// the waits it serves count them.
     pub fn count_resends(&mut self, id: RequestId, n: u32) {
-        let Some((outgoing, _)) = self.in_flight.get(&id) else { return };
+        let Some(outgoing) = self.in_flight(id) else { return };
         for w in self.served_waits(outgoing) {
             if let Some(wait) = self.wait_mut(w) {
                 wait.requests = wait.requests.saturating_add(n);
@@ -376,9 +407,15 @@ impl<D: Document> Loop<D> {
     }
 
     fn start_round(&mut self, now: Millis) {
-        let Some((at, joined)) = self.next_start() else { return };
+        let Some((at, mut joined)) = self.next_start() else { return };
         if at > now {
             return;
+        }
+        // Starting late (the version was being negotiated, the last round
+        // ran long): every wait due by now is overdue, and joins.
+        if at < now {
+            joined =
+                self.waits.iter().filter(|(_, w)| w.due_at().is_some_and(|d| d <= now)).map(|(id, _)| *id).collect();
         }
         self.rounds += 1;
         let mut concurrency = usize::MAX;
@@ -393,7 +430,7 @@ impl<D: Document> Loop<D> {
             number: self.rounds,
             joined,
             listings,
-            gets: VecDeque::new(),
+            gets: Vec::new(),
             gets_made: false,
             concurrency: concurrency.max(1),
         });
@@ -401,7 +438,7 @@ impl<D: Document> Loop<D> {
 
     /// The listings a round makes: per scope, when listing costs fewer
     /// requests than a GET per due node.
-    fn plan_listings(&mut self, joined: &[WaitId], now: Millis) -> VecDeque<Listing> {
+    fn plan_listings(&mut self, joined: &[WaitId], now: Millis) -> Vec<Listing> {
         let mut by_group: Vec<(usize, Vec<WaitId>)> = Vec::new();
         for &id in joined {
             let Some(w) = self.wait(id) else { continue };
@@ -421,7 +458,7 @@ impl<D: Document> Loop<D> {
                 None => by_group.push((group, vec![id])),
             }
         }
-        let mut listings = VecDeque::new();
+        let mut listings = Vec::new();
         for (group, waits) in by_group {
             let members: Vec<&Wait<D>> = waits.iter().filter_map(|&id| self.wait(id)).collect();
             let due: usize = members.iter().map(|w| w.round.as_ref().map_or(0, |r| r.due.len())).sum();
@@ -454,7 +491,7 @@ impl<D: Document> Loop<D> {
                 ListKind::Changes { .. } => g.feed.first_page(page_size),
                 ListKind::Full { .. } => page_size,
             };
-            listings.push_back(Listing {
+            listings.push(Listing {
                 group,
                 kind,
                 waits,
@@ -476,25 +513,18 @@ impl<D: Document> Loop<D> {
     /// the rest of its round is unanswered.
     fn close_late_waits(&mut self, now: Millis) {
         let Some(round) = &self.round else { return };
-        let late: Vec<WaitId> = round
-            .joined
-            .iter()
-            .copied()
-            .filter(|&id| self.wait(id).is_some_and(|w| w.round.is_some() && !w.may_send(now)))
-            .collect();
-        for id in late {
-            self.close(id, now);
+        for id in round.joined.clone() {
+            if self.wait(id).is_some_and(|w| w.round.is_some() && !w.may_send(now)) {
+                self.close(id, now);
+            }
         }
         // Retries never start after a wait's deadline, not even in its
         // final check.
         for (at, mut outgoing) in std::mem::take(&mut self.retrying) {
-            let refused: Vec<(WaitId, Option<usize>)> = self
-                .served(&outgoing)
-                .into_iter()
-                .filter(|(id, _)| self.wait(*id).is_some_and(|w| w.deadline().is_some_and(|d| now > d)))
-                .collect();
-            for (id, position) in refused {
-                self.unanswer(id, position, &mut outgoing);
+            for (id, position) in self.served(&outgoing) {
+                if self.wait(id).is_some_and(|w| w.deadline().is_some_and(|d| now > d)) {
+                    self.unanswer(id, position, &mut outgoing);
+                }
             }
             if !self.served(&outgoing).is_empty() {
                 self.retrying.push((at, outgoing));
@@ -520,22 +550,21 @@ impl<D: Document> Loop<D> {
         if covered_by_page {
             return;
         }
-        for job in &mut round.gets {
-            job.served.retain(|(w, _)| *w != id);
+        round.gets.retain_mut(|job| job.still_serves_without(id));
+        let mut in_flight = Vec::new();
+        for (_, o, _) in &self.in_flight {
+            if let Purpose::Get(job) = &o.purpose {
+                for &(w, p) in &job.served {
+                    if w == id {
+                        in_flight.push(p);
+                    }
+                }
+            }
         }
-        round.gets.retain(|job| !job.served.is_empty());
-        let in_flight: Vec<usize> = self
-            .in_flight
-            .values()
-            .flat_map(|(o, _)| match &o.purpose {
-                Purpose::Get(job) => job.served.iter().filter(|(w, _)| *w == id).map(|(_, p)| *p).collect(),
-                Purpose::Page => Vec::new(),
-            })
-            .collect();
         if let Some(wait) = self.wait_mut(id) {
             for position in wait.unanswered() {
                 if !in_flight.contains(&position) {
-                    wait.deliver(position, || Check::Unanswered);
+                    wait.deliver(position, Check::Unanswered);
                 }
             }
         }
@@ -549,37 +578,23 @@ impl<D: Document> Loop<D> {
             for listing in &mut round.listings {
                 listing.waits.retain(|w| *w != id);
             }
-            for job in &mut round.gets {
-                job.served.retain(|(w, _)| *w != id);
-            }
-            round.gets.retain(|job| !job.served.is_empty());
+            round.gets.retain_mut(|job| job.still_serves_without(id));
         }
-        let listing_waits: Vec<WaitId> =
-            self.round.as_ref().and_then(|r| r.listings.front()).map(|l| l.waits.clone()).unwrap_or_default();
-        let mut dropped = Vec::new();
-        for (rid, (outgoing, _)) in &mut self.in_flight {
-            let alone = match &mut outgoing.purpose {
-                Purpose::Get(job) => {
-                    job.served.retain(|(w, _)| *w != id);
-                    job.served.is_empty()
-                }
-                Purpose::Page => listing_waits.is_empty(),
-            };
-            if alone {
-                dropped.push(*rid);
+        let listing_open = self.round.as_ref().and_then(|r| r.listings.first()).is_some_and(|l| !l.waits.is_empty());
+        // Whether a request still serves some wait once `id` is gone.
+        let still_wanted = |outgoing: &mut Outgoing| match &mut outgoing.purpose {
+            Purpose::Get(job) => job.still_serves_without(id),
+            Purpose::Page => listing_open,
+        };
+        let cancelled = &mut self.cancelled;
+        self.in_flight.retain_mut(|(rid, outgoing, _)| {
+            let wanted = still_wanted(outgoing);
+            if !wanted {
+                cancelled.push(*rid);
             }
-        }
-        for rid in dropped {
-            self.in_flight.remove(&rid);
-            self.cancelled.push(rid);
-        }
-        self.retrying.retain_mut(|(_, outgoing)| match &mut outgoing.purpose {
-            Purpose::Get(job) => {
-                job.served.retain(|(w, _)| *w != id);
-                !job.served.is_empty()
-            }
-            Purpose::Page => !listing_waits.is_empty(),
+            wanted
         });
+        self.retrying.retain_mut(|(_, outgoing)| still_wanted(outgoing));
         if self.round.as_ref().is_some_and(|r| r.joined.is_empty()) {
             self.drop_round();
         }
@@ -592,23 +607,28 @@ impl<D: Document> Loop<D> {
                 self.groups[listing.group].feed.end_full(false);
             }
         }
-        let ids: Vec<RequestId> = self.in_flight.keys().copied().collect();
-        self.cancelled.extend(ids);
-        self.in_flight.clear();
+        for (id, _, _) in self.in_flight.drain(..) {
+            self.cancelled.push(id);
+        }
         self.retrying.clear();
     }
 
     /// The waits a request serves, with the position of a GET's target.
     fn served(&self, outgoing: &Outgoing) -> Vec<(WaitId, Option<usize>)> {
+        let mut served = Vec::new();
         match &outgoing.purpose {
-            Purpose::Get(job) => job.served.iter().map(|(w, p)| (*w, Some(*p))).collect(),
-            Purpose::Page => self
-                .round
-                .as_ref()
-                .and_then(|r| r.listings.front())
-                .map(|l| l.waits.iter().map(|w| (*w, None)).collect())
-                .unwrap_or_default(),
+            Purpose::Get(job) => {
+                for &(w, p) in &job.served {
+                    served.push((w, Some(p)));
+                }
+            }
+            Purpose::Page => {
+                for &w in self.round.as_ref().and_then(|r| r.listings.first()).map_or(&[][..], |l| &l.waits) {
+                    served.push((w, None));
+                }
+            }
         }
+        served
     }
 
     /// The waits a request serves, each once.
@@ -626,17 +646,19 @@ impl<D: Document> Loop<D> {
     /// that wait is unanswered.
     fn unanswer(&mut self, id: WaitId, position: Option<usize>, outgoing: &mut Outgoing) {
         match &mut outgoing.purpose {
-            Purpose::Get(job) => job.served.retain(|(w, _)| *w != id),
+            Purpose::Get(job) => {
+                job.still_serves_without(id);
+            }
             Purpose::Page => {
-                if let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) {
+                if let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) {
                     listing.waits.retain(|w| *w != id);
                 }
             }
         }
         if let Some(wait) = self.wait_mut(id) {
             match position {
-                Some(p) => wait.deliver(p, || Check::Unanswered),
-                None => wait.fill_unanswered(|| Check::Unanswered),
+                Some(p) => wait.deliver(p, Check::Unanswered),
+                None => wait.fill_unanswered(Check::Unanswered),
             }
         }
     }
@@ -658,14 +680,14 @@ impl<D: Document> Loop<D> {
         self.make_gets();
         while self.in_flight.len() + ready.len() < cap {
             let Some(round) = &mut self.round else { break };
-            let Some(mut job) = round.gets.pop_front() else { break };
+            let Some(mut job) = round.gets.pop() else { break };
             let number = round.number;
             let late: Vec<(WaitId, usize)> =
                 job.served.iter().copied().filter(|(w, _)| self.wait(*w).is_none_or(|w| !w.may_send(now))).collect();
             for (w, p) in late {
                 job.served.retain(|s| *s != (w, p));
                 if let Some(wait) = self.wait_mut(w) {
-                    wait.deliver(p, || Check::Unanswered);
+                    wait.deliver(p, Check::Unanswered);
                 }
             }
             if job.served.is_empty() {
@@ -700,7 +722,7 @@ impl<D: Document> Loop<D> {
             self.next_id += 1;
             let timeout_at = limit.map(|t| now.saturating_add(t));
             fetches.push(Fetch { id, request: outgoing.request.clone(), timeout_at });
-            self.in_flight.insert(id, (outgoing, timeout_at));
+            self.in_flight.push((id, outgoing, timeout_at));
         }
         fetches
     }
@@ -711,21 +733,21 @@ impl<D: Document> Loop<D> {
         loop {
             let Some(round) = &self.round else { return };
             let number = round.number;
-            let Some(listing) = round.listings.front() else { return };
+            let Some(listing) = round.listings.first() else { return };
             if listing.next_page.is_none() {
                 return;
             }
             let late: Vec<WaitId> =
                 listing.waits.iter().copied().filter(|&id| self.wait(id).is_none_or(|w| !w.may_send(now))).collect();
             for id in late {
-                if let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) {
+                if let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) {
                     listing.waits.retain(|w| *w != id);
                 }
                 if let Some(wait) = self.wait_mut(id) {
-                    wait.fill_unanswered(|| Check::Unanswered);
+                    wait.fill_unanswered(Check::Unanswered);
                 }
             }
-            let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) else { return };
+            let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) else { return };
             if listing.waits.is_empty() {
                 self.finish_listing(now, false);
                 continue;
@@ -758,7 +780,7 @@ impl<D: Document> Loop<D> {
             .iter()
             .map(|&id| vec![false; self.wait(id).and_then(|w| w.round.as_ref()).map_or(0, |r| r.due.len())])
             .collect();
-        let mut jobs = VecDeque::new();
+        let mut jobs = Vec::new();
         for (k, &id) in joined.iter().enumerate() {
             let Some(wait) = self.wait(id) else { continue };
             let Some(r) = &wait.round else { continue };
@@ -778,9 +800,11 @@ impl<D: Document> Loop<D> {
                         job.served.push((other, p));
                     }
                 }
-                jobs.push_back(job);
+                jobs.push(job);
             }
         }
+        // Sent from the end.
+        jobs.reverse();
         if let Some(round) = &mut self.round {
             round.gets = jobs;
             round.gets_made = true;
@@ -788,14 +812,16 @@ impl<D: Document> Loop<D> {
     }
 
     fn expire_requests(&mut self, now: Millis) {
-        let expired: Vec<RequestId> = self
-            .in_flight
-            .iter()
-            .filter(|(_, (_, limit))| limit.is_some_and(|at| at <= now))
-            .map(|(id, _)| *id)
-            .collect();
+        let mut expired = Vec::new();
+        for &(id, _, limit) in &self.in_flight {
+            if limit.is_some_and(|at| at <= now) {
+                expired.push(id);
+            }
+        }
+        // One at a time: a reply handled may end waits, and with them
+        // other requests.
         for id in expired {
-            if let Some((outgoing, _)) = self.in_flight.remove(&id) {
+            if let Some(outgoing) = self.take_in_flight(id) {
                 // Given up on: the shell aborts it, if it has not already.
                 self.cancelled.push(id);
                 self.handle_reply(outgoing, Reply::TimedOut, now);
@@ -835,7 +861,7 @@ impl<D: Document> Loop<D> {
             Purpose::Get(job) => {
                 for (id, position) in job.served {
                     if let Some(wait) = self.wait_mut(id) {
-                        wait.deliver(position, || check.clone());
+                        wait.deliver(position, check.clone());
                     }
                 }
             }
@@ -869,7 +895,7 @@ impl<D: Document> Loop<D> {
     /// changes listing refused: the group lists in full from now on; a
     /// marker gone: the same listing again, a few times at most).
     fn restart_listing(&mut self, refused: bool) -> bool {
-        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) else { return false };
+        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) else { return false };
         let group = &mut self.groups[listing.group];
         let feeds = !matches!(listing.kind, ListKind::Full { early_stop: true });
         if refused && feeds {
@@ -889,15 +915,15 @@ impl<D: Document> Loop<D> {
     /// One page of the front listing.
     fn read_page(&mut self, check: Check<D>, now: Millis) {
         let Some(round) = &mut self.round else { return };
-        let Some(listing) = round.listings.front_mut() else { return };
+        let Some(listing) = round.listings.first_mut() else { return };
         let page = match &check {
             Check::Body(body) => listing.pager.page(body, listing.names),
             Check::Failed(e) => Err(e.clone()),
-            Check::NotFound(_) | Check::Unanswered => return self.fail_listing(|| Check::Unanswered, now),
+            Check::NotFound(_) | Check::Unanswered => return self.fail_listing(Check::Unanswered, now),
         };
         let (entries, marker) = match page {
             Ok(read) => read,
-            Err(e) => return self.fail_listing(|| Check::Failed(e.clone()), now),
+            Err(e) => return self.fail_listing(Check::Failed(e), now),
         };
         let group = listing.group;
         let feeds = !matches!(listing.kind, ListKind::Full { early_stop: true });
@@ -949,19 +975,19 @@ impl<D: Document> Loop<D> {
                         let Some((_, wait)) = self.waits.iter_mut().find(|(w, _)| *w == id) else { continue };
                         let position = wait.round.as_ref().and_then(|r| r.positions[target]);
                         if let Some(p) = position {
-                            wait.deliver(p, || Check::Body(entry.body.clone()));
+                            wait.deliver(p, Check::Body(entry.body.clone()));
                         }
                     }
                 }
             }
         }
-        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) else { return };
+        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) else { return };
         if matches!(kind, ListKind::Full { early_stop: true }) {
             // Stop paging once every due node is found.
             let waits = listing.waits.clone();
             more &= waits.iter().any(|&id| self.wait(id).is_some_and(Wait::has_unanswered));
         }
-        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.front_mut()) else { return };
+        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) else { return };
         match marker {
             Some(m) if more => listing.next_page = Some(Some(m)),
             _ => self.finish_listing(now, true),
@@ -970,11 +996,11 @@ impl<D: Document> Loop<D> {
 
     /// The front listing failed: the waits it serves get `check` for every
     /// target still without an answer.
-    fn fail_listing(&mut self, check: impl Fn() -> Check<D>, now: Millis) {
-        let waits = self.round.as_ref().and_then(|r| r.listings.front()).map(|l| l.waits.clone()).unwrap_or_default();
+    fn fail_listing(&mut self, check: Check<D>, now: Millis) {
+        let waits = self.round.as_ref().and_then(|r| r.listings.first()).map(|l| l.waits.clone()).unwrap_or_default();
         for id in waits {
             if let Some(wait) = self.wait_mut(id) {
-                wait.fill_unanswered(&check);
+                wait.fill_unanswered(check.clone());
             }
         }
         self.finish_listing(now, false);
@@ -984,7 +1010,9 @@ impl<D: Document> Loop<D> {
     /// one gives the feed its nodes, a changes one serves its waits from
     /// the feed.
     fn finish_listing(&mut self, now: Millis, complete: bool) {
-        let Some(listing) = self.round.as_mut().and_then(|r| r.listings.pop_front()) else { return };
+        let Some(listing) = self.round.as_mut().filter(|r| !r.listings.is_empty()).map(|r| r.listings.remove(0)) else {
+            return;
+        };
         let g = &mut self.groups[listing.group];
         match listing.kind {
             ListKind::Full { early_stop } => {
@@ -1007,7 +1035,7 @@ impl<D: Document> Loop<D> {
                     again.first_page = again.page_size;
                     g.feed.begin_full(now);
                     if let Some(round) = &mut self.round {
-                        round.listings.push_front(again);
+                        round.listings.insert(0, again);
                     }
                     return;
                 }
@@ -1020,17 +1048,14 @@ impl<D: Document> Loop<D> {
         for id in listing.waits {
             let Some((_, wait)) = self.waits.iter_mut().find(|(w, _)| *w == id) else { continue };
             let Some(round) = &wait.round else { continue };
-            let found: Vec<(usize, D)> = wait
-                .unanswered()
-                .into_iter()
-                .filter_map(|p| {
-                    let ident = &wait.options.idents[round.due[p]];
-                    let cached = self.groups[group].feed.find(ident, requests::is_uuid_like(ident))?;
-                    Some((p, cached.body.clone()))
-                })
-                .collect();
-            for (p, body) in found {
-                wait.deliver(p, || Check::Body(body));
+            let due = round.due.clone();
+            let feed = &self.groups[group].feed;
+            for p in wait.unanswered() {
+                let ident = &wait.options.idents[due[p]];
+                if let Some(cached) = feed.find(ident, requests::is_uuid_like(ident)) {
+                    let body = cached.body.clone();
+                    wait.deliver(p, Check::Body(body));
+                }
             }
         }
         self.judge_all(now);

@@ -294,10 +294,10 @@ impl<D: Document> Wait<D> {
     }
 
     /// The check of the round's `position`, unless it has one already.
-    pub(crate) fn deliver(&mut self, position: usize, check: impl FnOnce() -> Check<D>) {
+    pub(crate) fn deliver(&mut self, position: usize, check: Check<D>) {
         if let Some(slot) = self.round.as_mut().and_then(|r| r.checks.get_mut(position)) {
             if slot.is_none() {
-                *slot = Some(check());
+                *slot = Some(check);
             }
         }
     }
@@ -319,9 +319,9 @@ impl<D: Document> Wait<D> {
     }
 
     /// Every position still without an answer gets `check`.
-    pub(crate) fn fill_unanswered(&mut self, check: impl Fn() -> Check<D>) {
+    pub(crate) fn fill_unanswered(&mut self, check: Check<D>) {
         for position in self.unanswered() {
-            self.deliver(position, &check);
+            self.deliver(position, check.clone());
         }
     }
 

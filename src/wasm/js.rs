@@ -62,7 +62,10 @@ pub fn text(v: &JsValue) -> Option<String> {
     let text = v.as_string()?;
     // A lone surrogate arrives as U+FFFD; only then is the string checked
     // unit by unit (a call into JS per unit: slow, so not for every string).
-    if text.contains('\u{FFFD}') && !v.unchecked_ref::<js_sys::JsString>().is_valid_utf16() {
+    // (U+FFFD's UTF-8 bytes, looked for as bytes: a `str` search would
+    // link a substring searcher into the wasm for this one use.)
+    let replaced = text.as_bytes().windows(3).any(|w| w == [0xEF, 0xBF, 0xBD]);
+    if replaced && !v.unchecked_ref::<js_sys::JsString>().is_valid_utf16() {
         return None;
     }
     Some(text)

@@ -18,9 +18,9 @@ use web_sys::AbortSignal;
 use super::document::Json;
 use super::js;
 use crate::engine::{Settle, WaitOptions};
+use crate::error::Error;
 use crate::ironic::requests::Scope;
 use crate::poll::ListMode;
-use crate::error::Error;
 
 /// What an option's value must be.
 #[derive(Clone, Copy)]

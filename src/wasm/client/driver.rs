@@ -87,6 +87,8 @@ pub struct Driver {
     /// Set while the loop runs: what happens meanwhile (a callback that
     /// aborts) waits in the inbox for the loop.
     driving: Cell<bool>,
+    /// A drive is queued for the next microtask (see `drive_soon`).
+    queued: Cell<bool>,
     timer: RefCell<Option<(u64, Timeout)>>,
     me: Weak<Driver>,
 }
@@ -101,6 +103,7 @@ impl Driver {
             in_flight: RefCell::default(),
             inbox: RefCell::default(),
             driving: Cell::new(false),
+            queued: Cell::new(false),
             timer: RefCell::new(None),
             me: me.clone(),
         })
@@ -155,8 +158,21 @@ impl Driver {
             entries: Vec::new(),
         };
         self.calls.borrow_mut().insert(id, handle);
-        self.drive();
+        self.drive_soon();
         promise
+    }
+
+    /// Drives on the next microtask, once: the calls a caller starts in one
+    /// turn (waits in a `Promise.all`) are all in the core before it plans
+    /// a round, so they share the first one too.
+    fn drive_soon(&self) {
+        let Some(me) = self.me.upgrade() else { return };
+        if !self.queued.replace(true) {
+            wasm_bindgen_futures::spawn_local(async move {
+                me.queued.set(false);
+                me.drive();
+            });
+        }
     }
 
     /// The checkpoint of a call not started: what it would send, nothing
