@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { minifySync } from 'rolldown/experimental';
 import { ROOT, PKG, WASM_FILE, BUDGET_GZIP, run, main, gzipSize, pkgSizes, kb } from './lib.mjs';
 import { setup, WASM_BINDGEN, wasmBindgenVersion } from './setup.mjs';
 
@@ -40,6 +41,7 @@ await main('build', async () => {
   for (const f of readdirSync(join(ROOT, 'js'))) {
     if (f.endsWith('.js') || f.endsWith('.d.ts')) cpSync(join(ROOT, 'js', f), join(staging, f));
   }
+  minifyJs(staging);
   rmSync(PKG, { recursive: true, force: true });
   renameSync(staging, PKG);
 
@@ -53,6 +55,20 @@ await main('build', async () => {
   console.log(`  budget: ${kb(s.total.gzip)} of ${kb(BUDGET_GZIP)} gzip${s.total.gzip > BUDGET_GZIP ? '  OVER BUDGET' : ''}`);
   console.log(`built pkg/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 });
+
+// The JS users download, minified (its readable sources are js/ and
+// wasm-bindgen's output): comments and whitespace out, local names
+// shortened; exported names and property names are kept, and the error
+// classes set their names themselves (js/index.js). The minifier is
+// rolldown's, which vite (a dev dependency) brings. The types stay as
+// written.
+function minifyJs(dir) {
+  for (const f of readdirSync(dir).filter((name) => name.endsWith('.js'))) {
+    const path = join(dir, f);
+    const { code } = minifySync(f, readFileSync(path, 'utf8'), { compress: true, mangle: true, module: true });
+    writeFileSync(path, code);
+  }
+}
 
 // Runs wasm-bindgen and wasm-opt into CACHE unless it already holds the
 // output for this very wasm and these tools; returns the pre-opt wasm size.
