@@ -656,10 +656,14 @@ test('hostile checkpoints: the wait\'s fields, the rows, the outcomes, the PUT b
   const WAIT_TYPES = {
     expected: 'string', timeoutUs: 'number', pollIntervalUs: 'number', settle: 'string',
     failOnUnexpectedState: 'boolean', holdIsTerminal: 'boolean', concurrency: 'number', listThreshold: 'number',
+    listMode: 'string', scope: 'array',
   };
+  // Absent from checkpoints made before they were options: their defaults.
+  const OPTIONAL = new Set(['listMode', 'scope']);
   assert.deepEqual(Object.keys(cp.wait).sort(), Object.keys(WAIT_TYPES).sort());
   for (const [key, type] of Object.entries(WAIT_TYPES)) {
     for (const value of [...VALUES, undefined]) {
+      if (value === undefined && OPTIONAL.has(key)) continue;
       // Numbers: those that are no whole number at all (ranges have cases of their own below).
       const bad = typeOf(value) !== type || (type === 'number' && !(Number.isInteger(value) && value >= 0 && value < 2 ** 53));
       if (bad) cases.push([`wait.${key} = ${JSON.stringify(value)}`, edit((c) => { c.wait[key] = value; }), new RegExp(`wait|${key}`)]);
@@ -672,6 +676,10 @@ test('hostile checkpoints: the wait\'s fields, the rows, the outcomes, the PUT b
     ['wait.pollIntervalUs past 24.8 days', edit((c) => { c.wait.pollIntervalUs = 2147484 * 1e6; }), /pollInterval is out of range/],
     ['wait.timeoutUs past 24.8 days', edit((c) => { c.wait.timeoutUs = 2147484 * 1e6; }), /timeout is out of range/],
     ['wait.concurrency 0', edit((c) => { c.wait.concurrency = 0; }), /wait\.concurrency must be a whole number from 1/],
+    ['wait.listMode unknown', edit((c) => { c.wait.listMode = 'fast'; }), /wait\.listMode must be 'changes' or 'list'/],
+    ['wait.scope of an unknown filter', edit((c) => { c.wait.scope = [['nosuch', 'x']]; }), /wait\.scope\.nosuch is not known/],
+    ['wait.scope not pairs', edit((c) => { c.wait.scope = [['owner']]; }), /wait\.scope has pairs of strings/],
+    ['wait.scope a pair of a number', edit((c) => { c.wait.scope = [['owner', 5]]; }), /wait\.scope has pairs of strings/],
     ['action unknown', edit((c) => { c.action = 'explode'; }), /Unknown provision action: explode/],
     ['action another', edit((c) => { c.action = 'undeploy'; }), /expected state is not the action's/],
     ['method unknown', edit((c) => { c.method = 'deleteNode'; }), /unknown method deleteNode/],

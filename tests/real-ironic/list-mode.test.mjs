@@ -1,4 +1,6 @@
-// List mode against a real Ironic whose [api] max_limit is 40, so that a node
+// List mode (`listMode: 'list'`: every round a list in full, no change feed;
+// tests/real-ironic/change-feed.test.mjs has the feed) against a real Ironic
+// whose [api] max_limit is 40, so that a node
 // list has several pages: 64 nodes waited for, then 40 more nodes after them
 // in Ironic's order that nobody waits for. Each round must be one paginated
 // list that follows Ironic's `next` links and stops at the page where the last
@@ -90,7 +92,7 @@ function checkRounds(start, expected, listThreshold, waited = WAITED) {
 test('manage 64 nodes: one paginated list per round, stopping once every node is found', async (t) => {
   const client = new IronicClient({ endpoint: ironic.url });
   const start = ironic.seen.length;
-  const report = await client.provision(WAITED, 'manage', { wait: 180, pollInterval: 0.5 });
+  const report = await client.provision(WAITED, 'manage', { wait: 180, pollInterval: 0.5, listMode: 'list' });
   assert.equal(report.ok, true);
   assert.deepEqual(new Set(report.nodes.map((n) => `${n.outcome} ${n.state}`)), new Set(['reached manageable']));
   const rounds = checkRounds(start, 'manageable', 50);
@@ -103,7 +105,7 @@ test('manage 64 nodes: one paginated list per round, stopping once every node is
 test('provide 64 nodes, every round a list (listThreshold 1): each round stops at the page of the last unsettled node', async (t) => {
   const client = new IronicClient({ endpoint: ironic.url });
   const start = ironic.seen.length;
-  const report = await client.provision(WAITED, 'provide', { wait: 240, pollInterval: 1, listThreshold: 1 });
+  const report = await client.provision(WAITED, 'provide', { wait: 240, pollInterval: 1, listThreshold: 1, listMode: 'list' });
   assert.equal(report.ok, true);
   assert.deepEqual(new Set(report.nodes.map((n) => `${n.outcome} ${n.state}`)), new Set(['reached available']));
   const rounds = checkRounds(start, 'available', 1);
@@ -119,7 +121,7 @@ test('nodes that are all on the first page: one page per round', async (t) => {
   assert.equal(first.length, MAX_LIMIT);
   const client = new IronicClient({ endpoint: ironic.url });
   const start = ironic.seen.length;
-  const report = await client.waitForProvisionState(first, 'available', { timeout: 60, listThreshold: 1 });
+  const report = await client.waitForProvisionState(first, 'available', { timeout: 60, listThreshold: 1, listMode: 'list' });
   assert.equal(report.ok, true);
   const rounds = checkRounds(start, 'available', 1, first);
   t.diagnostic(`list rounds, pages in each: ${rounds.map((r) => r.length).join(' ')}`);
@@ -133,7 +135,7 @@ test('a timeout: the final check at the deadline reads every page, so every node
   const client = new IronicClient({ endpoint: ironic.url });
   const start = ironic.seen.length;
   const report = await client.waitForProvisionState(WAITED, 'active', {
-    timeout: 3, pollInterval: 1, settle: 'all', failOnUnexpectedState: false,
+    timeout: 3, pollInterval: 1, settle: 'all', failOnUnexpectedState: false, listMode: 'list',
   });
   assert.deepEqual(new Set(report.nodes.map((n) => n.outcome)), new Set(['timed-out']));
   const rounds = listRounds(ironic.seen.slice(start));
