@@ -515,7 +515,7 @@ impl<D: Document> Loop<D> {
         let Some(round) = &self.round else { return };
         for id in round.joined.clone() {
             if self.wait(id).is_some_and(|w| w.round.is_some() && !w.may_send(now)) {
-                self.close(id, now);
+                self.close(id);
             }
         }
         // Retries never start after a wait's deadline, not even in its
@@ -536,7 +536,7 @@ impl<D: Document> Loop<D> {
     /// Wait `id` gets nothing more sent for it in this round: it leaves
     /// the listings not yet under way, and what no request in flight
     /// covers is unanswered.
-    fn close(&mut self, id: WaitId, _now: Millis) {
+    fn close(&mut self, id: WaitId) {
         let Some(round) = &mut self.round else { return };
         let mut covered_by_page = false;
         for (n, listing) in round.listings.iter_mut().enumerate() {
