@@ -249,7 +249,7 @@ export async function runScenario(api, { url }) {
     async listMode() {
       const names = Array.from({ length: 60 }, (_, i) => `l${String(i).padStart(2, '0')}`);
       await load({ nodes: names.map((name) => ({ name, provision_state: 'available' })) });
-      const report = await client().provision(names, 'deploy', { wait: 30, pollInterval: 0.1 });
+      const report = await client().provision(names, 'deploy', { wait: 30, pollInterval: 0.1, listMode: 'list' });
       const gets = await sim.log('GET', '/v1/nodes*');
       const lists = gets.filter((r) => r.path === '/v1/nodes');
       return {
