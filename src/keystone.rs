@@ -11,6 +11,7 @@ use crate::document::{object, quote, Document};
 use crate::error::{AuthFailure, Error};
 use crate::http::message::bounded;
 use crate::http::{Method, Request, Response};
+use crate::time::iso_micros;
 
 /// Something Keystone knows by id or by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,40 +299,10 @@ pub fn refusal<D: Document>(response: &Response) -> Error {
 }
 
 /// Milliseconds since 1970 of an ISO 8601 UTC time as Keystone writes it
-/// (`2026-12-01T07:25:31.000000Z`; `+00:00` or no zone are read as UTC).
+/// (`2026-12-01T07:25:31.000000Z`; an offset, or none: UTC).
 pub fn epoch_ms(text: &str) -> Option<u64> {
-    let (date, time) = text.split_once('T')?;
-    let time = time.strip_suffix('Z').or_else(|| time.strip_suffix("+00:00")).unwrap_or(time);
-    let number = |s: &str| -> Option<u64> { s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse().ok()).flatten() };
-    let mut d = date.split('-');
-    let (year, month, day) = (number(d.next()?)?, number(d.next()?)?, number(d.next()?)?);
-    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
-    let mut t = clock.split(':');
-    let (hour, minute, second) = (number(t.next()?)?, number(t.next()?)?, number(t.next()?)?);
-    if d.next().is_some() || t.next().is_some() || !(1970..=9999).contains(&year) || !(1..=12).contains(&month) {
-        return None;
-    }
-    if !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    // Milliseconds: the first three digits of any number of them.
-    let millis = match fraction {
-        "" => 0,
-        f if f.bytes().all(|b| b.is_ascii_digit()) => {
-            let ms = f.get(..3).unwrap_or(f);
-            number(ms)? * 10u64.pow(3 - ms.len() as u32)
-        }
-        _ => return None,
-    };
-    // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-    // days_from_civil).
-    let (y, m) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
-    let era = y / 400;
-    let year_of_era = y - era * 400;
-    let day_of_year = (153 * m + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    let days = (era * 146_097 + day_of_era).checked_sub(719_468)?;
-    Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
+    // Before 1970: no time Keystone gives.
+    u64::try_from(iso_micros(text)?).ok().map(|us| us / 1000)
 }
 
 #[cfg(test)]

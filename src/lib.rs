@@ -20,6 +20,7 @@
 //! - [`keystone`]: Keystone v3 authentication without I/O: token requests,
 //!   their answers, the service catalog.
 //! - [`document`]: the JSON documents the core reads, parsed by the runtime.
+//! - [`time`]: ISO 8601 times, as Ironic and Keystone write them.
 //! - [`error`]: the one error type; messages are python-ironicclient's.
 //! - [`tables`]: the action table, state rules, outcome names, defaults and
 //!   limits as one value, exported to JS so that no caller keeps a copy.
@@ -37,6 +38,7 @@ pub mod keystone;
 pub mod poll;
 pub mod states;
 pub mod tables;
+pub mod time;
 pub mod verdict;
 
 #[cfg(target_arch = "wasm32")]

@@ -35,7 +35,7 @@ use crate::ironic::requests::{self, Scope};
 use crate::ironic::{MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
 
 use feed::{entry_stamp, EntryStamp, Feed};
-pub use feed::{parse_stamp, Stamp, COMMIT_LAG_MS, RECONCILE_MS};
+pub use feed::{Stamp, COMMIT_LAG_MS, RECONCILE_MS};
 use wait::{Check, Wait};
 
 /// The node fields of a list the change feed reads.
