@@ -86,6 +86,15 @@ impl Fleet {
         seen.map_or(("available", None), |c| (c.state, Some(c.stamp)))
     }
 
+    /// Nodes `nodes` deploy: `deploying` from the start, `active` at
+    /// `active_at`.
+    fn deploy(&mut self, nodes: std::ops::Range<usize>, active_at: u64) {
+        for i in nodes {
+            self.change(i, 0, "deploying", 0);
+            self.change(i, active_at, "active", 0);
+        }
+    }
+
     fn exists(&self, i: usize, now: u64) -> bool {
         self.nodes[i].deleted_at.is_none_or(|d| now < d)
     }
@@ -294,10 +303,7 @@ fn k_waits_on_overlapping_nodes_cost_what_one_wait_on_their_union_costs() {
 #[test]
 fn waits_begun_apart_come_to_share_rounds_and_none_is_checked_sooner_than_it_asked() {
     let mut fleet = Fleet::new(100);
-    for i in 0..100 {
-        fleet.change(i, 0, "deploying", 0);
-        fleet.change(i, 60_000, "active", 0);
-    }
+    fleet.deploy(0..100, 60_000);
     let a = wait_on(0..50, 0.0);
     let b = wait_on(50..100, 0.0);
     let r = run(&mut fleet, vec![Join::at(0, a), Join::at(700, b)], 50);
@@ -316,10 +322,7 @@ fn waits_begun_apart_come_to_share_rounds_and_none_is_checked_sooner_than_it_ask
 #[test]
 fn the_loop_runs_at_the_shortest_interval_and_each_wait_at_its_own() {
     let mut fleet = Fleet::new(60);
-    for i in 0..60 {
-        fleet.change(i, 0, "deploying", 0);
-        fleet.change(i, 30_000, "active", 0);
-    }
+    fleet.deploy(0..60, 30_000);
     let fast = WaitOptions { poll_interval: 1.0, ..wait_on(0..30, 0.0) };
     let slow = WaitOptions { poll_interval: 5.0, ..wait_on(30..60, 0.0) };
     let r = run(&mut fleet, vec![Join::at(0, fast), Join::at(0, slow)], 0);
@@ -357,10 +360,7 @@ fn one_wait_aborted_while_the_others_go_on() {
 #[test]
 fn each_wait_keeps_its_own_deadline() {
     let mut fleet = Fleet::new(60);
-    for i in 0..60 {
-        fleet.change(i, 0, "deploying", 0);
-        fleet.change(i, 9_000, "active", 0);
-    }
+    fleet.deploy(0..60, 9_000);
     let short = WaitOptions { settle: Settle::FirstFailure, ..wait_on(0..30, 3.0) };
     let r = run(&mut fleet, vec![Join::at(0, short), Join::at(0, wait_on(30..60, 0.0))], 5);
     assert!(matches!(r.reports[0].error, Some(ironic_wait::Error::StateTransitionTimeout { .. })));
@@ -376,10 +376,7 @@ fn each_wait_keeps_its_own_deadline() {
 fn after_one_full_listing_a_quiet_round_is_one_request_whatever_the_fleet() {
     for fleet_size in [1_000usize, 5_000, 20_000] {
         let mut fleet = Fleet::new(fleet_size);
-        for i in 0..100 {
-            fleet.change(i, 0, "deploying", 0);
-            fleet.change(i, 100_000, "active", 0);
-        }
+        fleet.deploy(0..100, 100_000);
         let r = run(&mut fleet, vec![Join::at(0, wait_on(0..100, 0.0))], 0);
         assert!(r.reports[0].targets.iter().all(|t| t.outcome == Outcome::Reached));
         // A full last page has a `next` link, as Ironic's: one more page.
@@ -399,10 +396,7 @@ fn after_one_full_listing_a_quiet_round_is_one_request_whatever_the_fleet() {
 #[test]
 fn a_round_with_changes_costs_their_pages_plus_one() {
     let mut fleet = Fleet::new(20_000);
-    for i in 0..1000 {
-        fleet.change(i, 0, "deploying", 0);
-        fleet.change(i, 300_000, "active", 0);
-    }
+    fleet.deploy(0..1000, 300_000);
     // 1% of the fleet (200 nodes) changes every round, elsewhere.
     for round in 0..150u64 {
         for j in 0..200 {
@@ -449,10 +443,7 @@ fn a_change_committed_late_with_an_earlier_stamp_is_still_seen() {
 #[test]
 fn a_node_deleted_is_found_missing_at_the_next_full_listing() {
     let mut fleet = Fleet::new(1_500);
-    for i in 0..50 {
-        fleet.change(i, 0, "deploying", 0);
-        fleet.change(i, 400_000, "active", 0);
-    }
+    fleet.deploy(0..50, 400_000);
     fleet.nodes[5].deleted_at = Some(30_000);
     let r = run(&mut fleet, vec![Join::at(0, wait_on(0..50, 0.0))], 0);
     let t5 = &r.reports[0].targets[5];
@@ -485,10 +476,7 @@ fn the_servers_clock_going_back_is_caught_up_with_by_a_full_listing() {
 #[test]
 fn a_server_without_stamps_is_listed_in_full_every_round() {
     let mut fleet = Fleet::new(1_500);
-    for i in 0..50 {
-        fleet.change(i, 0, "deploying", 0);
-        fleet.change(i, 10_000, "active", 0);
-    }
+    fleet.deploy(0..50, 10_000);
     // An old Ironic: the list ignores fields it does not know.
     let mut old = fleet.clone();
     let joins = vec![Join::at(0, wait_on(0..50, 0.0))];
@@ -534,10 +522,7 @@ fn run_stripping_stamps(fleet: &mut Fleet, joins: Vec<Join>) -> Run {
 #[test]
 fn a_scope_narrows_every_list_and_a_node_outside_it_is_got_alone() {
     let mut fleet = Fleet::new(3_000);
-    for i in 0..60 {
-        fleet.change(i, 0, "deploying", 0);
-        fleet.change(i, 6_000, "active", 0);
-    }
+    fleet.deploy(0..60, 6_000);
     let scope = ironic_wait::ironic::requests::Scope { owner: Some("even".into()), ..Default::default() };
     // Nodes 0..60: the odd ones are outside the scope.
     let options = WaitOptions { scope, ..wait_on(0..60, 0.0) };
