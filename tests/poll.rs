@@ -7,7 +7,10 @@
 use std::collections::HashMap;
 
 use ironic_wait::engine::{Event, Outcome, Report, Settle, WaitOptions};
+use ironic_wait::http::retry::RetryPolicy;
 use ironic_wait::http::{Reply, Request, Response};
+use ironic_wait::ironic::requests::Scope;
+use ironic_wait::poll::watch::{Change as NodeChange, ChangeKind, WatchOptions};
 use ironic_wait::poll::{ListMode, Loop, WaitId, COMMIT_LAG_MS, RECONCILE_MS};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -619,4 +622,201 @@ fn waits_due_at_different_instants_all_join_a_round_that_starts_late() {
     let fetches = poll.step(80);
     assert_eq!(fetches.len(), 1, "one list for all");
     assert!(ids.iter().all(|&id| poll.wait(id).unwrap().rounds() == (1, true)));
+}
+
+// ---------------------------------------------------------------------------
+// Watchers (`client.watch()`): every node of a scope, then each change.
+
+fn watch_options(mode: ListMode, initial: bool) -> WatchOptions {
+    WatchOptions {
+        scope: Scope::default(),
+        mode,
+        extra_fields: String::new(),
+        interval_ms: 2000,
+        initial,
+        fields: true,
+        retry: RetryPolicy::default(),
+        request_timeout_ms: None,
+    }
+}
+
+/// What a watcher took, round by round: (instant, changes).
+type Taken = Vec<(u64, Vec<(ChangeKind, String, Option<String>)>)>;
+
+/// Drives a loop with one watcher (and the waits of `joins`) until `until`,
+/// replies after `latency` ms; the watcher's changes are taken every
+/// `take_every` ms (0: as soon as they come).
+fn run_watch(fleet: &mut Fleet, options: WatchOptions, joins: Vec<Join>, until: u64, take_every: u64) -> Taken {
+    let mut poll = Loop::<Value>::default();
+    let watcher = poll.watch(options, 0);
+    let mut ids: Vec<Option<WaitId>> = joins.iter().map(|_| None).collect();
+    let mut pending: Vec<(u64, ironic_wait::engine::RequestId, Reply)> = Vec::new();
+    let mut taken: Taken = Vec::new();
+    let mut now = 0;
+    let mut last_take = 0;
+    while now <= until {
+        for (k, join) in joins.iter().enumerate() {
+            if ids[k].is_none() && join.at <= now {
+                ids[k] = Some(poll.join(join.options.clone(), now).unwrap());
+            }
+        }
+        for fetch in poll.step(now) {
+            let reply = fleet.answer(&fetch.request, now);
+            pending.push((now, fetch.id, reply));
+        }
+        while let Some((_, id, reply)) = pending.pop() {
+            poll.observe(id, reply, now);
+            for fetch in poll.step(now) {
+                let reply = fleet.answer(&fetch.request, now);
+                pending.push((now, fetch.id, reply));
+            }
+        }
+        let w = poll.watcher_mut(watcher).expect("the watcher goes on");
+        if now >= last_take + take_every && w.take_news() | (w.pending() > 0) {
+            last_take = now;
+            let changes = w.take_changes(usize::MAX);
+            let state =
+                |c: &NodeChange<Value>| c.node.as_ref().map(|n| n["provision_state"].as_str().unwrap().to_string());
+            taken.push((now, changes.iter().map(|c| (c.kind, c.uuid.clone(), state(c))).collect()));
+        }
+        let next = poll.wake_at(now).expect("a watcher always has a next round");
+        now = next.max(now + 1).min(if take_every > 0 { last_take + take_every } else { u64::MAX }).max(now + 1);
+    }
+    taken
+}
+
+/// The fleet as a watcher's consumer knows it after `taken`.
+fn view(taken: &Taken) -> HashMap<String, String> {
+    let mut view = HashMap::new();
+    for (_, changes) in taken {
+        for (kind, uuid, state) in changes {
+            match kind {
+                ChangeKind::Removed => assert!(view.remove(uuid).is_some(), "{uuid} removed but never added"),
+                ChangeKind::Added => assert!(view.insert(uuid.clone(), state.clone().unwrap()).is_none()),
+                // (Modified may be the first a watcher without the start sees.)
+                ChangeKind::Modified => drop(view.insert(uuid.clone(), state.clone().unwrap())),
+            }
+        }
+    }
+    view
+}
+
+fn truth(fleet: &Fleet, now: u64) -> HashMap<String, String> {
+    (0..fleet.nodes.len())
+        .filter(|&i| fleet.exists(i, now))
+        .map(|i| (fleet.nodes[i].uuid.clone(), fleet.at(i, now).0.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_watcher_yields_every_node_once_then_each_change_and_a_quiet_round_is_one_request() {
+    let mut fleet = Fleet::new(2500);
+    deploying(&mut fleet, 300, 4);
+    let taken = run_watch(&mut fleet, watch_options(ListMode::Changes, true), Vec::new(), 60_000, 0);
+    let (at, first) = &taken[0];
+    assert_eq!((*at, first.len()), (0, 2500), "every node once, at the start");
+    assert!(first.iter().all(|c| c.0 == ChangeKind::Added));
+    assert!(taken[1..].iter().flat_map(|t| &t.1).all(|c| c.0 == ChangeKind::Modified));
+    assert_eq!(view(&taken), truth(&fleet, 60_000), "what the consumer knows is the fleet");
+    // Every node that went active was seen going there.
+    let active = taken.iter().flat_map(|t| &t.1).filter(|c| c.2.as_deref() == Some("active")).count();
+    assert_eq!(active, (0..300).filter(|i| i % 7 != 3).count());
+    // The full listing takes 3 pages; after it, a round with nothing new
+    // is one request.
+    let quiet: Vec<&(u64, String)> = fleet.log.iter().filter(|(at, _)| *at > 40_000 && *at < 60_000).collect();
+    let rounds: Vec<u64> =
+        quiet.iter().map(|(at, _)| *at).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    assert_eq!(quiet.len(), rounds.len(), "one request a round: {quiet:?}");
+    assert!(quiet.iter().all(|(_, path)| path.contains("sort_key=provision_updated_at")), "{quiet:?}");
+}
+
+#[test]
+fn a_watcher_and_a_wait_on_one_scope_share_each_listing() {
+    let mut fleet = Fleet::new(1500);
+    deploying(&mut fleet, 100, 2);
+    let wait = Join::at(0, wait_on(0..100, 0.0));
+    let alone = run_watch(&mut fleet.clone(), watch_options(ListMode::Changes, false), Vec::new(), 30_000, 0);
+    let mut shared_fleet = fleet.clone();
+    let shared = run_watch(&mut shared_fleet, watch_options(ListMode::Changes, false), vec![wait], 30_000, 0);
+    assert_eq!(view(&alone), view(&shared));
+    let mut watch_only = fleet.clone();
+    run_watch(&mut watch_only, watch_options(ListMode::Changes, false), Vec::new(), 30_000, 0);
+    // The wait's rounds are the watcher's: no request of its own.
+    assert_eq!(shared_fleet.log.len(), watch_only.log.len(), "{:?}", shared_fleet.log);
+}
+
+#[test]
+fn a_slow_consumer_gets_the_latest_state_of_each_node_once() {
+    let mut fleet = Fleet::new(50);
+    for (k, state) in ["deploying", "wait call-back", "deploying", "active"].into_iter().enumerate() {
+        fleet.change(7, 1000 + 2000 * k as u64, state, 0);
+    }
+    // Taken every 20 s: the four moves of node 7 between two takes are one
+    // change, its last.
+    let taken = run_watch(&mut fleet, watch_options(ListMode::Changes, false), Vec::new(), 40_000, 20_000);
+    let changes: Vec<_> = taken.iter().flat_map(|t| &t.1).collect();
+    assert_eq!(changes, [&(ChangeKind::Modified, uuid(7), Some("active".to_string()))]);
+}
+
+#[test]
+fn a_node_deleted_or_gone_from_the_scope_is_removed() {
+    for mode in [ListMode::Changes, ListMode::Full] {
+        let mut fleet = Fleet::new(40);
+        fleet.nodes[3].deleted_at = Some(5_000);
+        let taken = run_watch(&mut fleet, watch_options(mode, true), Vec::new(), 2 * RECONCILE_MS, 0);
+        let removed: Vec<_> = taken.iter().flat_map(|t| &t.1).filter(|c| c.0 == ChangeKind::Removed).collect();
+        assert_eq!(removed, [&(ChangeKind::Removed, uuid(3), None)], "{mode:?}");
+        assert_eq!(view(&taken), truth(&fleet, 2 * RECONCILE_MS));
+    }
+}
+
+#[test]
+fn fields_beyond_the_provision_state_are_listed_in_full_every_round() {
+    let mut fleet = Fleet::new(30);
+    let options = WatchOptions {
+        extra_fields: "power_state,maintenance".into(),
+        mode: ListMode::Full,
+        ..watch_options(ListMode::Full, false)
+    };
+    run_watch(&mut fleet, options, Vec::new(), 6_000, 0);
+    assert!(fleet.log.len() >= 3);
+    for (_, path) in &fleet.log {
+        assert!(path.contains("fields=uuid,name,provision_state,target_provision_state,last_error,provision_updated_at,power_state,maintenance"), "{path}");
+        assert!(!path.contains("sort_key"), "{path}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, max_shrink_iters: 100, ..ProptestConfig::default() })]
+
+    /// A watcher on the change feed yields what one listing in full yields,
+    /// whatever the stamps' resolution and nodes changing twice between
+    /// rounds; what its consumer knows is the fleet at every round's end.
+    #[test]
+    fn a_watcher_on_the_feed_sees_what_one_listing_in_full_sees(
+        seed in any::<u64>(),
+        fleet_size in 30usize..1200,
+        whole_seconds in any::<bool>(),
+    ) {
+        let mut rng = seed;
+        let mut next = move |n: u64| { rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); (rng >> 33) % n };
+        let mut fleet = Fleet::new(fleet_size);
+        fleet.whole_seconds = whole_seconds;
+        for i in 0..fleet_size {
+            let mut at = 10 + next(20_000);
+            for _ in 0..next(4) {
+                let state = ["deploying", "wait call-back", "active", "deploy failed"][next(4) as usize];
+                fleet.change(i, at, state, 0);
+                at += if next(3) == 0 { 1 + next(400) } else { 500 + next(15_000) };
+            }
+        }
+        // The order within a round is the listing's (by id, or newest first).
+        let sorted = |mut taken: Taken| { taken.iter_mut().for_each(|t| t.1.sort_by(|a, b| a.1.cmp(&b.1))); taken };
+        let full = sorted(run_watch(&mut fleet.clone(), watch_options(ListMode::Full, true), Vec::new(), 50_000, 0));
+        let feed = sorted(run_watch(&mut fleet.clone(), watch_options(ListMode::Changes, true), Vec::new(), 50_000, 0));
+        if let Some(k) = (0..feed.len().max(full.len())).find(|&k| feed.get(k) != full.get(k)) {
+            prop_assert!(false, "round {}: feed {:?}, full {:?}", k, feed.get(k), full.get(k));
+        }
+        prop_assert_eq!(view(&feed), truth(&fleet, 50_000));
+    }
 }

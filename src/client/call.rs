@@ -17,6 +17,7 @@ use crate::ironic::paging::Pager;
 use crate::ironic::requests::{self, Scope};
 use crate::ironic::MAX_PAGE_SIZE;
 use crate::poll::wait::Wait as Waiting;
+use crate::poll::watch::{Change, WatchOptions};
 use crate::poll::{Loop, WaitId};
 use crate::verdict::Seen;
 
@@ -57,6 +58,9 @@ pub enum CallSpec {
         request: Request,
         wait: Option<WaitOptions>,
     },
+    /// Node changes, until aborted or a listing fails (see
+    /// [`crate::poll::watch`]).
+    Watch(WatchOptions),
 }
 
 /// What a call settles with.
@@ -155,6 +159,8 @@ pub(super) enum Phase<D> {
         wait: Option<WaitOptions>,
     },
     Wait(Box<Wait<D>>),
+    /// A watcher, on the loop once the version is known.
+    Watch(Box<WatchOptions>, Option<WaitId>),
     Over,
 }
 
@@ -289,6 +295,7 @@ impl<D: Document> Call<D> {
                 call.method = Some("createAllocation");
                 Phase::Post { exchange: call.exchange(request, true), wait }
             }
+            CallSpec::Watch(options) => Phase::Watch(Box::new(options), None),
         };
         call
     }
@@ -340,6 +347,7 @@ impl<D: Document> Call<D> {
             // Waiting at the version gate, until the deadline (if it came
             // there before it); once joined, the loop keeps its time.
             Phase::Wait(w) if w.member.is_none() => d.filter(|&d| self.gate_since.is_none_or(|s| s < d)),
+            Phase::Watch(..) => None,
             _ => self.exchanges().iter().filter_map(|x| x.wake_at(d)).min(),
         }
     }
@@ -421,6 +429,15 @@ impl<D: Document> Call<D> {
         }
     }
 
+    /// A watch's pending changes, at most `max` (see
+    /// [`crate::poll::watch::Watch::take_changes`]).
+    pub(super) fn take_changes(&self, max: usize, poll: &mut Loop<D>) -> Vec<Change<D>> {
+        match &self.phase {
+            Phase::Watch(_, Some(member)) => poll.watcher_mut(*member).map_or_else(Vec::new, |w| w.take_changes(max)),
+            _ => Vec::new(),
+        }
+    }
+
     /// Its wait on the loop, once joined.
     pub(super) fn waiting<'a>(&self, poll: &'a Loop<D>) -> Option<&'a Waiting<D>> {
         match &self.phase {
@@ -447,10 +464,14 @@ impl<D: Document> Call<D> {
         for x in self.exchanges_mut() {
             x.drop_out(&mut cx);
         }
-        if let Phase::Wait(w) = &self.phase {
-            if let Some(member) = w.member {
-                poll.leave(member);
+        match &self.phase {
+            Phase::Wait(w) => {
+                if let Some(member) = w.member {
+                    poll.leave(member);
+                }
             }
+            Phase::Watch(_, Some(member)) => poll.unwatch(*member),
+            _ => {}
         }
         self.phase = Phase::Over;
         cx.session.leave_call(self.id, cx.out);
@@ -498,6 +519,7 @@ impl<D: Document> Call<D> {
             Phase::Puts(_) => self.step_puts(session, out, poll, now),
             Phase::Post { .. } => self.step_post(session, out, poll, now),
             Phase::Wait(_) => return self.step_wait(session, out, poll, now),
+            Phase::Watch(..) => return self.step_watch(session, out, poll, now),
             Phase::Over => None,
         };
         match result {
@@ -802,6 +824,28 @@ impl<D: Document> Call<D> {
         self.after_loop(session, out, poll, now);
     }
 
+    /// A watcher joins the loop once the version is known (it decides
+    /// `fields`, and whether the scope's filters can be sent).
+    fn step_watch(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
+        if let Phase::Watch(_, None) = &self.phase {
+            let version = match self.version_gate(session, out, now) {
+                Version::Ready(v) => v,
+                Version::Waiting | Version::TimedOut => return,
+                Version::Failed(e) => return self.fail(e, session, out, poll, now),
+            };
+            let Phase::Watch(options, member) = &mut self.phase else { return };
+            if let Err(e) = options.scope.check(version) {
+                return self.fail(e, session, out, poll, now);
+            }
+            let mut options = (**options).clone();
+            options.fields = version >= Microversion::FIELDS;
+            options.retry = session.config.retry;
+            options.request_timeout_ms = session.config.request_timeout_ms;
+            *member = Some(poll.watch(options, now));
+        }
+        self.after_loop(session, out, poll, now);
+    }
+
     /// What its wait did on the loop: progress, a checkpoint or the end of
     /// a step when a round has ended, the answer when it is over.
     pub(super) fn after_loop(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
@@ -811,6 +855,16 @@ impl<D: Document> Call<D> {
         // The loop's requests (sent since the call last advanced) are
         // counted by its waits, not here.
         self.mark = out.sent;
+        if let Phase::Watch(_, Some(member)) = &self.phase {
+            let Some(watch) = poll.watcher_mut(*member) else { return };
+            if watch.take_news() {
+                out.push(Action::Changed(self.id));
+            }
+            if let Some(e) = watch.take_error() {
+                self.fail(e, session, out, poll, now);
+            }
+            return;
+        }
         let Phase::Wait(w) = &mut self.phase else { return };
         let Some(wait) = w.member.and_then(|m| poll.wait_mut(m)) else { return };
         self.changed |= progress(self.id, wait, out);

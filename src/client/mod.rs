@@ -67,6 +67,7 @@ use crate::document::Document;
 use crate::engine::{self, Event, Millis, TargetReport};
 use crate::error::Error;
 use crate::http::Reply;
+use crate::poll::watch::Change;
 use crate::poll::Loop;
 
 pub use call::{Answer, CallReport, CallSpec, Settled, Slot};
@@ -110,6 +111,9 @@ pub enum Action {
     /// [`Client::checkpoint`] to its `onCheckpoint` (there is none if the
     /// call settled since).
     Checkpoint(CallId),
+    /// A watch has changes: take them with [`Client::take_changes`] (now,
+    /// or when its consumer wants them: they are kept, one per node).
+    Changed(CallId),
     /// A call resumed for one step has done it: take its
     /// [`Client::checkpoint`], to go on from at `wake_at` (ms since the
     /// epoch), then [`Client::drop_call`] it.
@@ -362,6 +366,12 @@ impl<D: Document> Client<D> {
     /// [`Action::Progress`]).
     pub fn target_report(&self, call: CallId, target: usize) -> Option<TargetReport<D>> {
         self.calls.iter().find(|c| c.id() == call)?.target_report(target, &self.poll)
+    }
+
+    /// A watch's pending changes, oldest first, at most `max`.
+    pub fn take_changes(&mut self, call: CallId, max: usize) -> Vec<Change<D>> {
+        let Client { calls, poll, .. } = self;
+        calls.iter().find(|c| c.id() == call).map_or_else(Vec::new, |c| c.take_changes(max, poll))
     }
 
     /// A settled call's answer; the call is forgotten.

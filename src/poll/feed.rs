@@ -124,7 +124,9 @@ impl<D: Document> Feed<D> {
     /// Paging a changes round stops below this stamp.
     pub fn stop_below(&self) -> Option<Stamp> {
         let resolution = if self.whole_seconds { 1_000_000 } else { 0 };
-        Some(self.watermark? - COMMIT_LAG_MS * 1000 - resolution)
+        // Saturating: a fleet where no node ever moved has the lowest
+        // watermark there is.
+        Some(self.watermark?.saturating_sub(COMMIT_LAG_MS * 1000 + resolution))
     }
 
     /// A full listing begins at `now`.
@@ -250,5 +252,11 @@ mod tests {
         feed.absorb("a", Some("na"), &json!({}), Some(7_000_000));
         feed.end_full(true);
         assert!(feed.find("b", true).is_none());
+        // A fleet no node of which ever moved: every stamp is above the stop.
+        let mut never = Feed::<Value>::default();
+        never.begin_full(0);
+        never.absorb("c", None, &json!({}), None);
+        never.end_full(true);
+        assert_eq!(never.stop_below(), Some(Stamp::MIN));
     }
 }

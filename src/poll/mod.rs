@@ -21,6 +21,7 @@
 
 mod feed;
 pub mod wait;
+pub mod watch;
 
 use std::collections::HashMap;
 
@@ -37,6 +38,7 @@ use crate::ironic::{MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
 use feed::{entry_stamp, EntryStamp, Feed};
 pub use feed::{Stamp, COMMIT_LAG_MS, RECONCILE_MS};
 use wait::{Check, Wait};
+use watch::{Watch, WatchOptions};
 
 /// The node fields of a list the change feed reads.
 const FEED_FIELDS: &str = "uuid,name,provision_state,target_provision_state,last_error,provision_updated_at";
@@ -61,11 +63,14 @@ pub enum ListMode {
     Full,
 }
 
-/// The waits that list the same scope the same way share one listing.
+/// The waits and watchers that list the same scope the same way share one
+/// listing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct GroupKey {
     scope: Scope,
     mode: ListMode,
+    /// Fields listed beyond the provision state's (a watcher's).
+    extra_fields: String,
 }
 
 /// What the loop keeps of one scope between rounds.
@@ -169,6 +174,8 @@ struct Index {
 #[derive(Debug)]
 pub struct Loop<D> {
     waits: Vec<(WaitId, Wait<D>)>,
+    /// Watchers (`watch`); their ids are of the same series as the waits'.
+    watches: Vec<(WaitId, Watch<D>)>,
     index: Index,
     groups: Vec<Group<D>>,
     round: Option<Round>,
@@ -188,6 +195,7 @@ impl<D> Default for Loop<D> {
     fn default() -> Self {
         Loop {
             waits: Vec::new(),
+            watches: Vec::new(),
             index: Index::default(),
             groups: Vec::new(),
             round: None,
@@ -233,6 +241,39 @@ impl<D: Document> Loop<D> {
         }
         self.waits.push((id, wait));
         id
+    }
+
+    /// A watcher (see `watch`) joins at `now`; its first round is due at
+    /// once.
+    pub fn watch(&mut self, options: WatchOptions, now: Millis) -> WaitId {
+        self.next_wait += 1;
+        let id = WaitId(self.next_wait);
+        self.retry = options.retry;
+        self.watches.push((id, Watch::new(options, now)));
+        id
+    }
+
+    /// The watcher `id`, until it leaves.
+    pub fn watcher_mut(&mut self, id: WaitId) -> Option<&mut Watch<D>> {
+        self.watches.iter_mut().find(|(w, _)| *w == id).map(|(_, w)| w)
+    }
+
+    fn watcher(&self, id: WaitId) -> Option<&Watch<D>> {
+        self.watches.iter().find(|(w, _)| *w == id).map(|(_, w)| w)
+    }
+
+    /// The watcher leaves: nothing more is listed for it.
+    pub fn unwatch(&mut self, id: WaitId) {
+        self.watches.retain(|(w, _)| *w != id);
+        self.forget(id);
+    }
+
+    /// May a request sent at `now` serve `id`? A watcher's, always.
+    fn may_send(&self, id: WaitId, now: Millis) -> bool {
+        match self.wait(id) {
+            Some(w) => w.may_send(now),
+            None => self.watcher(id).is_some(),
+        }
     }
 
     /// The wait `id`, until it leaves.
@@ -382,11 +423,13 @@ impl<D: Document> Loop<D> {
     /// interval later, so that the gap between them closes round by round.
     fn next_start(&self) -> Option<(Millis, Vec<WaitId>)> {
         // (due, latest start, interval, id); a few waits, so no sorting.
-        let due: Vec<(Millis, Millis, Millis, WaitId)> = self
-            .waits
+        let waits =
+            self.waits.iter().filter_map(|(id, w)| Some((w.due_at()?, w.latest_start()?, w.interval_ms(), *id)));
+        let watches = self
+            .watches
             .iter()
-            .filter_map(|(id, w)| Some((w.due_at()?, w.latest_start()?, w.interval_ms(), *id)))
-            .collect();
+            .filter_map(|(id, w)| Some((w.due_at()?, w.latest_start()?, w.options.interval_ms, *id)));
+        let due: Vec<(Millis, Millis, Millis, WaitId)> = waits.chain(watches).collect();
         let &(mut at, _, interval, _) = due.iter().min()?;
         let latest = loop {
             let latest = due.iter().filter(|d| d.0 <= at).map(|d| d.1).min().unwrap_or(at);
@@ -414,8 +457,9 @@ impl<D: Document> Loop<D> {
         // Starting late (the version was being negotiated, the last round
         // ran long): every wait due by now is overdue, and joins.
         if at < now {
-            joined =
-                self.waits.iter().filter(|(_, w)| w.due_at().is_some_and(|d| d <= now)).map(|(id, _)| *id).collect();
+            let waits = self.waits.iter().filter(|(_, w)| w.due_at().is_some_and(|d| d <= now)).map(|(id, _)| *id);
+            let watches = self.watches.iter().filter(|(_, w)| w.due_at().is_some_and(|d| d <= now)).map(|(id, _)| *id);
+            joined = waits.chain(watches).collect();
         }
         self.rounds += 1;
         let mut concurrency = usize::MAX;
@@ -423,6 +467,9 @@ impl<D: Document> Loop<D> {
             if let Some(w) = self.wait_mut(*id) {
                 w.begin_round(now);
                 concurrency = concurrency.min(w.options.concurrency);
+            }
+            if let Some(w) = self.watcher_mut(*id) {
+                w.begin_round();
             }
         }
         let listings = self.plan_listings(&joined, now);
@@ -437,15 +484,21 @@ impl<D: Document> Loop<D> {
     }
 
     /// The listings a round makes: per scope, when listing costs fewer
-    /// requests than a GET per due node.
+    /// requests than a GET per due node, and always for a watcher.
     fn plan_listings(&mut self, joined: &[WaitId], now: Millis) -> Vec<Listing> {
         let mut by_group: Vec<(usize, Vec<WaitId>)> = Vec::new();
         for &id in joined {
-            let Some(w) = self.wait(id) else { continue };
-            if w.subject() != Subject::Node {
-                continue;
-            }
-            let key = GroupKey { scope: w.options.scope.clone(), mode: w.options.list_mode };
+            let key = match (self.wait(id), self.watcher(id)) {
+                (Some(w), _) if w.subject() == Subject::Node => {
+                    GroupKey { scope: w.options.scope.clone(), mode: w.options.list_mode, extra_fields: String::new() }
+                }
+                (_, Some(w)) => GroupKey {
+                    scope: w.options.scope.clone(),
+                    mode: w.options.mode,
+                    extra_fields: w.options.extra_fields.clone(),
+                },
+                _ => continue,
+            };
             let group = match self.groups.iter().position(|g| g.key == key) {
                 Some(g) => g,
                 None => {
@@ -461,23 +514,29 @@ impl<D: Document> Loop<D> {
         let mut listings = Vec::new();
         for (group, waits) in by_group {
             let members: Vec<&Wait<D>> = waits.iter().filter_map(|&id| self.wait(id)).collect();
+            let watchers: Vec<&Watch<D>> = waits.iter().filter_map(|&id| self.watcher(id)).collect();
             let due: usize = members.iter().map(|w| w.round.as_ref().map_or(0, |r| r.due.len())).sum();
             let threshold = members.iter().map(|w| w.options.list_threshold).min().unwrap_or(usize::MAX);
             let page_size = members.iter().map(|w| w.options.page_size).min().unwrap_or(MAX_PAGE_SIZE);
-            let fields = members.iter().all(|w| w.options.fields);
+            let fields = members.iter().all(|w| w.options.fields) && watchers.iter().all(|w| w.options.fields);
             let final_checks = members.iter().filter(|w| w.round.as_ref().is_some_and(|r| r.final_check)).count();
-            let all_final = final_checks == members.len();
+            let all_final = final_checks == waits.len();
             let names = members.iter().any(|w| w.names_due(|i| !requests::is_uuid_like(i)));
+            // A watcher new to the scope starts from a full listing.
+            let watching = !watchers.is_empty();
+            let fresh = watchers.iter().any(|w| !w.listed);
             let g = &mut self.groups[group];
-            let feeds = g.key.mode == ListMode::Changes && fields && !g.no_feed && g.listed;
+            // A watcher feeds the feed from its first listing; a wait, from
+            // its second (one that ends in one round needs none).
+            let feeds = g.key.mode == ListMode::Changes && fields && !g.no_feed && (g.listed || watching);
             // A list costs the pages the last one took, a changes round
             // about one request; GETs cost one a node. A final check lists
             // in full; if it is every wait's, paging stops early.
-            let changes = feeds && !g.feed.needs_full(now, final_checks > 0, g.pages.unwrap_or(1));
+            let changes = feeds && !fresh && !g.feed.needs_full(now, final_checks > 0, g.pages.unwrap_or(1));
             let fewer_requests = g.pages.is_some_and(|pages| due > pages as usize);
-            let kind = if changes && due > 1 {
+            let kind = if changes && (due > 1 || watching) {
                 ListKind::Changes { stop_below: g.feed.stop_below().unwrap_or(Stamp::MIN) }
-            } else if due >= threshold || fewer_requests {
+            } else if due >= threshold || fewer_requests || watching {
                 let early_stop = !feeds || all_final;
                 if !early_stop {
                     g.feed.begin_full(now);
@@ -491,6 +550,13 @@ impl<D: Document> Loop<D> {
                 ListKind::Changes { .. } => g.feed.first_page(page_size),
                 ListKind::Full { .. } => page_size,
             };
+            if let ListKind::Full { .. } = kind {
+                for &id in &waits {
+                    if let Some(w) = self.watcher_mut(id) {
+                        w.begin_full();
+                    }
+                }
+            }
             listings.push(Listing {
                 group,
                 kind,
@@ -717,6 +783,12 @@ impl<D: Document> Loop<D> {
                         limit = Some(limit.map_or(t, |l| l.min(t)));
                     }
                 }
+                if let Some(watch) = self.watcher_mut(*w) {
+                    watch.requests = watch.requests.saturating_add(1);
+                    if let Some(t) = watch.options.request_timeout_ms {
+                        limit = Some(limit.map_or(t, |l| l.min(t)));
+                    }
+                }
             }
             let id = RequestId(self.next_id);
             self.next_id += 1;
@@ -737,8 +809,7 @@ impl<D: Document> Loop<D> {
             if listing.next_page.is_none() {
                 return;
             }
-            let late: Vec<WaitId> =
-                listing.waits.iter().copied().filter(|&id| self.wait(id).is_none_or(|w| !w.may_send(now))).collect();
+            let late: Vec<WaitId> = listing.waits.iter().copied().filter(|&id| !self.may_send(id, now)).collect();
             for id in late {
                 if let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) {
                     listing.waits.retain(|w| *w != id);
@@ -754,14 +825,24 @@ impl<D: Document> Loop<D> {
             }
             let marker = listing.next_page.take().flatten();
             let g = &self.groups[listing.group];
+            // A watcher compares what it is shown, stamps included, in
+            // every list mode alike.
+            let watched = listing.waits.iter().any(|id| self.watches.iter().any(|(w, _)| w == id));
             let (fields, newest_first) = match listing.kind {
                 ListKind::Changes { .. } => (FEED_FIELDS, true),
-                ListKind::Full { early_stop: false } => (FEED_FIELDS, false),
-                ListKind::Full { early_stop: true } => (NODE_WAIT_FIELDS, false),
+                ListKind::Full { early_stop } => {
+                    (if early_stop && !watched { NODE_WAIT_FIELDS } else { FEED_FIELDS }, false)
+                }
             };
-            let fields = self.waits.iter().all(|(_, w)| w.options.fields).then_some(fields);
+            let extra = &g.key.extra_fields;
+            let fields = match extra.is_empty() {
+                true => fields.to_string(),
+                false => format!("{fields},{extra}"),
+            };
+            let all_fields = self.waits.iter().all(|(_, w)| w.options.fields);
+            let fields = (all_fields && self.watches.iter().all(|(_, w)| w.options.fields)).then_some(fields);
             let size = if marker.is_some() { listing.page_size } else { listing.first_page };
-            let request = requests::list_nodes(fields, size, marker.as_deref(), &g.key.scope, newest_first);
+            let request = requests::list_nodes(fields.as_deref(), size, marker.as_deref(), &g.key.scope, newest_first);
             ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0, round: number });
             return;
         }
@@ -944,7 +1025,15 @@ impl<D: Document> Loop<D> {
         }
         let kind = listing.kind;
         let mut more = marker.is_some();
+        // (Fields, not methods: `listing` borrows the round.)
+        let watchers: Vec<WaitId> =
+            listing.waits.iter().copied().filter(|id| self.watches.iter().any(|(w, _)| w == id)).collect();
         for entry in &entries {
+            if let Some(uuid) = &entry.uuid {
+                for (_, w) in self.watches.iter_mut().filter(|(id, _)| watchers.contains(id)) {
+                    w.observe(uuid, &entry.body);
+                }
+            }
             if let ListKind::Full { early_stop: true } = kind {
             } else {
                 let stamp = match entry_stamp(&entry.body) {
@@ -982,7 +1071,7 @@ impl<D: Document> Loop<D> {
             }
         }
         let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) else { return };
-        if matches!(kind, ListKind::Full { early_stop: true }) {
+        if matches!(kind, ListKind::Full { early_stop: true }) && watchers.is_empty() {
             // Stop paging once every due node is found.
             let waits = listing.waits.clone();
             more &= waits.iter().any(|&id| self.wait(id).is_some_and(Wait::has_unanswered));
@@ -1002,6 +1091,9 @@ impl<D: Document> Loop<D> {
             if let Some(wait) = self.wait_mut(id) {
                 wait.fill_unanswered(check.clone());
             }
+            if let (Some(w), Check::Failed(e)) = (self.watcher_mut(id), &check) {
+                w.fail(e.clone());
+            }
         }
         self.finish_listing(now, false);
     }
@@ -1020,6 +1112,7 @@ impl<D: Document> Loop<D> {
                 if !early_stop {
                     g.feed.end_full(complete);
                 }
+                self.end_watch_rounds(&listing.waits, complete, now);
                 // Served page by page already.
                 return self.judge_all(now);
             }
@@ -1034,6 +1127,11 @@ impl<D: Document> Loop<D> {
                     again.next_page = Some(None);
                     again.first_page = again.page_size;
                     g.feed.begin_full(now);
+                    for &id in &again.waits {
+                        if let Some(w) = self.watcher_mut(id) {
+                            w.begin_full();
+                        }
+                    }
                     if let Some(round) = &mut self.round {
                         round.listings.insert(0, again);
                     }
@@ -1041,6 +1139,7 @@ impl<D: Document> Loop<D> {
                 }
             }
         }
+        self.end_watch_rounds(&listing.waits, false, now);
         if !complete {
             return self.judge_all(now);
         }
@@ -1059,6 +1158,16 @@ impl<D: Document> Loop<D> {
             }
         }
         self.judge_all(now);
+    }
+
+    /// The watchers a listing served are done with this round (`full`: it
+    /// read the whole scope).
+    fn end_watch_rounds(&mut self, ids: &[WaitId], full: bool, now: Millis) {
+        for &id in ids {
+            if let Some(w) = self.watcher_mut(id) {
+                w.end_round(full, now);
+            }
+        }
     }
 
     /// Every joined wait judges what came in; a wait that ended (its
@@ -1080,7 +1189,9 @@ impl<D: Document> Loop<D> {
     /// for the feed; what is in flight then is no longer wanted.
     fn end_round_if_done(&mut self) {
         let Some(round) = &self.round else { return };
-        let open = round.joined.iter().any(|&id| self.wait(id).is_some_and(|w| w.round.is_some()));
+        let open = round.joined.iter().any(|&id| {
+            self.wait(id).is_some_and(|w| w.round.is_some()) || self.watcher(id).is_some_and(|w| w.in_round)
+        });
         let feeding = round.listings.iter().any(|l| l.kind == ListKind::Full { early_stop: false });
         if open || feeding && !round.joined.is_empty() {
             return;
