@@ -1796,3 +1796,72 @@ fn the_callers_headers_go_to_ironic_only_and_every_request_has_its_time_limit() 
     assert_eq!(limits, [Some(30_000), Some(30_010), Some(30_020)]);
     clean(&h);
 }
+
+// ---- watches ----------------------------------------------------------------
+
+fn watch_spec(scope: ironic_wait::ironic::requests::Scope, interval_ms: u64) -> CallSpec {
+    CallSpec::Watch(ironic_wait::poll::watch::WatchOptions {
+        scope,
+        mode: ironic_wait::poll::ListMode::Changes,
+        extra_fields: String::new(),
+        interval_ms,
+        initial: true,
+        fields: false,
+        retry: Default::default(),
+        request_timeout_ms: None,
+    })
+}
+
+#[test]
+fn a_watch_negotiates_lists_its_scope_and_after_an_abort_sends_nothing() {
+    let mut h = Harness::new(config());
+    h.on("GET /v1", vec![at_once(v1("1.1", "1.99"))]);
+    let mut n1 = node("n1", "available");
+    n1["provision_updated_at"] = Value::Null;
+    let full = "GET /v1/nodes?fields=uuid,name,provision_state,target_provision_state,last_error,provision_updated_at&limit=1000&owner=me";
+    h.on(full, vec![at_once(ok(json!({ "nodes": [n1] })))]);
+    let changes = "GET /v1/nodes?fields=uuid,name,provision_state,target_provision_state,last_error,provision_updated_at&limit=20&owner=me&sort_key=provision_updated_at&sort_dir=desc";
+    let mut moved = node("n1", "deploying");
+    moved["provision_updated_at"] = json!("2026-12-01T00:00:01.000001+00:00");
+    h.on(changes, vec![at_once(ok(json!({ "nodes": [] }))), at_once(ok(json!({ "nodes": [moved] })))]);
+    let scope = ironic_wait::ironic::requests::Scope { owner: Some("me".into()), ..Default::default() };
+    let call = h.start(watch_spec(scope, 1000));
+    h.run_until(2500);
+    let kinds: Vec<_> = h
+        .changes
+        .iter()
+        .map(|(at, _, c)| (*at, c.kind.name(), c.node.as_ref().unwrap()["provision_state"].clone()))
+        .collect();
+    assert_eq!(kinds, [(0, "added", json!("available")), (2000, "modified", json!("deploying"))]);
+    h.abort(call);
+    h.run_until(10_000);
+    assert_eq!(
+        h.trace(),
+        ["0 GET /v1".to_string(), format!("0 {full}"), format!("1000 {changes}"), format!("2000 {changes}")]
+    );
+    assert_eq!(h.error(call), &Error::Aborted);
+    clean(&h);
+}
+
+#[test]
+fn a_watch_ends_with_the_error_of_a_listing_that_failed_and_refuses_a_scope_too_new() {
+    let mut h = Harness::new(Config {
+        retry: ironic_wait::http::retry::RetryPolicy { max_retries: 1, interval_ms: 100 },
+        ..config()
+    });
+    h.on("GET /v1", vec![at_once(v1("1.1", "1.99"))]);
+    let full = "GET /v1/nodes?fields=uuid,name,provision_state,target_provision_state,last_error,provision_updated_at&limit=1000";
+    h.on(full, vec![at_once(status(503)), at_once(status(503))]);
+    let call = h.start(watch_spec(Default::default(), 1000));
+    h.run_until(10_000);
+    assert_eq!(h.trace(), ["0 GET /v1".to_string(), format!("0 {full}"), format!("100 {full}")]);
+    assert!(matches!(h.error(call), Error::Http(e) if e.status == 503), "{:?}", h.error(call));
+    // A shard filter needs 1.82.
+    let mut h = Harness::new(pinned("1.50"));
+    let scope = ironic_wait::ironic::requests::Scope { shard: vec!["s1".into()], ..Default::default() };
+    let call = h.start(watch_spec(scope, 1000));
+    h.run_until(10_000);
+    assert_eq!(h.trace(), Vec::<String>::new());
+    assert!(matches!(h.error(call), Error::UnsupportedVersion(_)), "{:?}", h.error(call));
+    clean(&h);
+}

@@ -155,6 +155,8 @@ pub struct Driver<S> {
     /// Every request sent, in order.
     pub sent: Vec<Sent>,
     pub progress: Vec<Progress>,
+    /// A watch's changes, as taken when it said it had some.
+    pub changes: Vec<(u64, CallId, ironic_wait::poll::watch::Change<Value>)>,
     /// Each call's answer, with the world's instant it settled at.
     pub answers: BTreeMap<CallId, (u64, Settled<Value>)>,
     /// Cancels naming a request that was not in flight.
@@ -208,6 +210,7 @@ impl<S: Server> Driver<S> {
             log: Vec::new(),
             sent: Vec::new(),
             progress: Vec::new(),
+            changes: Vec::new(),
             answers: BTreeMap::new(),
             stray_cancels: Vec::new(),
             checkpoints: Vec::new(),
@@ -334,6 +337,12 @@ impl<S: Server> Driver<S> {
                 if self.abort_on_progress == Some(call) {
                     self.abort_on_progress = None;
                     self.client.abort(call, now);
+                }
+            }
+            Action::Changed(call) => {
+                assert!(!self.answers.contains_key(&call), "changes of {call:?} after it settled");
+                for change in self.client.take_changes(call, usize::MAX) {
+                    self.changes.push((at, call, change));
                 }
             }
             Action::Settled(call) => {
