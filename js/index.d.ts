@@ -290,6 +290,28 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** One change of `watch()`: `removed` is a node deleted or gone from the scope (its `node` is null). */
+export interface NodeChange {
+  type: 'added' | 'modified' | 'removed';
+  uuid: string;
+  /** The fields listed: uuid, name, provision_state, target_provision_state, last_error, provision_updated_at and `fields`. */
+  node: Record<string, unknown> | null;
+}
+
+export interface WatchOptions {
+  /** Ironic's list filters, each checked against the server's microversion. */
+  scope?: Scope;
+  /** 'changes' (default): one request a quiet round, by `provision_updated_at`; 'list': the scope in full each round. */
+  listMode?: 'changes' | 'list';
+  /** Node fields watched beyond the provision state's (`power_state`, `maintenance`, ...): the scope is then listed in full each round. */
+  fields?: string[];
+  /** Seconds between rounds (2). */
+  pollInterval?: number;
+  /** Yield every node of the scope at the start (true). */
+  initial?: boolean;
+  signal?: AbortSignal;
+}
+
 export class IronicClient {
   constructor(options: IronicClientOptions);
   /** Sends the action to each node (one PUT each, in order) and, with `wait`, waits for the action's expected state. */
@@ -310,6 +332,14 @@ export class IronicClient {
   waitForAllocation(id: string, options?: WaitOptions): Promise<AllocationReport>;
   /** One node; `fields` limits what is returned (API 1.8+). */
   getNode(id: string, options?: CallOptions & { fields?: string[] }): Promise<Record<string, unknown>>;
+  /**
+   * The nodes of a scope, once at the start (unless `initial: false`), then each change of them, in the manner of
+   * `kubectl get -w`, on the client's one poll loop (shared with its waits). A consumer slower than the changes gets
+   * the latest state of each node changed since its last item, never a growing queue. Breaking out of the loop ends
+   * the watch; `signal` aborting makes the iteration throw its reason; a listing that fails (after the retries)
+   * throws its error.
+   */
+  watch(options?: WatchOptions): AsyncGenerator<NodeChange, void, undefined>;
   /** Nodes: every page (pages of 1000), or one page of `limit`. */
   listNodes(
     options?: CallOptions & { fields?: string[]; limit?: number; provisionState?: string },

@@ -467,6 +467,40 @@ export class IronicClient {
     return this.#call('getNode', [identifier('id', id)], options);
   }
 
+  /**
+   * The nodes of a scope, then each change of them, as an async iterator
+   * of `{ type: 'added' | 'modified' | 'removed', uuid, node }`. It starts
+   * at the first `next()` and ends when the loop using it breaks, or
+   * throws when `signal` aborts (its reason) or a listing fails.
+   */
+  watch(options) {
+    const raw = this.#raw;
+    const given = readOptions('options', options);
+    const signal = given.signal;
+    const own = new AbortController();
+    return (async function* () {
+      if (signal && aborted(signal)) throw reasonOf(signal);
+      const following = signal && readable('Option signal', () => follow(signal, () => own.abort(reasonOf(signal))));
+      given.signal = own.signal;
+      const [id, end] = raw.watch(given);
+      end.catch(() => {});
+      try {
+        for (;;) {
+          const batch = await raw.changes(id);
+          // None: the watch is over, and `end` says why.
+          if (batch.length === 0) return void (await end);
+          yield* batch;
+        }
+      } catch (e) {
+        throw toError(e);
+      } finally {
+        following?.stop();
+        // The consumer left (a `break`): nothing more is sent.
+        own.abort();
+      }
+    })();
+  }
+
   async listNodes(options) {
     return this.#call('listNodes', [], options);
   }

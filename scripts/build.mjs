@@ -2,7 +2,7 @@
 //   1. setup.mjs: npm packages, the wasm32 target, the matching wasm-bindgen
 //   2. cargo build with the size-focused release profile
 //   3. wasm-bindgen --target web (one output serves every runtime)
-//   4. wasm-opt -Oz (npm `binaryen`)
+//   4. wasm-opt (npm `binaryen`), size first: see WASM_OPT_ARGS
 //   5. js/ (entry wrappers per runtime + the JS API layer) copied alongside
 // Steps 3-4 are cached next to cargo's output, keyed by the wasm's hash:
 // wasm-opt (a JS build of binaryen) takes ~10 s, and most `npm test` runs
@@ -26,7 +26,18 @@ const WASM_OPT = join(ROOT, 'node_modules', 'binaryen', 'bin', 'wasm-opt');
 // the profile ever sets `strip = true`; naming them keeps -Oz working then.
 const WASM_FEATURES = ['bulk-memory', 'nontrapping-float-to-int', 'sign-ext', 'mutable-globals', 'reference-types', 'multivalue'];
 // --strip-producers: the toolchain-version section is of no use to users.
-const WASM_OPT_ARGS = ['-Oz', '--strip-producers', ...WASM_FEATURES.map((f) => `--enable-${f}`)];
+// Merging similar functions, then flattening and re-looping the control
+// flow before -Oz twice, takes a few seconds more and 2 KB off the gzip
+// (measured on this wasm against -Oz alone: 147.6 KB against 149.6 KB).
+const WASM_OPT_ARGS = [
+  '--merge-similar-functions',
+  '--flatten',
+  '--rereloop',
+  '-Oz',
+  '-Oz',
+  '--strip-producers',
+  ...WASM_FEATURES.map((f) => `--enable-${f}`),
+];
 
 await main('build', async () => {
   const started = performance.now();

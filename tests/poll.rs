@@ -774,9 +774,9 @@ fn a_node_deleted_or_gone_from_the_scope_is_removed() {
 fn fields_beyond_the_provision_state_are_listed_in_full_every_round() {
     let mut fleet = Fleet::new(30);
     let options = WatchOptions {
-        extra_fields: "power_state,maintenance".into(),
-        mode: ListMode::Full,
-        ..watch_options(ListMode::Full, false)
+        // The feed's own fields are listed once; the rest force a list in full.
+        extra_fields: "power_state,provision_state,maintenance".into(),
+        ..watch_options(ListMode::Changes, false)
     };
     run_watch(&mut fleet, options, Vec::new(), 6_000, 0);
     assert!(fleet.log.len() >= 3);

@@ -244,8 +244,15 @@ impl<D: Document> Loop<D> {
     }
 
     /// A watcher (see `watch`) joins at `now`; its first round is due at
-    /// once.
-    pub fn watch(&mut self, options: WatchOptions, now: Millis) -> WaitId {
+    /// once. Fields beyond the feed's are listed in full every round: the
+    /// feed follows the provision state alone.
+    pub fn watch(&mut self, mut options: WatchOptions, now: Millis) -> WaitId {
+        let extra: Vec<&str> =
+            options.extra_fields.split(',').filter(|f| !f.is_empty() && !FEED_FIELDS.split(',').any(|b| b == *f)).collect();
+        options.extra_fields = extra.join(",");
+        if !options.extra_fields.is_empty() {
+            options.mode = ListMode::Full;
+        }
         self.next_wait += 1;
         let id = WaitId(self.next_wait);
         self.retry = options.retry;
@@ -422,14 +429,7 @@ impl<D: Document> Loop<D> {
     /// allows when a wait of the same interval is due less than half an
     /// interval later, so that the gap between them closes round by round.
     fn next_start(&self) -> Option<(Millis, Vec<WaitId>)> {
-        // (due, latest start, interval, id); a few waits, so no sorting.
-        let waits =
-            self.waits.iter().filter_map(|(id, w)| Some((w.due_at()?, w.latest_start()?, w.interval_ms(), *id)));
-        let watches = self
-            .watches
-            .iter()
-            .filter_map(|(id, w)| Some((w.due_at()?, w.latest_start()?, w.options.interval_ms, *id)));
-        let due: Vec<(Millis, Millis, Millis, WaitId)> = waits.chain(watches).collect();
+        let due = self.due();
         let &(mut at, _, interval, _) = due.iter().min()?;
         let latest = loop {
             let latest = due.iter().filter(|d| d.0 <= at).map(|d| d.1).min().unwrap_or(at);
@@ -449,6 +449,19 @@ impl<D: Document> Loop<D> {
         Some((at, joined))
     }
 
+    /// Every wait and watcher between rounds: (due, latest start, interval,
+    /// id); a few, so no sorting.
+    fn due(&self) -> Vec<(Millis, Millis, Millis, WaitId)> {
+        let mut due = Vec::new();
+        for (id, w) in &self.waits {
+            due.extend(w.due_at().zip(w.latest_start()).map(|(at, latest)| (at, latest, w.interval_ms(), *id)));
+        }
+        for (id, w) in &self.watches {
+            due.extend(w.due_at().zip(w.latest_start()).map(|(at, latest)| (at, latest, w.options.interval_ms, *id)));
+        }
+        due
+    }
+
     fn start_round(&mut self, now: Millis) {
         let Some((at, mut joined)) = self.next_start() else { return };
         if at > now {
@@ -457,9 +470,7 @@ impl<D: Document> Loop<D> {
         // Starting late (the version was being negotiated, the last round
         // ran long): every wait due by now is overdue, and joins.
         if at < now {
-            let waits = self.waits.iter().filter(|(_, w)| w.due_at().is_some_and(|d| d <= now)).map(|(id, _)| *id);
-            let watches = self.watches.iter().filter(|(_, w)| w.due_at().is_some_and(|d| d <= now)).map(|(id, _)| *id);
-            joined = waits.chain(watches).collect();
+            joined = self.due().iter().filter(|d| d.0 <= now).map(|d| d.3).collect();
         }
         self.rounds += 1;
         let mut concurrency = usize::MAX;

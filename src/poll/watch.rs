@@ -12,7 +12,6 @@
 //! node, never a queue that grows with time.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 use crate::document::Document;
 use crate::engine::Millis;
@@ -68,6 +67,19 @@ pub struct Change<D> {
     pub node: Option<D>,
 }
 
+/// What a watcher knows of one node.
+#[derive(Debug)]
+struct Known<D> {
+    /// A fingerprint of what it was last shown; `None` once removed (the
+    /// entry stays until its removal is taken).
+    print: Option<u64>,
+    /// The full listing it was last seen in.
+    generation: u64,
+    /// Its change not yet taken: the kind, as the consumer will see it
+    /// from what it saw last, and the latest state.
+    pending: Option<(ChangeKind, Option<D>)>,
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct Watch<D> {
@@ -75,21 +87,22 @@ pub struct Watch<D> {
     next_round: Option<Millis>,
     slack_ms: Millis,
     pub(crate) in_round: bool,
-    /// UUID -> (fingerprint of what was seen, the full listing it was last
-    /// seen in).
-    seen: HashMap<String, (u64, u64)>,
+    /// By UUID (one map: each map type costs the wasm its own code).
+    known: HashMap<String, Known<D>>,
     /// Full listings begun for it.
     generation: u64,
     /// A complete full listing was read: the start is over.
     pub(crate) listed: bool,
-    /// Changes not yet taken, one per node, in the order they came (a UUID
-    /// may repeat in `order`; `pending` has it once).
-    order: Vec<String>,
-    pending: HashMap<String, Change<D>>,
     /// Changes came since the consumer was last told.
     news: bool,
     error: Option<Error>,
     pub(crate) requests: u32,
+}
+
+/// FNV-1a: a fingerprint of what a node showed (a few lines, where std's
+/// hasher would cost the wasm kilobytes).
+fn fingerprint(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 impl<D: Document> Watch<D> {
@@ -100,11 +113,9 @@ impl<D: Document> Watch<D> {
             next_round: Some(now),
             slack_ms: 0,
             in_round: false,
-            seen: HashMap::new(),
+            known: HashMap::new(),
             generation: 0,
             listed: false,
-            order: Vec::new(),
-            pending: HashMap::new(),
             news: false,
             error: None,
             requests: 0,
@@ -131,15 +142,28 @@ impl<D: Document> Watch<D> {
 
     /// One entry of a listing it is served by.
     pub(crate) fn observe(&mut self, uuid: &str, body: &D) {
-        let print = BuildHasherDefault::<DefaultHasher>::default().hash_one(body.to_json());
+        let print = Some(fingerprint(&body.to_json()));
         let generation = self.generation;
-        let kind = match self.seen.insert(uuid.to_string(), (print, generation)) {
-            None if self.listed || self.options.initial => ChangeKind::Added,
-            None => return,
-            Some((before, _)) if before != print => ChangeKind::Modified,
-            Some(_) => return,
+        let silent = !self.listed && !self.options.initial;
+        let kind = match self.known.get_mut(uuid) {
+            Some(k) => {
+                k.generation = generation;
+                match k.print {
+                    p if p == print => return,
+                    None => ChangeKind::Added,
+                    Some(_) => ChangeKind::Modified,
+                }
+            }
+            None => {
+                let k = Known { print, generation, pending: None };
+                self.known.insert(uuid.to_string(), k);
+                if silent {
+                    return;
+                }
+                ChangeKind::Added
+            }
         };
-        self.push(Change { kind, uuid: uuid.to_string(), node: Some(body.clone()) });
+        self.push(uuid, kind, Some(body.clone()), print);
     }
 
     /// Its listing of the round is over (`full`: a complete full one) at
@@ -147,11 +171,14 @@ impl<D: Document> Watch<D> {
     pub(crate) fn end_round(&mut self, full: bool, now: Millis) {
         if full {
             let generation = self.generation;
-            let gone: Vec<String> =
-                self.seen.iter().filter(|(_, s)| s.1 < generation).map(|(u, _)| u.clone()).collect();
+            let gone: Vec<String> = self
+                .known
+                .iter()
+                .filter(|(_, k)| k.print.is_some() && k.generation < generation)
+                .map(|(u, _)| u.clone())
+                .collect();
             for uuid in gone {
-                self.seen.remove(&uuid);
-                self.push(Change { kind: ChangeKind::Removed, uuid, node: None });
+                self.push(&uuid, ChangeKind::Removed, None, None);
             }
             self.listed = true;
         }
@@ -166,30 +193,21 @@ impl<D: Document> Watch<D> {
         self.error.get_or_insert(error);
     }
 
-    /// A change joins the pending ones: one per node, the latest state, its
-    /// kind as the consumer will see it from what it saw last.
-    fn push(&mut self, change: Change<D>) {
+    /// Node `uuid` changed: what it shows now (`print`), and its pending
+    /// change, one per node.
+    fn push(&mut self, uuid: &str, kind: ChangeKind, node: Option<D>, print: Option<u64>) {
         use ChangeKind::{Added, Modified, Removed};
-        let kind = match (self.pending.get(&change.uuid).map(|c| c.kind), change.kind) {
+        let Some(k) = self.known.get_mut(uuid) else { return };
+        k.print = print;
+        k.pending = match (k.pending.take().map(|p| p.0), kind) {
             // Added and gone before it was taken: the consumer never knew it.
-            (Some(Added), Removed) => {
-                self.pending.remove(&change.uuid);
-                return;
-            }
-            (Some(Added), _) => Added,
-            (Some(Removed), Added) => Modified,
-            (_, kind) => kind,
+            (Some(Added), Removed) => None,
+            (Some(Added), _) => Some((Added, node)),
+            (Some(Removed), Added) => Some((Modified, node)),
+            (_, kind) => Some((kind, node)),
         };
-        let uuid = change.uuid.clone();
-        if self.pending.insert(uuid.clone(), Change { kind, ..change }).is_none() {
-            self.order.push(uuid);
-        }
-        // A node added and removed over and over before the consumer takes
-        // it leaves a UUID in `order` each time: kept to a bound.
-        if self.order.len() > 2 * self.pending.len() + 64 {
-            let pending = &self.pending;
-            let mut kept = std::collections::HashSet::new();
-            self.order.retain(|u| pending.contains_key(u) && kept.insert(u.clone()));
+        if k.pending.is_none() {
+            self.known.remove(uuid);
         }
         self.news = true;
     }
@@ -199,26 +217,26 @@ impl<D: Document> Watch<D> {
         std::mem::take(&mut self.news)
     }
 
-    /// The pending changes, oldest first, at most `max`.
+    /// The pending changes (in no particular order), at most `max`.
     pub fn take_changes(&mut self, max: usize) -> Vec<Change<D>> {
         let mut taken = Vec::new();
-        let mut used = 0;
-        for uuid in &self.order {
-            if taken.len() == max {
-                break;
+        let mut gone = Vec::new();
+        for (uuid, k) in self.known.iter_mut().filter(|(_, k)| k.pending.is_some()).take(max) {
+            let Some((kind, node)) = k.pending.take() else { continue };
+            if k.print.is_none() {
+                gone.push(uuid.clone());
             }
-            used += 1;
-            if let Some(change) = self.pending.remove(uuid) {
-                taken.push(change);
-            }
+            taken.push(Change { kind, uuid: uuid.clone(), node });
         }
-        self.order.drain(..used);
+        for uuid in gone {
+            self.known.remove(&uuid);
+        }
         taken
     }
 
     /// Changes waiting to be taken.
     pub fn pending(&self) -> usize {
-        self.pending.len()
+        self.known.values().filter(|k| k.pending.is_some()).count()
     }
 
     /// The error that ended it, once.

@@ -233,6 +233,17 @@ const SCOPE: &[(&str, Kind)] = &[
     ("shard", Strings),
 ];
 
+/// `watch(options)`: `fields` are node fields watched beyond the provision
+/// state's.
+pub const WATCH: &[(&str, Kind)] = &[
+    ("scope", Value),
+    ("listMode", Text),
+    ("fields", Strings),
+    ("pollInterval", Number),
+    ("initial", Flag),
+    ("signal", Value),
+];
+
 /// `getNode(id, options)`.
 pub const GET_NODE: &[(&str, Kind)] = &[("fields", Strings), ("signal", Value)];
 
@@ -264,22 +275,25 @@ pub fn wait_options(opts: &Options, base: WaitOptions) -> Result<WaitOptions, Er
         hold_is_terminal: opts.flag("holdIsTerminal").unwrap_or(false),
         concurrency: whole_number(opts.number("concurrency"), "concurrency", base.concurrency)?,
         list_threshold: whole_number(opts.number("listThreshold"), "listThreshold", base.list_threshold)?,
-        list_mode: match opts.text("listMode").as_deref() {
-            None | Some("changes") => ListMode::Changes,
-            Some("list") => ListMode::Full,
-            Some(_) => return Err(Error::InvalidArgument("Option listMode must be 'changes' or 'list'".into())),
-        },
-        scope: match opts.value::<JsValue>("scope") {
-            Some(given) => scope(&given)?,
-            None => Scope::default(),
-        },
+        list_mode: list_mode(opts)?,
+        scope: scope(opts)?,
         ..base
     })
 }
 
+/// `listMode`: the change feed (the default) or a list in full.
+pub fn list_mode(opts: &Options) -> Result<ListMode, Error> {
+    match opts.text("listMode").as_deref() {
+        None | Some("changes") => Ok(ListMode::Changes),
+        Some("list") => Ok(ListMode::Full),
+        Some(_) => Err(Error::InvalidArgument("Option listMode must be 'changes' or 'list'".into())),
+    }
+}
+
 /// `scope: { owner, shard, ... }` as Ironic's filters.
-fn scope(given: &JsValue) -> Result<Scope, Error> {
-    let o = Options::read(given, "Option scope", "Option scope.", SCOPE)?;
+pub fn scope(opts: &Options) -> Result<Scope, Error> {
+    let Some(given) = opts.value::<JsValue>("scope") else { return Ok(Scope::default()) };
+    let o = Options::read(&given, "Option scope", "Option scope.", SCOPE)?;
     let non_empty = |name: &str| match o.text(name) {
         Some(v) if v.is_empty() => Err(Error::InvalidArgument(format!("Option scope.{name} must not be empty"))),
         other => Ok(other),

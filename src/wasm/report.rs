@@ -14,6 +14,7 @@ use wasm_bindgen::JsValue;
 use super::document::Json;
 use crate::engine::{Event, Outcome, TargetReport};
 use crate::error::{Error, Subject};
+use crate::poll::watch::Change;
 
 /// A value as JS gets it.
 pub fn to_js<T: Serialize>(value: &T) -> JsValue {
@@ -74,6 +75,21 @@ pub fn event(event: &Event, ident: &str, subject: Subject) -> JsValue {
         done: event.outcome.is_some(),
         outcome: event.outcome.as_ref().map(Outcome::name),
     })
+}
+
+/// One change of `watch()`.
+#[derive(Serialize)]
+struct NodeChange<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    uuid: &'a str,
+    #[serde(serialize_with = "preserve_some")]
+    node: Option<JsValue>,
+}
+
+pub fn changes(changes: Vec<Change<Json>>) -> JsValue {
+    let each = changes.into_iter().map(|c| to_js(&NodeChange { kind: c.kind.name(), uuid: &c.uuid, node: c.node.map(|n| n.0) }));
+    each.collect::<Array>().into()
 }
 
 /// One target's entry in a report.

@@ -6,14 +6,15 @@ use wasm_bindgen::JsValue;
 
 use super::driver::Caller;
 use crate::client::{CallSpec, Checkpoint};
-use crate::engine::{WaitOptions, DEFAULT_CONCURRENCY};
+use crate::engine::{self, WaitOptions, DEFAULT_CONCURRENCY};
 use crate::error::{Error, Subject};
 use crate::ironic::requests::{self, ProvisionArgs, Scope};
 use crate::ironic::MAX_PAGE_SIZE;
+use crate::poll::watch::WatchOptions;
 use crate::states::Action;
 use crate::wasm::document::Json;
 use crate::wasm::js;
-use crate::wasm::options::{allocation_body, settle_option, wait_options, whole_number, Options, Wait};
+use crate::wasm::options::{self, allocation_body, settle_option, wait_options, whole_number, Options, Wait};
 
 type Prepared = Result<(CallSpec, Caller), Error>;
 
@@ -125,6 +126,30 @@ pub fn get_node(id: &JsValue, opts: Options) -> Prepared {
     let id = js::text(id).ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
     let fields = opts.strings("fields").map(|f| requests::field_list(&f)).transpose()?;
     Ok((CallSpec::Get(requests::get_node(&id, fields.as_deref())?), caller(&opts)))
+}
+
+/// `watch(options)`.
+pub fn watch(opts: Options) -> Prepared {
+    let extra = match opts.strings("fields") {
+        Some(f) => requests::field_list(&f)?,
+        None => String::new(),
+    };
+    let interval = opts.number("pollInterval").unwrap_or(2.0);
+    let interval_ms = engine::millis(interval, "Poll interval", "Poll interval must be a positive number")?;
+    if interval_ms == 0 {
+        return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
+    }
+    let spec = CallSpec::Watch(WatchOptions {
+        scope: options::scope(&opts)?,
+        mode: options::list_mode(&opts)?,
+        extra_fields: extra,
+        interval_ms,
+        initial: opts.flag("initial").unwrap_or(true),
+        fields: true,
+        retry: Default::default(),
+        request_timeout_ms: None,
+    });
+    Ok((spec, caller(&opts)))
 }
 
 /// All pages (or one page of `limit`), following the marker.

@@ -6,7 +6,7 @@
 //! It decides nothing: a new method is a new core call, not new code here.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 
 use gloo_timers::callback::Timeout;
@@ -43,6 +43,8 @@ struct Handle {
     listener: Option<Closure<dyn FnMut()>>,
     /// Report entries made as the wait's targets settle, by wait target.
     entries: Vec<Option<JsValue>>,
+    /// A watch's consumer waits for changes: resolve it with them.
+    pull: Option<Function>,
 }
 
 impl Drop for Handle {
@@ -69,9 +71,33 @@ pub enum Begin {
     Resume(Checkpoint),
 }
 
-impl From<CallSpec> for Begin {
-    fn from(spec: CallSpec) -> Begin {
-        Begin::Start(spec)
+/// A few entries by key (the calls under way, the requests in flight): a
+/// list, as a map type would cost the wasm its own code. Keys are new when
+/// inserted.
+struct Table<K, V>(Vec<(K, V)>);
+
+impl<K, V> Default for Table<K, V> {
+    fn default() -> Self {
+        Table(Vec::new())
+    }
+}
+
+impl<K: PartialEq + Copy, V> Table<K, V> {
+    fn get(&self, key: K) -> Option<&V> {
+        self.0.iter().find(|e| e.0 == key).map(|e| &e.1)
+    }
+
+    fn get_mut(&mut self, key: K) -> Option<&mut V> {
+        self.0.iter_mut().find(|e| e.0 == key).map(|e| &mut e.1)
+    }
+
+    fn insert(&mut self, key: K, value: V) {
+        self.0.push((key, value));
+    }
+
+    fn remove(&mut self, key: K) -> Option<V> {
+        let i = self.0.iter().position(|e| e.0 == key)?;
+        Some(self.0.swap_remove(i).1)
     }
 }
 
@@ -81,8 +107,8 @@ pub struct Driver {
     get_token: Option<Function>,
     /// The largest answer read, in bytes.
     max_body: usize,
-    calls: RefCell<HashMap<CallId, Handle>>,
-    in_flight: RefCell<HashMap<RequestId, AbortController>>,
+    calls: RefCell<Table<CallId, Handle>>,
+    in_flight: RefCell<Table<RequestId, AbortController>>,
     inbox: RefCell<VecDeque<Input>>,
     /// Set while the loop runs: what happens meanwhile (a callback that
     /// aborts) waits in the inbox for the loop.
@@ -111,14 +137,15 @@ impl Driver {
 
     /// Starts a call, or resumes one; its promise settles with its answer.
     /// An aborted signal rejects now with its reason; a checkpoint the core
-    /// refuses rejects, nothing sent.
-    pub fn start(&self, call: Begin, caller: Caller) -> Promise {
+    /// refuses rejects, nothing sent. With the promise, the call's id (none
+    /// if it did not start).
+    pub fn start(&self, call: Begin, caller: Caller) -> (Option<CallId>, Promise) {
         let mut settle = None;
         let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
-        let Some((resolve, reject)) = settle else { return promise };
+        let Some((resolve, reject)) = settle else { return (None, promise) };
         if let Some(signal) = caller.signal.as_ref().filter(|s| s.aborted()) {
             let _ = reject.call1(&JsValue::UNDEFINED, &signal.reason());
-            return promise;
+            return (None, promise);
         }
         let started = {
             let mut client = self.client.borrow_mut();
@@ -132,7 +159,7 @@ impl Driver {
             Ok(id) => id,
             Err(e) => {
                 let _ = reject.call1(&JsValue::UNDEFINED, &report::error(&e, None));
-                return promise;
+                return (None, promise);
             }
         };
         let listener = caller.signal.as_ref().map(|signal| {
@@ -156,10 +183,24 @@ impl Driver {
             signal: caller.signal,
             listener,
             entries: Vec::new(),
+            pull: None,
         };
         self.calls.borrow_mut().insert(id, handle);
         self.drive_soon();
-        promise
+        (Some(id), promise)
+    }
+
+    /// A watch's next changes: at once if it has some, else when they come;
+    /// none once it is over (its own promise tells why).
+    pub fn changes(&self, call: CallId) -> Promise {
+        Promise::new(&mut |resolve, _| {
+            let taken = self.client.borrow_mut().take_changes(call, usize::MAX);
+            let mut calls = self.calls.borrow_mut();
+            match calls.get_mut(call) {
+                Some(handle) if taken.is_empty() => handle.pull = Some(resolve),
+                _ => drop(resolve.call1(&JsValue::UNDEFINED, &report::changes(taken))),
+            }
+        })
     }
 
     /// Drives on the next microtask, once: the calls a caller starts in one
@@ -259,26 +300,26 @@ impl Driver {
                 wasm_bindgen_futures::spawn_local(async move {
                     let reply = io::perform(&send, &controller, timeout_at, max_body).await;
                     // Cancelled: its reply is wanted no more.
-                    if me.in_flight.borrow_mut().remove(&id).is_some() {
+                    if me.in_flight.borrow_mut().remove(id).is_some() {
                         me.inbox.borrow_mut().push_back(Input::Reply(id, reply));
                         me.drive();
                     }
                 });
             }
             Action::Cancel(id) => {
-                if let Some(controller) = self.in_flight.borrow_mut().remove(&id) {
+                if let Some(controller) = self.in_flight.borrow_mut().remove(id) {
                     controller.abort();
                 }
             }
             Action::GetToken(id) => self.ask_token(id),
             Action::Progress { call, event, ident, waited } => {
-                let (on_progress, subject) = match self.calls.borrow().get(&call) {
+                let (on_progress, subject) = match self.calls.borrow().get(call) {
                     Some(h) => (h.on_progress.clone(), h.subject),
                     None => return,
                 };
                 if let Some(target) = waited.filter(|_| event.outcome.is_some()) {
                     let entry = self.client.borrow().target_report(call, target).map(|t| report::entry(&t, subject));
-                    if let Some(h) = self.calls.borrow_mut().get_mut(&call) {
+                    if let Some(h) = self.calls.borrow_mut().get_mut(call) {
                         if h.entries.len() <= target {
                             h.entries.resize(target + 1, None);
                         }
@@ -291,7 +332,7 @@ impl Driver {
                 }
             }
             Action::Checkpoint(call) => {
-                let Some(on_checkpoint) = self.calls.borrow().get(&call).and_then(|h| h.on_checkpoint.clone()) else {
+                let Some(on_checkpoint) = self.calls.borrow().get(call).and_then(|h| h.on_checkpoint.clone()) else {
                     return;
                 };
                 let checkpoint = self.client.borrow().checkpoint(call);
@@ -300,17 +341,26 @@ impl Driver {
                     let _ = on_checkpoint.call1(&JsValue::UNDEFINED, &JsValue::from_str(&checkpoint.to_json()));
                 }
             }
+            Action::Changed(call) => {
+                let Some(pull) = self.calls.borrow_mut().get_mut(call).and_then(|h| h.pull.take()) else { return };
+                let taken = self.client.borrow_mut().take_changes(call, usize::MAX);
+                let _ = pull.call1(&JsValue::UNDEFINED, &report::changes(taken));
+            }
             Action::Stepped { call, wake_at } => {
                 let checkpoint = self.client.borrow().checkpoint(call).map(|c| c.to_json());
                 self.client.borrow_mut().drop_call(call);
-                let Some(handle) = self.calls.borrow_mut().remove(&call) else { return };
+                let Some(handle) = self.calls.borrow_mut().remove(call) else { return };
                 let value = report::stepped(checkpoint.as_deref(), Some(wake_at), JsValue::NULL, None);
                 let _ = handle.resolve.call1(&JsValue::UNDEFINED, &value);
             }
             Action::Settled(call) => {
                 // Taken first, so the core forgets the call whatever comes next.
                 let answer = self.client.borrow_mut().take_answer(call);
-                let Some(mut handle) = self.calls.borrow_mut().remove(&call) else { return };
+                let Some(mut handle) = self.calls.borrow_mut().remove(call) else { return };
+                // A watch's consumer learns it is over; its promise says why.
+                if let Some(pull) = handle.pull.take() {
+                    let _ = pull.call1(&JsValue::UNDEFINED, &js_sys::Array::new());
+                }
                 let aborted = handle.signal.as_ref().is_some_and(AbortSignal::aborted);
                 match answer {
                     Some(Ok(answer)) => {

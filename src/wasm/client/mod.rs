@@ -46,37 +46,52 @@ impl RawClient {
     }
 
     pub fn provision(&self, nodes: JsValue, action: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::PROVISION, |o| calls::provision(&nodes, &action, o))
+        self.call(&options, options::PROVISION, &|o| start(calls::provision(&nodes, &action, o)))
     }
 
     #[wasm_bindgen(js_name = waitForProvisionState)]
     pub fn wait_for_provision_state(&self, nodes: JsValue, expected: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::WAIT_FOR_NODES, |o| calls::wait_for_nodes(&nodes, &expected, o))
+        self.call(&options, options::WAIT_FOR_NODES, &|o| start(calls::wait_for_nodes(&nodes, &expected, o)))
     }
 
     #[wasm_bindgen(js_name = createAllocation)]
     pub fn create_allocation(&self, fields: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::CREATE_ALLOCATION, |o| calls::create_allocation(&fields, o))
+        self.call(&options, options::CREATE_ALLOCATION, &|o| start(calls::create_allocation(&fields, o)))
     }
 
     #[wasm_bindgen(js_name = waitForAllocation)]
     pub fn wait_for_allocation(&self, id: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::WAIT_FOR_ALLOCATION, |o| calls::wait_for_allocation(&id, o))
+        self.call(&options, options::WAIT_FOR_ALLOCATION, &|o| start(calls::wait_for_allocation(&id, o)))
     }
 
     #[wasm_bindgen(js_name = getNode)]
     pub fn get_node(&self, id: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::GET_NODE, |o| calls::get_node(&id, o))
+        self.call(&options, options::GET_NODE, &|o| start(calls::get_node(&id, o)))
+    }
+
+    /// Starts watching (see js/index.js): `[id, promise]`, the promise
+    /// rejecting with what ended the watch; `changes(id)` gives what
+    /// changed.
+    pub fn watch(&self, options: JsValue) -> Array {
+        let (id, promise) = self.begin(&options, options::WATCH, &|o| start(calls::watch(o)));
+        let id = id.map_or(0.0, |c| c.0 as f64);
+        Array::of2(&id.into(), &promise)
+    }
+
+    /// A watch's changes since they were last taken, when there are some;
+    /// `[]` once it is over.
+    pub fn changes(&self, id: f64) -> Promise {
+        self.driver.changes(client::CallId(id as u64))
     }
 
     #[wasm_bindgen(js_name = listNodes)]
     pub fn list_nodes(&self, options: JsValue) -> Promise {
-        self.call(&options, options::LIST_NODES, calls::list_nodes)
+        self.call(&options, options::LIST_NODES, &|o| start(calls::list_nodes(o)))
     }
 
     /// The microversion in use, negotiating it first if needed.
     pub fn microversion(&self, options: JsValue) -> Promise {
-        self.call(&options, options::MICROVERSION, |o| Ok((CallSpec::Version, calls::caller(&o))))
+        self.call(&options, options::MICROVERSION, &|o| start(Ok((CallSpec::Version, calls::caller(&o)))))
     }
 
     /// The checkpoint of a call, made without sending anything: `method`
@@ -103,7 +118,7 @@ impl RawClient {
     /// Goes on with the call a checkpoint was made of, to its end: it
     /// settles as the original call would have.
     pub fn resume(&self, checkpoint: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::RESUME, |o| {
+        self.call(&options, options::RESUME, &|o| {
             let (checkpoint, caller) = calls::resumed(&checkpoint, &o, false)?;
             Ok((Begin::Resume(checkpoint), caller))
         })
@@ -112,7 +127,7 @@ impl RawClient {
     /// One step of the call a checkpoint was made of: its PUTs, or one
     /// round of checks; `{ checkpoint, wakeAt }` to go on from, or the end.
     pub fn step(&self, checkpoint: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::STEP, |o| {
+        self.call(&options, options::STEP, &|o| {
             let (checkpoint, caller) = calls::resumed(&checkpoint, &o, true)?;
             Ok((Begin::Resume(checkpoint), caller))
         })
@@ -122,8 +137,8 @@ impl RawClient {
     /// `getToken()`) when there is none, it is due for renewal, or it is
     /// `refused`. For callers that send requests of their own (a proxy).
     pub fn authenticate(&self, options: JsValue) -> Promise {
-        self.call(&options, options::AUTHENTICATE, |o| {
-            Ok((CallSpec::Authenticate { refused: o.text("refused") }, calls::caller(&o)))
+        self.call(&options, options::AUTHENTICATE, &|o| {
+            start(Ok((CallSpec::Authenticate { refused: o.text("refused") }, calls::caller(&o))))
         })
     }
 }
@@ -132,24 +147,38 @@ impl RawClient {
     /// A call: its options read (a mistake rejects), an aborted signal
     /// rejects with its reason before the arguments are checked, then the
     /// call is prepared (a mistake rejects, nothing is sent) and started.
-    fn call<B: Into<Begin>>(
+    fn call(&self, options: &JsValue, known: &[(&'static str, Kind)], prepare: &Prepare) -> Promise {
+        self.begin(options, known, prepare).1
+    }
+
+    /// [`RawClient::call`], with the call's id if it started. (Not generic:
+    /// one copy for every method.)
+    fn begin(
         &self,
         options: &JsValue,
         known: &[(&'static str, Kind)],
-        prepare: impl FnOnce(Options) -> Result<(B, Caller), Error>,
-    ) -> Promise {
+        prepare: &Prepare,
+    ) -> (Option<client::CallId>, Promise) {
         let opts = match Options::read(options, "options", "Option ", known) {
             Ok(opts) => opts,
-            Err(e) => return Promise::reject(&report::error(&e, None)),
+            Err(e) => return (None, Promise::reject(&report::error(&e, None))),
         };
         if let Some(signal) = opts.signal().filter(|s| s.aborted()) {
-            return Promise::reject(&signal.reason());
+            return (None, Promise::reject(&signal.reason()));
         }
         match prepare(opts) {
-            Ok((call, caller)) => self.driver.start(call.into(), caller),
-            Err(e) => Promise::reject(&report::error(&e, None)),
+            Ok((call, caller)) => self.driver.start(call, caller),
+            Err(e) => (None, Promise::reject(&report::error(&e, None))),
         }
     }
+}
+
+/// A method's arguments and options read into a call.
+type Prepare<'a> = dyn Fn(Options) -> Result<(Begin, Caller), Error> + 'a;
+
+/// A new call, prepared by one of `calls`.
+fn start(prepared: Result<(CallSpec, Caller), Error>) -> Result<(Begin, Caller), Error> {
+    prepared.map(|(spec, caller)| (Begin::Start(spec), caller))
 }
 
 /// `new IronicClient(options)` read into the core's configuration.
