@@ -8,6 +8,7 @@
 // wasm-opt (a JS build of binaryen) takes ~10 s, and most `npm test` runs
 // change no Rust. pkg/ is assembled in a staging folder and swapped in, so
 // it is never half made.
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -86,7 +87,7 @@ function minifyJs(dir) {
 function bindgenAndOptimise() {
   const key = createHash('sha256')
     .update(readFileSync(CARGO_WASM))
-    .update(JSON.stringify([wasmBindgenVersion(), readFileSync(join(WASM_OPT, '../../package.json'), 'utf8'), WASM_OPT_ARGS]))
+    .update(JSON.stringify([wasmBindgenVersion(), readFileSync(join(WASM_OPT, '../../package.json'), 'utf8'), WASM_OPT_ARGS, shortenWasmNames.toString()]))
     .digest('hex');
   const cached = existsSync(STAMP) && JSON.parse(readFileSync(STAMP, 'utf8'));
   if (cached?.key === key) return cached.before;
@@ -97,6 +98,36 @@ function bindgenAndOptimise() {
   const bytes = readFileSync(wasm);
   const before = { raw: bytes.length, gzip: gzipSize(bytes) };
   run(process.execPath, [WASM_OPT, ...WASM_OPT_ARGS, wasm, '-o', wasm]);
+  shortenWasmNames(wasm, join(CACHE, 'ironic_wait.js'));
   writeFileSync(STAMP, JSON.stringify({ key, before }));
   return before;
 }
+
+// wasm-bindgen names each import after its JS function plus a 16-digit
+// hash (`__wbg_parse_c3f72b5a24f83c01`), written twice (in the wasm and in
+// its glue) and all but incompressible: about 2 KB of the gzip. wasm-opt
+// gives every import, export and module a name of a letter or two and
+// prints the map, which is applied to the glue here. Each name must be
+// where the glue is known to use it (an import as a key, an export after
+// a dot), or the build stops.
+function shortenWasmNames(wasm, glue) {
+  const features = WASM_FEATURES.map((f) => `--enable-${f}`);
+  const printed = execFileSync(process.execPath, [WASM_OPT, wasm, '--minify-imports-and-exports-and-modules', ...features, '-o', wasm], { encoding: 'utf8' });
+  const map = JSON.parse(printed.slice(printed.indexOf('{')));
+  const modules = new Set(WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(wasm))).map((i) => i.module));
+  if (modules.size !== 1) throw new Error(`shortening wasm names: ${modules.size} import modules, not 1`);
+  let js = readFileSync(glue, 'utf8');
+  const rename = (pattern, short, expected, what) => {
+    const found = js.match(pattern)?.length ?? 0;
+    if (found !== (expected ?? found) || found === 0) throw new Error(`shortening wasm names: ${what} found ${found} times in the glue`);
+    js = js.replace(pattern, () => short);
+  };
+  for (const [, name, short] of map.imports) rename(new RegExp(`\\b${name}\\b`, 'g'), short, 1, `import ${name}`);
+  for (const [name, short] of map.exports) {
+    // Exports the glue never uses (the runtime's own) keep no name there.
+    if (new RegExp(`\\b${name}\\b`).test(js)) rename(new RegExp(`\\.${name}\\b`, 'g'), `.${short}`, undefined, `export ${name}`);
+  }
+  rename(/(["'])\.\/ironic_wait_bg\.js\1/g, JSON.stringify([...modules][0]), 1, 'the import module');
+  writeFileSync(glue, js);
+}
+
