@@ -119,6 +119,27 @@ function nodeWaitParser(prog) {
   return parser;
 }
 
+function nodeWatchParser(prog) {
+  const parser = new Parser({
+    prog,
+    description: 'Watch nodes: each node of the scope once, then each change of its provision state (and of any --field), as `kubectl get -w` does (not in baremetal). Runs until Ctrl-C.',
+    epilog: 'A quiet round is one request whatever the fleet, by the nodes\' provision_updated_at (--list-mode list: the scope in full each round; a --field always lists in full). A consumer slower than the changes (a pipe) gets the latest state of each node.',
+  });
+  parser.add({ flags: ['-f', '--format'], dest: 'formatter', choices: ['table', 'json'], default: 'table', help: 'table: a line per change; json: a JSON document per line, {"type", "uuid", "node"}' });
+  parser.add({ flags: ['--owner'], metavar: '<owner>', help: 'Only nodes of this owner (API 1.50).' });
+  parser.add({ flags: ['--lessee'], metavar: '<lessee>', help: 'Only nodes of this lessee (API 1.65).' });
+  parser.add({ flags: ['--conductor-group'], dest: 'conductor_group', metavar: '<group>', help: 'Only nodes of this conductor group (API 1.46).' });
+  parser.add({ flags: ['--shard'], dest: 'shards', metavar: '<shard>', action: 'append', help: 'Only nodes of this shard; can be repeated (API 1.82).' });
+  parser.add({ flags: ['--resource-class'], dest: 'resource_class', metavar: '<class>', help: 'Only nodes of this resource class (API 1.21).' });
+  parser.add({ flags: ['--provision-state'], dest: 'provision_state', metavar: '<state>', help: 'Only nodes in this provision state.' });
+  parser.add({ flags: ['--fault'], metavar: '<fault>', help: 'Only nodes with this fault (API 1.42).' });
+  parser.add({ flags: ['--field'], dest: 'fields', metavar: '<field>', action: 'append', help: 'Also watch this node field (power_state, maintenance, ...); can be repeated.' });
+  parser.add({ flags: ['--list-mode'], dest: 'list_mode', choices: ['changes', 'list'], default: 'changes', help: 'changes (default) or list.' });
+  parser.add({ flags: ['--poll-interval'], metavar: '<seconds>', type: 'float', default: 2, help: 'Seconds between rounds (default 2).' });
+  parser.add({ flags: ['--no-initial'], dest: 'no_initial', action: 'store_true', help: 'Only changes: not every node at the start.' });
+  return parser;
+}
+
 function allocationCreateParser(prog) {
   const parser = new Parser({
     prog,
@@ -158,6 +179,7 @@ export const COMMANDS = [
     run: (ctx, values) => runProvision(ctx, name, values),
   })),
   { words: ['node', 'wait'], summary: 'Wait for nodes to reach a provision state', parser: nodeWaitParser, run: runNodeWait },
+  { words: ['node', 'watch'], summary: 'Watch nodes: each node, then each change', parser: nodeWatchParser, run: runNodeWatch },
   { words: ['allocation', 'create'], summary: 'Create a new baremetal allocation', parser: allocationCreateParser, run: runAllocationCreate },
   { words: ['allocation', 'wait'], summary: 'Wait for an allocation to become active', parser: allocationWaitParser, run: runAllocationWait },
   { words: ['resume'], summary: 'Go on with a wait saved by --checkpoint FILE', parser: resumeParser, run: runResume },
@@ -361,6 +383,34 @@ async function runNodeWait(ctx, v) {
     }),
   );
   return finishReport(ctx, report, expected, v.timeout);
+}
+
+async function runNodeWatch(ctx, v) {
+  if (!(v.poll_interval > 0)) throw new CommandError('The poll interval must be a positive number');
+  const scope = {};
+  for (const [key, value] of [['owner', v.owner], ['lessee', v.lessee], ['conductorGroup', v.conductor_group], ['shard', v.shards],
+    ['resourceClass', v.resource_class], ['provisionState', v.provision_state], ['fault', v.fault]]) {
+    if (value !== undefined && value !== null) scope[key] = value;
+  }
+  const options = { scope, listMode: v.list_mode, pollInterval: v.poll_interval, initial: !v.no_initial, signal: ctx.signal };
+  if (v.fields) options.fields = v.fields;
+  const columns = ['provision_state', 'target_provision_state', ...(v.fields ?? []), 'last_error'];
+  try {
+    for await (const change of ctx.client.watch(options)) {
+      if (v.formatter === 'json') {
+        ctx.out(`${JSON.stringify(change)}\n`);
+        continue;
+      }
+      const node = change.node ?? {};
+      const shown = columns.filter((c) => node[c] !== undefined && node[c] !== null).map((c) => `${c}=${JSON.stringify(node[c])}`);
+      ctx.out(`${change.type.padEnd(8)} ${node.name ?? change.uuid} ${shown.join(' ')}`.trimEnd() + '\n');
+    }
+  } catch (e) {
+    if (!ctx.signal.aborted) throw e;
+    ctx.err('Stopped watching.\n');
+    return 130;
+  }
+  return 0;
 }
 
 /** baremetal's line as a node wait begins. */

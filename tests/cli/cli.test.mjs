@@ -131,6 +131,46 @@ test('Ctrl-C: exit 130, and nothing is sent after it', async () => {
   });
 });
 
+test('node watch: each node of the scope once, then each change, a JSON line each; Ctrl-C ends it (130)', async () => {
+  const nodes = [available('n1'), available('n2'), { ...available('n3'), owner: 'other' }].map((n, i) => (i < 2 ? { ...n, owner: 'me' } : n));
+  await withSimulator(scenario(nodes, { manualClock: false }), async (sim) => {
+    let deployed = false;
+    let signalled = false;
+    const r = await ironicWait(sim, ['node', 'watch', '-f', 'json', '--owner', 'me', '--poll-interval', '0.1'], {
+      onStdout: (stdout, child) => {
+        const lines = stdout.split('\n').filter(Boolean);
+        if (!deployed && lines.length === 2) {
+          deployed = true;
+          sim.setNode('n1', { provision_state: 'active' });
+        }
+        if (!signalled && lines.some((l) => JSON.parse(l).type === 'modified')) {
+          signalled = true;
+          child.kill('SIGINT');
+        }
+      },
+    });
+    assert.equal(r.code, 130, r.stderr);
+    assert.match(r.stderr, /^Stopped watching\.$/m);
+    const changes = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    assert.deepEqual(changes.slice(0, 2).map((c) => [c.type, c.node.name, c.node.provision_state]).sort(), [['added', 'n1', 'available'], ['added', 'n2', 'available']]);
+    assert.deepEqual(changes.slice(2).map((c) => [c.type, c.node.name, c.node.provision_state]), [['modified', 'n1', 'active']]);
+    assert.ok(sim.log({ method: 'GET' }).filter((e) => e.path === '/v1/nodes').every((e) => e.query.includes('owner=me')));
+  });
+});
+
+test('node watch: a line per change; a scope filter the server lacks is refused, exit 1', async () => {
+  await withSimulator(scenario([available('n1')], { manualClock: false }), async (sim) => {
+    const r = await ironicWait(sim, ['node', 'watch', '--field', 'maintenance', '--poll-interval', '0.1'], {
+      onStdout: (stdout, child) => /^added/m.test(stdout) && child.kill('SIGINT'),
+    });
+    assert.equal(r.code, 130);
+    assert.equal(r.stdout, 'added    n1 provision_state="available" maintenance=false\n');
+    const old = await ironicWait(sim, ['--os-baremetal-api-version', '1.40', 'node', 'watch', '--owner', 'me']);
+    assert.equal(old.code, 1);
+    assert.match(old.stderr, /owner/);
+  });
+});
+
 test('node wait sends nothing and fails as --wait does; allocation wait shows the allocation', async () => {
   await withSimulator(scenario([{ name: 'n1', provision_state: 'active' }, { name: 'n2', provision_state: 'deploy failed', last_error: 'disk' }, available('n3')]), async (sim) => {
     const ok = await ironicWait(sim, ['node', 'wait', 'n1', '--state', 'ACTIVE', '--timeout', '5']);

@@ -42,9 +42,10 @@ process.once('exit', () => linkDir && rmSync(linkDir, { recursive: true, force: 
 
 /**
  * Runs a program to its end: { stdout, stderr, code, signal }. `onStderr`
- * sees stderr as it comes (with the child, to signal it).
+ * and `onStdout` see their stream as it comes (with the child, to signal
+ * it).
  */
-export function run(cmd, args, { env = {}, input = '', timeoutMs = 120_000, onStderr } = {}) {
+export function run(cmd, args, { env = {}, input = '', timeoutMs = 120_000, onStderr, onStdout } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
       // An empty home and working directory: no clouds.yaml of the machine's
@@ -55,7 +56,10 @@ export function run(cmd, args, { env = {}, input = '', timeoutMs = 120_000, onSt
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d) => { stdout += d; });
+    child.stdout.setEncoding('utf8').on('data', (d) => {
+      stdout += d;
+      onStdout?.(stdout, child);
+    });
     child.stderr.setEncoding('utf8').on('data', (d) => {
       stderr += d;
       onStderr?.(stderr, child);
