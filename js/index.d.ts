@@ -164,8 +164,17 @@ export interface ProgressEvent {
 }
 
 export interface WaitTuning {
-  /** Seconds between rounds of checks (default: the action's interval, 2 or 10; 2 for direct waits). */
-  pollInterval?: number;
+  /**
+   * Seconds between rounds of checks (default: the action's interval, 2 or 10; 2 for direct waits), or `'auto'`:
+   * rounds as often as `budget` allows (never more often than every 250 ms), so a round of the change feed that
+   * costs one request is followed sooner; slower after a 429 or 503 and never sooner than its `Retry-After`.
+   */
+  pollInterval?: number | 'auto';
+  /**
+   * With `pollInterval: 'auto'`: requests a minute, on average. Default: what a poller at the fixed interval spends
+   * for the same nodes (a full listing of the scope, or a GET per node, every round).
+   */
+  budget?: number;
   /**
    * `'first-failure'` (default, python-ironicclient) rejects on the first failure; `'all'` resolves with every
    * node's outcome (for `provision`, a refused PUT too: the others are still sent and waited for).
@@ -323,7 +332,8 @@ export class IronicClient {
     fields: AllocationFields,
     options?: CallOptions & {
       wait?: boolean | number;
-      pollInterval?: number;
+      pollInterval?: number | 'auto';
+      budget?: number;
       onProgress?: (event: ProgressEvent) => void;
       onCheckpoint?: (checkpoint: string) => void;
     },

@@ -84,8 +84,15 @@ pub struct WaitOptions {
     pub expected: String,
     /// Seconds; 0 means no limit.
     pub timeout: f64,
-    /// Seconds between the end of one round of checks and the next.
+    /// Seconds between the end of one round of checks and the next (with
+    /// `auto`, until the first round has shown what a round costs).
     pub poll_interval: f64,
+    /// `pollInterval: 'auto'`: rounds as often as `budget` allows (see
+    /// [`crate::poll::wait`]).
+    pub auto: bool,
+    /// Requests a minute an `auto` wait may spend; 0: what its first
+    /// round's cost would spend at the fixed `poll_interval`.
+    pub budget: f64,
     pub fail_on_unexpected_state: bool,
     pub hold_is_terminal: bool,
     pub settle: Settle,
@@ -120,6 +127,12 @@ impl WaitOptions {
         if interval_ms == 0 {
             return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
         }
+        let whole = self.budget.is_finite() && self.budget >= 0.0 && self.budget.fract() == 0.0 && self.budget <= 1e9;
+        if !whole || self.budget > 0.0 && !self.auto {
+            return Err(Error::InvalidArgument(
+                "Budget must be a whole number of requests a minute, with pollInterval 'auto'".into(),
+            ));
+        }
         let request_timeout_ms =
             millis(self.request_timeout, "Request timeout", "Request timeout must be a non-negative number")?;
         if self.idents.is_empty() {
@@ -149,6 +162,8 @@ impl WaitOptions {
             expected: expected.to_string(),
             timeout: 0.0,
             poll_interval: 2.0,
+            auto: false,
+            budget: 0.0,
             fail_on_unexpected_state: true,
             hold_is_terminal: false,
             settle: Settle::FirstFailure,

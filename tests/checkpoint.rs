@@ -2034,3 +2034,20 @@ fn a_client_that_finds_its_endpoint_by_login_refuses_a_checkpoint_of_another_bef
         }
     }
 }
+
+#[test]
+fn an_auto_cadence_and_its_budget_are_kept_and_older_checkpoints_read_as_fixed() {
+    let options = WaitOptions { auto: true, budget: 120.0, ..WaitOptions::nodes(vec!["n1".into()], "active") };
+    let cp = planner().plan(CallSpec::Wait(options), 0).expect("a plan");
+    let text = cp.to_json();
+    round_trips(&cp, &text);
+    let wait = read(&text).unwrap().wait.expect("a wait");
+    assert_eq!((wait.auto, wait.budget), (true, 120));
+    let back = wait.options(WaitOptions::nodes(Vec::new(), "active")).unwrap();
+    assert_eq!((back.auto, back.budget), (true, 120.0));
+    // Made before the cadence was an option: the fixed interval.
+    let old = text.replace(",\"auto\":true,\"budget\":120", "");
+    assert_ne!(old, text);
+    let wait = read(&old).unwrap().wait.unwrap();
+    assert_eq!((wait.auto, wait.budget), (false, 0));
+}

@@ -10,6 +10,7 @@ use ironic_wait::engine::{Event, Outcome, Report, Settle, WaitOptions};
 use ironic_wait::http::retry::RetryPolicy;
 use ironic_wait::http::{Reply, Request, Response};
 use ironic_wait::ironic::requests::Scope;
+use ironic_wait::poll::wait::MIN_AUTO_INTERVAL_MS;
 use ironic_wait::poll::watch::{Change as NodeChange, ChangeKind, WatchOptions};
 use ironic_wait::poll::{ListMode, Loop, WaitId, COMMIT_LAG_MS, RECONCILE_MS};
 use proptest::prelude::*;
@@ -819,4 +820,115 @@ proptest! {
         }
         prop_assert_eq!(view(&feed), truth(&fleet, 50_000));
     }
+}
+
+// ---------------------------------------------------------------------------
+// `pollInterval: 'auto'`: as often as a budget allows.
+
+/// Drives one wait to its end; `hook` may replace a reply (by the request's
+/// number). Returns the instants of the requests, and the report.
+fn drive_one(
+    fleet: &mut Fleet,
+    options: WaitOptions,
+    hook: impl Fn(usize) -> Option<Reply>,
+) -> (Vec<u64>, Report<Value>) {
+    let mut poll = Loop::<Value>::default();
+    let id = poll.join(options, 0).unwrap();
+    let mut sent = Vec::new();
+    let mut now = 0;
+    loop {
+        let fetches = poll.step(now);
+        if fetches.is_empty() {
+            if poll.wait(id).unwrap().is_done() {
+                return (sent, poll.leave(id).unwrap().into_report().unwrap());
+            }
+            now = poll.wake_at(now).unwrap().max(now + 1);
+        }
+        // Answered at once.
+        for fetch in fetches {
+            let reply = hook(sent.len()).unwrap_or_else(|| fleet.answer(&fetch.request, now));
+            sent.push(now);
+            poll.observe(fetch.id, reply, now);
+        }
+    }
+}
+
+fn auto(options: WaitOptions, budget: f64) -> WaitOptions {
+    WaitOptions { auto: true, budget, ..options }
+}
+
+#[test]
+fn auto_rounds_spend_the_budget_of_a_fixed_poller_and_see_changes_sooner() {
+    // 1000 waited nodes in a fleet of 10000 (10 pages a full listing).
+    let mut fleet = Fleet::new(10_000);
+    deploying(&mut fleet, 1000, 5);
+    let (fixed, fixed_report) = drive_one(&mut fleet.clone(), wait_on(0..1000, 0.0), |_| None);
+    let (sent, report) = drive_one(&mut fleet.clone(), auto(wait_on(0..1000, 0.0), 0.0), |_| None);
+    let end = |r: &Report<Value>| r.elapsed_ms;
+    // The same outcomes, known sooner: the last node is seen within a
+    // quarter of a second of its change, not within 2 s.
+    assert_eq!(outcomes(&report).len(), outcomes(&fixed_report).len());
+    assert!(report.targets.iter().zip(&fixed_report.targets).all(|(a, b)| a.outcome.name() == b.outcome.name()));
+    let last_change =
+        1000 + (0..1000u64).map(|i| (5u64.wrapping_mul(2654435761).wrapping_add(i * 7919)) % 40_000).max().unwrap();
+    assert!(
+        end(&report) <= last_change + 300,
+        "auto ended at {}, the last change at {last_change}: {:?}",
+        end(&report),
+        &sent[sent.len() - 30..]
+    );
+    assert!(end(&fixed_report) > end(&report));
+    // Never two rounds closer than 250 ms.
+    let mut rounds: Vec<u64> = sent.clone();
+    rounds.dedup();
+    assert!(rounds.windows(2).all(|w| w[1] - w[0] >= MIN_AUTO_INTERVAL_MS || w[1] == w[0]), "{rounds:?}");
+    // Within the budget: what a list poller of the fleet (10 pages) spends
+    // every 2 s, 300 a minute, give or take one listing.
+    let budget = 10 * 30;
+    for start in (0..end(&report)).step_by(5_000) {
+        let in_minute = sent.iter().filter(|&&t| t >= start && t < start + 60_000).count();
+        assert!(in_minute <= budget + 10, "{in_minute} requests from {start} ms, budget {budget} a minute");
+    }
+    assert!(
+        sent.len() > budget * 2 / 3 * end(&report) as usize / 60_000,
+        "the budget is used: {} requests",
+        sent.len()
+    );
+    assert!(sent.len() as u64 > fixed.len() as u64, "more rounds of one request each");
+}
+
+#[test]
+fn an_auto_budget_given_spreads_each_rounds_cost() {
+    let mut fleet = Fleet::new(3000);
+    deploying(&mut fleet, 100, 3);
+    // 60 requests a minute: a round of one request a second.
+    let (sent, _) = drive_one(&mut fleet, auto(wait_on(0..100, 0.0), 60.0), |_| None);
+    let after_start: Vec<u64> = sent.iter().copied().skip_while(|&t| t == 0).collect();
+    let gaps: Vec<u64> = after_start.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().filter(|&&g| g > 0).all(|&g| g >= 1000), "{gaps:?}");
+}
+
+#[test]
+fn a_throttled_round_slows_auto_rounds_to_the_retry_after_and_then_recovers() {
+    let mut fleet = Fleet::new(3000);
+    deploying(&mut fleet, 100, 3);
+    let busy = || Reply::Response(Response { status: 503, retry_after: Some("5".into()), ..Default::default() });
+    // The 20th request is refused with Retry-After: 5.
+    let (sent, report) = drive_one(&mut fleet, auto(wait_on(0..100, 0.0), 0.0), |n| (n == 20).then(busy));
+    assert!(report.targets.iter().all(|t| ["reached", "failed"].contains(&t.outcome.name())));
+    let refused_at = sent[20];
+    let retried_at = sent[21];
+    assert!(retried_at >= refused_at + 5_000, "the retry waits for Retry-After");
+    // The next round waits at least as long again, then they speed up.
+    let next_round = sent[22];
+    assert!(next_round >= retried_at + 5_000, "{:?}", &sent[18..26]);
+    let later: Vec<u64> = sent[22..].windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(later.iter().rev().take(3).all(|&g| g < 5_000), "{later:?}");
+}
+
+#[test]
+fn auto_options_are_checked() {
+    let bad = |budget: f64, auto: bool| WaitOptions { auto, budget, ..wait_on(0..3, 0.0) }.check().is_err();
+    assert!(bad(-1.0, true) && bad(1.5, true) && bad(f64::NAN, true) && bad(f64::INFINITY, true) && bad(10.0, false));
+    assert!(!bad(0.0, true) && !bad(10.0, true) && !bad(0.0, false));
 }

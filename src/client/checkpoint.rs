@@ -98,6 +98,9 @@ pub struct SavedWait {
     pub list_mode: String,
     /// The scope as Ironic's filters: (query name, value) pairs.
     pub scope: Vec<(String, String)>,
+    /// `pollInterval: 'auto'`, and its budget (0: the default).
+    pub auto: bool,
+    pub budget: u64,
 }
 
 /// An outcome (`is`: its name in reports), with what it carries: a
@@ -147,6 +150,8 @@ impl SavedWait {
                 ListMode::Full => "list".into(),
             },
             scope: w.scope.filters().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            auto: w.auto,
+            budget: w.budget as u64,
         }
     }
 
@@ -171,6 +176,8 @@ impl SavedWait {
             },
             scope: Scope::from_filters(&self.scope)
                 .map_err(|key| invalid(format_args!("wait.scope.{key} is not known")))?,
+            auto: self.auto,
+            budget: self.budget.min(1_000_000_000) as f64,
             // The targets are the checkpoint's (an allocation's base has one,
             // empty).
             idents: Vec::new(),
@@ -393,6 +400,8 @@ impl Checkpoint {
                     ("listThreshold", w.list_threshold.to_string()),
                     ("listMode", text(&w.list_mode)),
                     ("scope", list(w.scope.iter().map(|(k, v)| list([text(k), text(v)].into_iter())))),
+                    ("auto", w.auto.to_string()),
+                    ("budget", w.budget.to_string()),
                 ]),
             ));
         }
@@ -479,6 +488,14 @@ impl Checkpoint {
                     })
                     .collect::<Option<Vec<_>>>()
                     .ok_or_else(|| invalid("wait.scope has pairs of strings"))?,
+                auto: match w.get("auto") {
+                    Some(_) => boolean(&w, "wait.auto")?,
+                    None => false,
+                },
+                budget: match w.get("budget") {
+                    Some(_) => number(&w, "wait.budget")?,
+                    None => 0,
+                },
             }),
             None => None,
         };

@@ -115,6 +115,8 @@ struct Listing {
     /// A changes listing: entries read, and the newest stamp.
     read: u32,
     newest: Option<Stamp>,
+    /// Its last page was read (no early stop).
+    ended: bool,
 }
 
 /// One GET of a round, for every wait that wants that identifier.
@@ -247,8 +249,11 @@ impl<D: Document> Loop<D> {
     /// once. Fields beyond the feed's are listed in full every round: the
     /// feed follows the provision state alone.
     pub fn watch(&mut self, mut options: WatchOptions, now: Millis) -> WaitId {
-        let extra: Vec<&str> =
-            options.extra_fields.split(',').filter(|f| !f.is_empty() && !FEED_FIELDS.split(',').any(|b| b == *f)).collect();
+        let extra: Vec<&str> = options
+            .extra_fields
+            .split(',')
+            .filter(|f| !f.is_empty() && !FEED_FIELDS.split(',').any(|b| b == *f))
+            .collect();
         options.extra_fields = extra.join(",");
         if !options.extra_fields.is_empty() {
             options.mode = ListMode::Full;
@@ -554,6 +559,13 @@ impl<D: Document> Loop<D> {
                 }
                 ListKind::Full { early_stop }
             } else {
+                // A GET each: what a fixed poller of these nodes spends.
+                for &id in &waits {
+                    if let Some(w) = self.wait_mut(id) {
+                        let due = w.round.as_ref().map_or(0, |r| r.due.len());
+                        w.reference_cost(due as u32, true);
+                    }
+                }
                 continue;
             };
             g.listed = true;
@@ -580,6 +592,7 @@ impl<D: Document> Loop<D> {
                 restarts: 0,
                 read: 0,
                 newest: None,
+                ended: false,
             });
         }
         listings
@@ -926,6 +939,16 @@ impl<D: Document> Loop<D> {
             return;
         }
         let success = matches!(&reply, Reply::Response(r) if r.is_success());
+        if let Reply::Response(r) = &reply {
+            if matches!(r.status, 429 | 503) {
+                let delay = self.retry.delay_ms(outgoing.retries, &reply).unwrap_or(0);
+                for (id, _) in self.served(&outgoing) {
+                    if let Some(wait) = self.wait_mut(id) {
+                        wait.throttled(delay);
+                    }
+                }
+            }
+        }
         if !success {
             if let Some(delay) = self.retry.delay_ms(outgoing.retries, &reply) {
                 return self.retry_later(outgoing, delay, reply, now);
@@ -1088,6 +1111,7 @@ impl<D: Document> Loop<D> {
             more &= waits.iter().any(|&id| self.wait(id).is_some_and(Wait::has_unanswered));
         }
         let Some(listing) = self.round.as_mut().and_then(|r| r.listings.first_mut()) else { return };
+        listing.ended = marker.is_none();
         match marker {
             Some(m) if more => listing.next_page = Some(Some(m)),
             _ => self.finish_listing(now, true),
@@ -1122,6 +1146,15 @@ impl<D: Document> Loop<D> {
                 g.pages = Some(listing.pager.pages());
                 if !early_stop {
                     g.feed.end_full(complete);
+                }
+                // Read to its last page: what a list poller of this scope
+                // spends a round.
+                if listing.ended {
+                    for &id in &listing.waits {
+                        if let Some(w) = self.wait_mut(id) {
+                            w.reference_cost(listing.pager.pages(), false);
+                        }
+                    }
                 }
                 self.end_watch_rounds(&listing.waits, complete, now);
                 // Served page by page already.

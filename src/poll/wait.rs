@@ -1,7 +1,18 @@
 //! One wait of the loop: its targets, its rounds (what is due, what each
-//! check found, judged in the caller's order), its deadline, its events and
-//! its report. It sends nothing: the loop fetches for every wait at once
-//! and delivers each wait the checks of its targets.
+//! check found, judged in the caller's order), its deadline, its cadence,
+//! its events and its report. It sends nothing: the loop fetches for every
+//! wait at once and delivers each wait the checks of its targets.
+//!
+//! The cadence is the fixed interval, or with `pollInterval: 'auto'` as
+//! often as a budget of requests a minute allows: each round's interval is
+//! what that round cost (the requests it sent) spread over the budget, so a
+//! round of the change feed that costs one request is followed sooner than
+//! a full listing of many pages. The budget, unless given, is what the
+//! first round's cost would spend at the fixed interval: on average never
+//! more than a fixed-interval poller. Never more often than every
+//! [`MIN_AUTO_INTERVAL_MS`]; a round the server throttled (429, 503) makes
+//! the next ones twice as slow (up to [`MAX_SLOWDOWN`] times) and at least
+//! as far apart as its `Retry-After`, each clean round halving that again.
 
 use std::collections::VecDeque;
 
@@ -11,6 +22,49 @@ use crate::engine::{
 };
 use crate::error::{Error, HttpError, Seconds, Subject};
 use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
+
+/// `pollInterval: 'auto'` never runs rounds more often than this.
+pub const MIN_AUTO_INTERVAL_MS: Millis = 250;
+
+/// Throttled rounds make an `auto` wait at most this many times slower.
+pub const MAX_SLOWDOWN: u32 = 16;
+
+/// An `auto` wait's cadence (see the module docs).
+#[derive(Debug)]
+struct Cadence {
+    /// Requests a minute, if given.
+    budget: Option<f64>,
+    /// What a round of a fixed-interval poller of the same nodes costs:
+    /// the pages of a full listing of the scope, or a GET per node (from
+    /// the loop, once it knows).
+    reference: Option<u32>,
+    /// 1, or more after throttled rounds.
+    slowdown: u32,
+    /// The round was throttled: the longest delay the server asked for.
+    throttled: Option<Millis>,
+}
+
+impl Cadence {
+    /// The interval after a round ending at `now`, for a wait begun at
+    /// `started` that was charged `spent` requests so far and whose fixed
+    /// interval is `fixed_ms`: the next round is due when the budget has
+    /// paid for them all (so the rounds of one request come quickly and a
+    /// full listing is paid for by the waits after it).
+    fn next_interval(&mut self, now: Millis, started: Millis, spent: u32, fixed_ms: Millis) -> Millis {
+        let per_ms = match self.budget {
+            Some(b) => b / 60_000.0,
+            None => f64::from(self.reference.unwrap_or(1).max(1)) / fixed_ms as f64,
+        };
+        let paid_at = started.saturating_add((f64::from(spent) / per_ms) as Millis);
+        self.slowdown = match self.throttled {
+            Some(_) => (self.slowdown * 2).min(MAX_SLOWDOWN),
+            None => (self.slowdown / 2).max(1),
+        };
+        let asked = self.throttled.take().unwrap_or(0);
+        let even = paid_at.saturating_sub(now).max(MIN_AUTO_INTERVAL_MS);
+        even.saturating_mul(self.slowdown.into()).max(asked)
+    }
+}
 
 /// What became of one target's check in a round.
 #[derive(Debug)]
@@ -66,7 +120,10 @@ struct Target<D> {
 #[derive(Debug)]
 pub struct Wait<D> {
     pub(crate) options: WaitOptions,
+    /// The interval now: the fixed one, or the cadence's last.
     interval_ms: Millis,
+    fixed_ms: Millis,
+    cadence: Option<Cadence>,
     pub(crate) request_timeout_ms: Option<Millis>,
     started_at: Millis,
     deadline: Option<Millis>,
@@ -107,8 +164,11 @@ impl<D: Document> Wait<D> {
                 settled_at: now,
             })
             .collect();
+        let budget = (options.budget > 0.0).then_some(options.budget);
         Ok(Wait {
             interval_ms,
+            fixed_ms: interval_ms,
+            cadence: options.auto.then_some(Cadence { budget, reference: None, slowdown: 1, throttled: None }),
             request_timeout_ms: (request_timeout_ms > 0).then_some(request_timeout_ms),
             started_at: now,
             deadline: (timeout_ms > 0).then(|| now.saturating_add(timeout_ms)),
@@ -434,11 +494,32 @@ impl<D: Document> Wait<D> {
             });
             return self.finish(now, Outcome::TimedOut, error);
         }
+        if let Some(c) = &mut self.cadence {
+            self.interval_ms = c.next_interval(now, self.started_at, self.requests, self.fixed_ms);
+        }
         let next = now.saturating_add(self.interval_ms);
         // Never sleep past the deadline: the last check happens at it, and
         // waits for no other wait's round.
         self.next_round = Some(self.deadline.map_or(next, |d| next.min(d)));
         self.slack_ms = if self.deadline.is_some_and(|d| next >= d) { 0 } else { self.interval_ms / 4 };
+    }
+
+    /// What a round of a fixed-interval poller of its nodes costs (see
+    /// `Cadence::reference`): `requests`, the loop found.
+    pub(crate) fn reference_cost(&mut self, requests: u32, only_if_unknown: bool) {
+        if let Some(c) = &mut self.cadence {
+            if !(only_if_unknown && c.reference.is_some()) {
+                c.reference = Some(requests);
+            }
+        }
+    }
+
+    /// The server throttled a request of this round (429, 503), asking for
+    /// `delay` before the next.
+    pub(crate) fn throttled(&mut self, delay: Millis) {
+        if let Some(c) = &mut self.cadence {
+            c.throttled = Some(c.throttled.unwrap_or(0).max(delay));
+        }
     }
 
     /// Ends the wait now: unsettled targets are aborted.

@@ -30,6 +30,8 @@ pub enum Kind {
     Flag,
     /// `wait`: true, false or seconds.
     Wait,
+    /// `pollInterval`: seconds, or `'auto'` (read as the text).
+    Interval,
     /// One string, or a list of strings (`fields`).
     Strings,
     /// A JS value kept as it is: a callback js/index.js wrapped, its
@@ -89,6 +91,11 @@ impl Options {
                     (Some(wait), _) => Ok(Given::Wait(if wait { Wait::Seconds(0.0) } else { Wait::SendOnly })),
                     (_, Some(seconds)) => Ok(Given::Wait(Wait::Seconds(seconds))),
                     _ => Err("true, false or a timeout in seconds"),
+                },
+                Interval => match (value.as_f64(), js::text(&value).as_deref()) {
+                    (Some(seconds), _) => Ok(Given::Number(seconds)),
+                    (_, Some("auto")) => Ok(Given::Text("auto".into())),
+                    _ => Err("a number of seconds or 'auto'"),
                 },
                 Strings => js::strings(&value, name).map(Given::Strings).map_err(|_| "a string or a list of strings"),
                 Value => Ok(Given::Value(value)),
@@ -183,7 +190,8 @@ pub const CLIENT: &[(&str, Kind)] = &[
 macro_rules! wait_tuning {
     ($($extra:expr),*) => {
         &[
-            ("pollInterval", Number),
+            ("pollInterval", Interval),
+            ("budget", Number),
             ("settle", Text),
             ("holdIsTerminal", Flag),
             ("failOnUnexpectedState", Flag),
@@ -215,12 +223,24 @@ pub const PROVISION: &[(&str, Kind)] = wait_tuning![
 pub const WAIT_FOR_NODES: &[(&str, Kind)] = wait_tuning![("timeout", Number)];
 
 /// `createAllocation(fields, options)`.
-pub const CREATE_ALLOCATION: &[(&str, Kind)] =
-    &[("wait", Wait), ("pollInterval", Number), ("signal", Value), ("onProgress", Value), ("onCheckpoint", Value)];
+pub const CREATE_ALLOCATION: &[(&str, Kind)] = &[
+    ("wait", Wait),
+    ("pollInterval", Interval),
+    ("budget", Number),
+    ("signal", Value),
+    ("onProgress", Value),
+    ("onCheckpoint", Value),
+];
 
 /// `waitForAllocation(id, options)`.
-pub const WAIT_FOR_ALLOCATION: &[(&str, Kind)] =
-    &[("timeout", Number), ("pollInterval", Number), ("signal", Value), ("onProgress", Value), ("onCheckpoint", Value)];
+pub const WAIT_FOR_ALLOCATION: &[(&str, Kind)] = &[
+    ("timeout", Number),
+    ("pollInterval", Interval),
+    ("budget", Number),
+    ("signal", Value),
+    ("onProgress", Value),
+    ("onCheckpoint", Value),
+];
 
 /// A wait's `scope`: Ironic's list filters.
 const SCOPE: &[(&str, Kind)] = &[
@@ -288,6 +308,15 @@ pub fn list_mode(opts: &Options) -> Result<ListMode, Error> {
         Some("list") => Ok(ListMode::Full),
         Some(_) => Err(Error::InvalidArgument("Option listMode must be 'changes' or 'list'".into())),
     }
+}
+
+/// `pollInterval` (seconds, or `'auto'`) and `budget`, over the method's
+/// default interval.
+pub fn cadence(opts: &Options, mut w: WaitOptions) -> WaitOptions {
+    w.poll_interval = opts.number("pollInterval").unwrap_or(w.poll_interval);
+    w.auto = opts.text("pollInterval").is_some();
+    w.budget = opts.number("budget").unwrap_or(0.0);
+    w
 }
 
 /// `scope: { owner, shard, ... }` as Ironic's filters.

@@ -88,7 +88,9 @@ struct NodeChange<'a> {
 }
 
 pub fn changes(changes: Vec<Change<Json>>) -> JsValue {
-    let each = changes.into_iter().map(|c| to_js(&NodeChange { kind: c.kind.name(), uuid: &c.uuid, node: c.node.map(|n| n.0) }));
+    let each = changes
+        .into_iter()
+        .map(|c| to_js(&NodeChange { kind: c.kind.name(), uuid: &c.uuid, node: c.node.map(|n| n.0) }));
     each.collect::<Array>().into()
 }
 

@@ -13,15 +13,15 @@ afterEach(() => ironic?.close());
 
 const FLEET = 300;
 const WAITED = 120;
-const name = (i) => `n${String(i).padStart(3, '0')}`;
+const name = (i) => `n${String(i).padStart(4, '0')}`;
 
 /** A fleet of available nodes (owners alternate), the first WAITED of them deploying. */
-async function deployingFleet() {
-  const fleet = Array.from({ length: FLEET }, (_, i) => ({
+async function deployingFleet(size = FLEET, timing = { deploying: 900, 'wait call-back': 600 }) {
+  const fleet = Array.from({ length: size }, (_, i) => ({
     name: name(i), provision_state: 'available', owner: i % 2 ? 'odd' : 'even',
   }));
   // Deploys of about 1.5 s: several rounds of 0.3 s.
-  ironic = await startIronic({ nodes: fleet, timing: { deploying: 900, 'wait call-back': 600 } });
+  ironic = await startIronic({ nodes: fleet, timing });
   const api = simClient(ironic.url);
   await Promise.all(Array.from({ length: WAITED }, (_, i) => provision(api, name(i), 'active')));
   ironic.seen.length = 0;
@@ -116,4 +116,49 @@ test('listMode and scope are checked like every option, and a scope the server c
   assert.ok(!ironic.seen.some((r) => r.url.startsWith('/v1/nodes')), 'no node was asked for');
   const report = await old.waitForProvisionState(['n1'], 'active', { scope: { owner: 'o1' } });
   assert.equal(report.ok, true, 'owner (1.50) is fine at 1.81');
+});
+
+test("pollInterval 'auto': rounds of one request every 250 ms or more, within a fixed poller's budget, slower after a 503", async () => {
+  const union = Array.from({ length: WAITED }, (_, i) => name(i));
+  // 3 pages a full listing: a fixed poller spends 90 requests a minute.
+  // Deploys of about 6 s.
+  const client = await deployingFleet(2500, { deploying: 3500, 'wait call-back': 2500 });
+  const started = Date.now();
+  const report = await client.waitForProvisionState(union, 'active', { timeout: 60, settle: 'all', listThreshold: 20, pollInterval: 'auto' });
+  const elapsed = (Date.now() - started) / 60_000;
+  assert.equal(report.ok, true);
+  const log = ironic.sim.log({ method: 'GET' }).filter((e) => e.path === '/v1/nodes');
+  const rounds = log.filter((e) => !e.query.includes('marker=')).map((e) => e.t);
+  const gaps = rounds.slice(1).map((t, i) => t - rounds[i]);
+  assert.ok(gaps.every((g) => g >= 240), `never more often than every 250 ms: ${gaps}`);
+  assert.ok(gaps.filter((g) => g < 1000).length >= 2, `rounds of one request come quickly: ${gaps}`);
+  // The budget: a full listing every 2 s, 90 a minute; a listing's worth of slack.
+  assert.ok(log.length <= 90 * elapsed + 3, `${log.length} requests in ${elapsed * 60} s`);
+  await ironic.close();
+
+  // A 503 with Retry-After: 2 on the third list: the next rounds wait at least that long.
+  const again = await deployingFleet(FLEET, { deploying: 3500, 'wait call-back': 2500 });
+  ironic.sim.faults.add([{ kind: 'status', status: 503, retryAfter: 2, method: 'GET', path: '/v1/nodes', skip: 2, count: 1 }]);
+  const slowed = await again.waitForProvisionState(union, 'active', { timeout: 60, settle: 'all', listThreshold: 20, pollInterval: 'auto', budget: 600 });
+  assert.equal(slowed.ok, true);
+  const times = ironic.sim.log({ method: 'GET' }).filter((e) => e.path === '/v1/nodes').map((e) => e.t);
+  assert.ok(times[3] - times[2] >= 1900, `the retry waits for Retry-After: ${times}`);
+  assert.ok(times[4] - times[3] >= 1900, `so does the next round: ${times}`);
+});
+
+test("pollInterval and budget are checked: 'auto' or seconds; a budget only with 'auto', a whole number", async () => {
+  ironic = await startIronic({ nodes: [{ name: 'n1', provision_state: 'active' }] });
+  const client = new IronicClient({ endpoint: ironic.url });
+  for (const [options, message] of [
+    [{ pollInterval: 'fast' }, /pollInterval must be a number of seconds or 'auto'/],
+    [{ budget: 10 }, /Budget must be a whole number of requests a minute, with pollInterval 'auto'/],
+    [{ pollInterval: 'auto', budget: 1.5 }, /Budget must be a whole number/],
+    [{ pollInterval: 'auto', budget: -1 }, /Budget must be a whole number/],
+    [{ pollInterval: 'auto', budget: '10' }, /budget must be a number/],
+  ]) {
+    await assert.rejects(client.waitForProvisionState(['n1'], 'active', options), (e) => e instanceof InvalidArgumentError && message.test(e.message));
+  }
+  assert.equal(ironic.seen.length, 0, 'nothing sent');
+  const report = await client.waitForProvisionState(['n1'], 'active', { pollInterval: 'auto', budget: 120 });
+  assert.equal(report.ok, true);
 });

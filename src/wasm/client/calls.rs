@@ -72,9 +72,9 @@ pub fn provision(nodes: &JsValue, action: &JsValue, opts: Options) -> Prepared {
     let wait = match opts.wait("wait") {
         Some(Wait::Seconds(timeout)) => {
             let (expected, interval) = action.wait()?;
-            let mut w = wait_options(&opts, WaitOptions::nodes(idents.clone(), expected))?;
+            let base = WaitOptions { poll_interval: interval as f64, ..WaitOptions::nodes(idents.clone(), expected) };
+            let mut w = options::cadence(&opts, wait_options(&opts, base)?);
             w.timeout = timeout;
-            w.poll_interval = opts.number("pollInterval").unwrap_or(interval as f64);
             w.check()?;
             Some(w)
         }
@@ -90,9 +90,8 @@ pub fn wait_for_nodes(nodes: &JsValue, expected: &JsValue, opts: Options) -> Pre
     let idents = js::strings(nodes, "nodes")?;
     let expected =
         js::text(expected).ok_or_else(|| Error::InvalidArgument("expectedState must be a provision state".into()))?;
-    let mut w = wait_options(&opts, WaitOptions::nodes(idents, &expected))?;
+    let mut w = options::cadence(&opts, wait_options(&opts, WaitOptions::nodes(idents, &expected))?);
     w.timeout = opts.number("timeout").unwrap_or(0.0);
-    w.poll_interval = opts.number("pollInterval").unwrap_or(w.poll_interval);
     w.check()?;
     Ok((CallSpec::Wait(w), caller(&opts)))
 }
@@ -102,8 +101,7 @@ pub fn create_allocation(fields: &JsValue, opts: Options) -> Prepared {
     // The wait is checked before the POST; its identifier comes after.
     let wait = match opts.wait("wait") {
         Some(Wait::Seconds(timeout)) => {
-            let mut w = WaitOptions { timeout, ..WaitOptions::allocation("new".into()) };
-            w.poll_interval = opts.number("pollInterval").unwrap_or(w.poll_interval);
+            let w = options::cadence(&opts, WaitOptions { timeout, ..WaitOptions::allocation("new".into()) });
             w.check()?;
             Some(w)
         }
@@ -115,8 +113,8 @@ pub fn create_allocation(fields: &JsValue, opts: Options) -> Prepared {
 
 pub fn wait_for_allocation(id: &JsValue, opts: Options) -> Prepared {
     let id = js::text(id).ok_or_else(|| Error::InvalidArgument("id must be a string".into()))?;
-    let mut w = WaitOptions { timeout: opts.number("timeout").unwrap_or(0.0), ..WaitOptions::allocation(id) };
-    w.poll_interval = opts.number("pollInterval").unwrap_or(w.poll_interval);
+    let w = WaitOptions { timeout: opts.number("timeout").unwrap_or(0.0), ..WaitOptions::allocation(id) };
+    let w = options::cadence(&opts, w);
     w.check()?;
     let caller = Caller { subject: Subject::Allocation, ..caller(&opts) };
     Ok((CallSpec::Wait(w), caller))
