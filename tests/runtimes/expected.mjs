@@ -107,6 +107,11 @@ export const EXPECTED = {
     firstCheck: '/v1/nodes',
     listQueries: ['fields=uuid,name,provision_state,target_provision_state,last_error&limit=1000'],
   },
+  watch: {
+    added: ['w1', 'w2', 'w3', 'w4', 'w5'],
+    last: ['modified', 'w2', 'active'],
+    quietAfterBreak: true,
+  },
   getNode: {
     keys: ['links', 'name', 'provision_state', 'resource_class', 'uuid'],
     node: ['n1', 'active', 'gold', '<uuid>'],

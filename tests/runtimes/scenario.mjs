@@ -264,6 +264,29 @@ export async function runScenario(api, { url }) {
       };
     },
 
+    async watch() {
+      const names = ['w1', 'w2', 'w3', 'w4', 'w5'];
+      await load({ nodes: names.map((name) => ({ name, provision_state: 'available' })) });
+      const c = client();
+      const added = [];
+      let last;
+      for await (const change of c.watch({ pollInterval: 0.05 })) {
+        if (change.type === 'added') added.push(change.node.name);
+        if (added.length === 5 && !last) {
+          last = 'sent';
+          await c.provision('w2', 'deploy');
+        }
+        if (change.node?.name === 'w2' && change.node.provision_state === 'active') {
+          last = [change.type, change.node.name, change.node.provision_state];
+          break;
+        }
+      }
+      // Nothing is listed once the loop broke.
+      const lists = (await sim.log('GET', '/v1/nodes')).length;
+      await sleep(200);
+      return { added: added.sort(), last, quietAfterBreak: (await sim.log('GET', '/v1/nodes')).length === lists };
+    },
+
     async getNode() {
       await load({ nodes: [{ name: 'n1', provision_state: 'active', resource_class: 'gold' }] });
       const c = client();
