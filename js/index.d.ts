@@ -345,11 +345,12 @@ export class IronicClient {
   /**
    * The nodes of a scope, once at the start (unless `initial: false`), then each change of them, in the manner of
    * `kubectl get -w`, on the client's one poll loop (shared with its waits). A consumer slower than the changes gets
-   * the latest state of each node changed since its last item, never a growing queue. Breaking out of the loop ends
-   * the watch; `signal` aborting makes the iteration throw its reason; a listing that fails (after the retries)
-   * throws its error.
+   * the latest state of each node changed since its last item, never a growing queue. It starts at the first
+   * `next()`. `return()` (or a `break` out of `for await`) ends it at once, even while a `next()` waits; `signal`
+   * aborting makes the `next()` under way reject with its reason; a listing that fails (after the retries) rejects it
+   * with its error. Nothing is sent after the end.
    */
-  watch(options?: WatchOptions): AsyncGenerator<NodeChange, void, undefined>;
+  watch(options?: WatchOptions): AsyncIterableIterator<NodeChange>;
   /** Nodes: every page (pages of 1000), or one page of `limit`. */
   listNodes(
     options?: CallOptions & { fields?: string[]; limit?: number; provisionState?: string },

@@ -470,35 +470,69 @@ export class IronicClient {
   /**
    * The nodes of a scope, then each change of them, as an async iterator
    * of `{ type: 'added' | 'modified' | 'removed', uuid, node }`. It starts
-   * at the first `next()` and ends when the loop using it breaks, or
-   * throws when `signal` aborts (its reason) or a listing fails.
+   * at the first `next()`. `return()` (a `break` out of `for await`) ends
+   * it at once, even while a `next()` waits; `signal` aborting makes the
+   * `next()` under way reject with its reason; a listing that fails (after
+   * the retries) rejects it with its error. Nothing is sent after the end.
    */
   watch(options) {
     const raw = this.#raw;
     const given = readOptions('options', options);
     const signal = given.signal;
     const own = new AbortController();
-    return (async function* () {
-      if (signal && aborted(signal)) throw reasonOf(signal);
-      const following = signal && readable('Option signal', () => follow(signal, () => own.abort(reasonOf(signal))));
-      given.signal = own.signal;
-      const [id, end] = raw.watch(given);
-      end.catch(() => {});
-      try {
-        for (;;) {
-          const batch = await raw.changes(id);
-          // None: the watch is over, and `end` says why.
-          if (batch.length === 0) return void (await end);
-          yield* batch;
+    let started; // [id, end, following]
+    let batch = [];
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      started?.[2]?.stop();
+      // Ours, not the caller's: the watch ends in the wasm, nothing more is sent.
+      own.abort();
+    };
+    const step = async () => {
+      if (!closed && batch.length === 0) {
+        if (!started) {
+          if (signal && aborted(signal)) {
+            close();
+            throw reasonOf(signal);
+          }
+          const following = signal && readable('Option signal', () => follow(signal, () => own.abort(reasonOf(signal))));
+          given.signal = own.signal;
+          started = [...raw.watch(given), following];
+          started[1].catch(() => {});
         }
-      } catch (e) {
-        throw toError(e);
-      } finally {
-        following?.stop();
-        // The consumer left (a `break`): nothing more is sent.
-        own.abort();
+        batch = await raw.changes(started[0]);
+        if (batch.length === 0 && !closed) {
+          // Over: `end` says why (an abort, or an error).
+          close();
+          try {
+            await started[1];
+          } catch (e) {
+            throw toError(e);
+          }
+        }
       }
-    })();
+      if (closed || batch.length === 0) return { done: true, value: undefined };
+      return { done: false, value: batch.shift() };
+    };
+    // One step at a time: calls of next() not awaited each get their own item.
+    let queue = Promise.resolve();
+    const next = () => {
+      const result = queue.then(step);
+      queue = result.catch(() => {});
+      return result;
+    };
+    return {
+      next,
+      async return() {
+        close();
+        return { done: true, value: undefined };
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
   }
 
   async listNodes(options) {

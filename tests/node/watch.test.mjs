@@ -73,6 +73,21 @@ test('a slow consumer gets the latest state of each node, once', async () => {
   await iterator.return();
 });
 
+test('return() ends a quiet watch at once, even while next() waits; next() calls not awaited each get an item', async () => {
+  const client = await fleet(6);
+  const iterator = client.watch({ pollInterval: 0.1 });
+  const six = await Promise.all(Array.from({ length: 6 }, () => iterator.next()));
+  assert.deepEqual(six.map((r) => r.value.node.name).sort(), [0, 1, 2, 3, 4, 5].map(name));
+  const waiting = iterator.next();
+  await sleep(300);
+  assert.deepEqual(await iterator.return(), { done: true, value: undefined });
+  assert.deepEqual(await waiting, { done: true, value: undefined });
+  const count = ironic.seen.length;
+  await sleep(300);
+  assert.equal(ironic.seen.length, count, 'nothing sent after return()');
+  assert.deepEqual(await iterator.next(), { done: true, value: undefined });
+});
+
 test('an abort ends the watch with its reason and nothing is sent after it', async () => {
   const client = await fleet(30);
   const controller = new AbortController();

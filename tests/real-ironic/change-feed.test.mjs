@@ -89,3 +89,41 @@ test('a scope narrows every list on the real API', async () => {
   const gets = requests.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/'));
   assert.deepEqual(gets.map((r) => r.path), [`/v1/nodes/${LIST[0]}`]);
 });
+
+test('watch on the real API: every node of the scope once, then the moves of a manage, then one request a quiet round', async (t) => {
+  const client = new IronicClient({ endpoint: ironic.url, userAgent: 'watch' });
+  const start = ironic.seen.length;
+  const added = new Set();
+  const moved = new Map();
+  let managing;
+  for await (const change of client.watch({ scope: { owner: 'team-b' }, pollInterval: 0.5 })) {
+    if (change.type === 'added') added.add(change.node.name);
+    else moved.set(change.node.name, [...(moved.get(change.node.name) ?? []), change.node.provision_state]);
+    if (added.size === LIST.length && !managing) {
+      managing = client.provision(LIST.slice(0, 3), 'manage', { wait: 120 });
+    }
+    if (LIST.slice(0, 3).every((n) => moved.get(n)?.at(-1) === 'manageable')) break;
+  }
+  assert.deepEqual([...added].sort(), LIST, 'every node of the scope once, none of another');
+  assert.deepEqual([...moved.keys()].sort(), LIST.slice(0, 3), 'only the nodes that moved');
+  assert.equal((await managing).ok, true);
+  const listed = lists(ironic.seen.slice(start), 'watch');
+  assert.ok(listed.every((r) => r.query.get('owner') === 'team-b'));
+  const changes = listed.filter(sorted);
+  t.diagnostic(`the watch sent ${listed.length} lists, ${changes.length} of them changes pages`);
+  // The start is a full listing (30 nodes, one page of 40); after it, each
+  // round is one changes page: the moves of 3 nodes fit in it.
+  assert.equal(listed.length - changes.length, 1, 'one full listing');
+  assert.ok(changes.length >= 2 && changes.every((r) => !r.query.has('marker')), 'one page a round');
+  // Quiet now: another few rounds, one request each.
+  const before = ironic.seen.length;
+  const quiet = client.watch({ scope: { owner: 'team-b' }, pollInterval: 0.3, initial: false, signal: AbortSignal.timeout(2000) });
+  await assert.rejects(
+    (async () => {
+      for await (const change of quiet) assert.fail(`no change expected: ${JSON.stringify(change)}`);
+    })(),
+    (e) => e.name === 'TimeoutError',
+  );
+  const rounds = lists(ironic.seen.slice(before), 'watch');
+  assert.ok(rounds.length >= 3 && rounds.slice(1).every(sorted), rounds.map((r) => r.query.toString()).join('\n'));
+});
