@@ -1,7 +1,10 @@
-//! The poll loop: one per client, for every wait on it. Each wait (`wait`)
-//! keeps its own targets, deadline, settle mode, events and report; the
-//! loop decides what each round sends for all the waits due, so K waits on
-//! overlapping nodes cost what one wait on their union costs.
+//! The poll loop: one per client, for every wait and watcher on it. Each
+//! wait (`wait`) keeps its own targets, deadline, settle mode, cadence,
+//! events and report; each watcher (`watch`) what it saw of its scope and
+//! its pending changes. The loop decides what each round sends for all
+//! those due, so K waits on overlapping nodes cost what one wait on their
+//! union costs, and a watcher of a scope costs nothing more than a wait
+//! that lists it.
 //!
 //! A round serves every wait whose next round is due when it starts (a
 //! wait due a little later, within a quarter of its interval, is waited
@@ -807,11 +810,8 @@ impl<D: Document> Loop<D> {
                         limit = Some(limit.map_or(t, |l| l.min(t)));
                     }
                 }
-                if let Some(watch) = self.watcher_mut(*w) {
-                    watch.requests = watch.requests.saturating_add(1);
-                    if let Some(t) = watch.options.request_timeout_ms {
-                        limit = Some(limit.map_or(t, |l| l.min(t)));
-                    }
+                if let Some(t) = self.watcher(*w).and_then(|w| w.options.request_timeout_ms) {
+                    limit = Some(limit.map_or(t, |l| l.min(t)));
                 }
             }
             let id = RequestId(self.next_id);
@@ -1156,7 +1156,7 @@ impl<D: Document> Loop<D> {
                         }
                     }
                 }
-                self.end_watch_rounds(&listing.waits, complete, now);
+                self.end_watch_rounds(&listing.waits, listing.ended, now);
                 // Served page by page already.
                 return self.judge_all(now);
             }

@@ -4,15 +4,18 @@
 //! wait at once and delivers each wait the checks of its targets.
 //!
 //! The cadence is the fixed interval, or with `pollInterval: 'auto'` as
-//! often as a budget of requests a minute allows: each round's interval is
-//! what that round cost (the requests it sent) spread over the budget, so a
-//! round of the change feed that costs one request is followed sooner than
-//! a full listing of many pages. The budget, unless given, is what the
-//! first round's cost would spend at the fixed interval: on average never
-//! more than a fixed-interval poller. Never more often than every
-//! [`MIN_AUTO_INTERVAL_MS`]; a round the server throttled (429, 503) makes
-//! the next ones twice as slow (up to [`MAX_SLOWDOWN`] times) and at least
-//! as far apart as its `Retry-After`, each clean round halving that again.
+//! often as a budget of requests a minute allows: the requests a wait was
+//! charged since its last round are paid for at the budget's rate, and the
+//! next round is due once they are (a leaky bucket that keeps no credit),
+//! so a round of the change feed that costs one request is followed sooner
+//! than a full listing of many pages, which the rounds after it pay for.
+//! The budget, unless given, is what a poller at the fixed interval spends
+//! for the same nodes: a full listing of the scope each round (once the
+//! loop has read one to its end), or a GET per node. Never more often than
+//! every [`MIN_AUTO_INTERVAL_MS`]; a round the server throttled (429, 503)
+//! makes the next ones twice as slow (up to [`MAX_SLOWDOWN`] times) and at
+//! least as far apart as its `Retry-After`, each clean round halving that
+//! again.
 
 use std::collections::VecDeque;
 
@@ -38,6 +41,10 @@ struct Cadence {
     /// the pages of a full listing of the scope, or a GET per node (from
     /// the loop, once it knows).
     reference: Option<u32>,
+    /// The wait's requests when the last round ended, and the instant the
+    /// budget has paid for them by.
+    charged: u32,
+    paid_until: Millis,
     /// 1, or more after throttled rounds.
     slowdown: u32,
     /// The round was throttled: the longest delay the server asked for.
@@ -45,17 +52,16 @@ struct Cadence {
 }
 
 impl Cadence {
-    /// The interval after a round ending at `now`, for a wait begun at
-    /// `started` that was charged `spent` requests so far and whose fixed
-    /// interval is `fixed_ms`: the next round is due when the budget has
-    /// paid for them all (so the rounds of one request come quickly and a
-    /// full listing is paid for by the waits after it).
-    fn next_interval(&mut self, now: Millis, started: Millis, spent: u32, fixed_ms: Millis) -> Millis {
+    /// The interval after a round ending at `now`, for a wait charged
+    /// `requests` so far whose fixed interval is `fixed_ms`.
+    fn next_interval(&mut self, now: Millis, requests: u32, fixed_ms: Millis) -> Millis {
         let per_ms = match self.budget {
             Some(b) => b / 60_000.0,
             None => f64::from(self.reference.unwrap_or(1).max(1)) / fixed_ms as f64,
         };
-        let paid_at = started.saturating_add((f64::from(spent) / per_ms) as Millis);
+        let cost = requests.saturating_sub(std::mem::replace(&mut self.charged, requests));
+        self.paid_until = self.paid_until.max(now).saturating_add((f64::from(cost) / per_ms) as Millis);
+        let paid_at = self.paid_until;
         self.slowdown = match self.throttled {
             Some(_) => (self.slowdown * 2).min(MAX_SLOWDOWN),
             None => (self.slowdown / 2).max(1),
@@ -168,7 +174,14 @@ impl<D: Document> Wait<D> {
         Ok(Wait {
             interval_ms,
             fixed_ms: interval_ms,
-            cadence: options.auto.then_some(Cadence { budget, reference: None, slowdown: 1, throttled: None }),
+            cadence: options.auto.then_some(Cadence {
+                budget,
+                reference: None,
+                charged: 0,
+                paid_until: 0,
+                slowdown: 1,
+                throttled: None,
+            }),
             request_timeout_ms: (request_timeout_ms > 0).then_some(request_timeout_ms),
             started_at: now,
             deadline: (timeout_ms > 0).then(|| now.saturating_add(timeout_ms)),
@@ -495,7 +508,7 @@ impl<D: Document> Wait<D> {
             return self.finish(now, Outcome::TimedOut, error);
         }
         if let Some(c) = &mut self.cadence {
-            self.interval_ms = c.next_interval(now, self.started_at, self.requests, self.fixed_ms);
+            self.interval_ms = c.next_interval(now, self.requests, self.fixed_ms);
         }
         let next = now.saturating_add(self.interval_ms);
         // Never sleep past the deadline: the last check happens at it, and

@@ -96,7 +96,6 @@ pub struct Watch<D> {
     /// Changes came since the consumer was last told.
     news: bool,
     error: Option<Error>,
-    pub(crate) requests: u32,
 }
 
 /// FNV-1a: a fingerprint of what a node showed (a few lines, where std's
@@ -118,7 +117,6 @@ impl<D: Document> Watch<D> {
             listed: false,
             news: false,
             error: None,
-            requests: 0,
         }
     }
 
