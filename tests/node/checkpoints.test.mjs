@@ -656,10 +656,10 @@ test('hostile checkpoints: the wait\'s fields, the rows, the outcomes, the PUT b
   const WAIT_TYPES = {
     expected: 'string', timeoutUs: 'number', pollIntervalUs: 'number', settle: 'string',
     failOnUnexpectedState: 'boolean', holdIsTerminal: 'boolean', concurrency: 'number', listThreshold: 'number',
-    listMode: 'string', scope: 'array',
+    listMode: 'string', scope: 'array', auto: 'boolean', budget: 'number',
   };
   // Absent from checkpoints made before they were options: their defaults.
-  const OPTIONAL = new Set(['listMode', 'scope']);
+  const OPTIONAL = new Set(['listMode', 'scope', 'auto', 'budget']);
   assert.deepEqual(Object.keys(cp.wait).sort(), Object.keys(WAIT_TYPES).sort());
   for (const [key, type] of Object.entries(WAIT_TYPES)) {
     for (const value of [...VALUES, undefined]) {
@@ -677,6 +677,7 @@ test('hostile checkpoints: the wait\'s fields, the rows, the outcomes, the PUT b
     ['wait.timeoutUs past 24.8 days', edit((c) => { c.wait.timeoutUs = 2147484 * 1e6; }), /timeout is out of range/],
     ['wait.concurrency 0', edit((c) => { c.wait.concurrency = 0; }), /wait\.concurrency must be a whole number from 1/],
     ['wait.listMode unknown', edit((c) => { c.wait.listMode = 'fast'; }), /wait\.listMode must be 'changes' or 'list'/],
+    ['wait.budget without auto', edit((c) => { c.wait.auto = false; c.wait.budget = 10; }), /Budget must be a whole number of requests a minute, with pollInterval 'auto'/],
     ['wait.scope of an unknown filter', edit((c) => { c.wait.scope = [['nosuch', 'x']]; }), /wait\.scope\.nosuch is not known/],
     ['wait.scope not pairs', edit((c) => { c.wait.scope = [['owner']]; }), /wait\.scope has pairs of strings/],
     ['wait.scope a pair of a number', edit((c) => { c.wait.scope = [['owner', 5]]; }), /wait\.scope has pairs of strings/],

@@ -33,7 +33,7 @@ const MISTYPED = {
   provision: ['disableRamdisk', 'yes', 'must be a boolean'],
   waitForProvisionState: ['timeout', '5', 'must be a number'],
   createAllocation: ['wait', 'soon', 'must be true, false or a timeout in seconds'],
-  waitForAllocation: ['pollInterval', true, 'must be a number'],
+  waitForAllocation: ['pollInterval', true, "must be a number of seconds or 'auto'"],
   getNode: ['fields', [1, 2], 'must be a string or a list of strings'],
   listNodes: ['provisionState', 7, 'must be a string'],
   microversion: ['signal', 'now', 'must be an AbortSignal'],
