@@ -387,10 +387,13 @@ fn after_one_full_listing_a_quiet_round_is_one_request_whatever_the_fleet() {
         let pages = fleet_size / 1000 + 1;
         // Round 1 stops early (the nodes are on the first page), round 2
         // lists in full for the feed; from then on, one small page a
-        // round, and every node seen at the round it became active.
+        // round (quiet rounds read nothing again once the deploys' stamps
+        // are final), but for the round that sees the 100 nodes go
+        // active: a small first page, then the rest. Every node is seen
+        // at the round it became active.
         let rounds = r.rounds as usize;
         assert_eq!(rounds, 51);
-        assert_eq!(fleet.log.len(), 1 + pages + (rounds - 2), "fleet of {fleet_size}");
+        assert_eq!(fleet.log.len(), 1 + pages + (rounds - 2) + 1, "fleet of {fleet_size}");
         let quiet: Vec<_> = fleet.log[1 + pages..].iter().map(|(_, p)| p.clone()).collect();
         assert!(quiet.iter().all(|p| p.contains("sort_key=provision_updated_at&sort_dir=desc")), "{quiet:?}");
         assert_eq!(r.reports[0].targets[0].elapsed_ms, 100_000);
@@ -931,4 +934,52 @@ fn auto_options_are_checked() {
     let bad = |budget: f64, auto: bool| WaitOptions { auto, budget, ..wait_on(0..3, 0.0) }.check().is_err();
     assert!(bad(-1.0, true) && bad(1.5, true) && bad(f64::NAN, true) && bad(f64::INFINITY, true) && bad(10.0, false));
     assert!(!bad(0.0, true) && !bad(10.0, true) && !bad(0.0, false));
+}
+
+#[test]
+fn a_changes_page_that_does_not_advance_makes_the_round_list_in_full() {
+    // Newest first, a marker node that changed between two pages has moved
+    // up: Ironic serves the next page from near the top again, and the
+    // pager sees no progress. Here every later page of a changes round
+    // answers as its first page did.
+    let mut fleet = Fleet::new(3000);
+    deploying(&mut fleet, 1500, 7);
+    let mut poll = Loop::<Value>::default();
+    let id = poll.join(wait_on(0..1500, 0.0), 0).unwrap();
+    let mut first_page: Option<Reply> = None;
+    let (mut now, mut replayed, mut full_after_replay) = (0, 0, 0);
+    loop {
+        let fetches = poll.step(now);
+        if fetches.is_empty() {
+            if poll.wait(id).unwrap().is_done() {
+                break;
+            }
+            now = poll.wake_at(now).unwrap().max(now + 1);
+        }
+        for fetch in fetches {
+            let path = fetch.request.path.clone();
+            let changes = path.contains("sort_key=provision_updated_at");
+            let reply = match (changes, path.contains("marker="), &first_page) {
+                (true, true, Some(Reply::Response(r))) => {
+                    replayed += 1;
+                    Reply::Response(r.clone())
+                }
+                _ => fleet.answer(&fetch.request, now),
+            };
+            if changes && !path.contains("marker=") {
+                first_page = Some(match &reply {
+                    Reply::Response(r) => Reply::Response(r.clone()),
+                    other => panic!("{other:?}"),
+                });
+            }
+            if replayed > 0 && !changes && path.starts_with("/v1/nodes?") && !path.contains("marker=") {
+                full_after_replay += 1;
+            }
+            poll.observe(fetch.id, reply, now);
+        }
+    }
+    let report = poll.leave(id).unwrap().into_report().unwrap();
+    assert!(replayed > 0, "a changes round took more than a page");
+    assert!(full_after_replay > 0, "the round listed in full instead");
+    assert!(report.error.is_none() && report.targets.iter().all(|t| ["reached", "failed"].contains(&t.outcome.name())));
 }

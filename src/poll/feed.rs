@@ -10,7 +10,12 @@
 //!   watermark gets the watermark's stamp. The overlap is a second longer
 //!   when the stamps have no fraction.
 //! - A change committed after a later-stamped one was read: it is read next
-//!   round while its stamp is within the overlap ([`COMMIT_LAG_MS`]).
+//!   round while its stamp is within the overlap ([`COMMIT_LAG_MS`]). Once
+//!   a round has begun the lag (and a second, for whole-second stamps)
+//!   after the watermark was read, on this client's clock, every change
+//!   stamped at or before it is visible: that round's reading makes them
+//!   final, and later rounds read only what is newer (so a burst of changes
+//!   in one instant is not read again every quiet round).
 //! - Equal stamps across a page boundary: Ironic orders by the stamp, then
 //!   by its own id, and the marker row bounds the next page, so nothing is
 //!   skipped; paging goes on while entries are at or above the stop stamp.
@@ -52,6 +57,9 @@ pub const MIN_FIRST_PAGE: u32 = 20;
 pub struct Cached<D> {
     pub body: D,
     pub stamp: Option<Stamp>,
+    /// Which entry of the feed it is: each one read gets the next number,
+    /// so a wait tells an entry it judged already from a new one.
+    pub seq: u64,
 }
 
 /// See the module docs. One per scope.
@@ -63,6 +71,12 @@ pub struct Feed<D> {
     nodes: HashMap<String, Cached<D>>,
     /// The newest stamp seen; `None` until a full listing is complete.
     watermark: Option<Stamp>,
+    /// When the watermark was read (this client's clock).
+    watermark_read_at: Millis,
+    /// Every change stamped at or before this is visible and was read.
+    final_upto: Option<Stamp>,
+    /// The number of the next entry read.
+    next_seq: u64,
     /// Every stamp seen had no fraction of a second.
     whole_seconds: bool,
     /// When the last full listing began.
@@ -78,6 +92,9 @@ impl<D> Default for Feed<D> {
         Feed {
             nodes: HashMap::new(),
             watermark: None,
+            watermark_read_at: 0,
+            final_upto: None,
+            next_seq: 0,
             whole_seconds: true,
             full_at: None,
             last_read: 0,
@@ -121,12 +138,19 @@ impl<D: Document> Feed<D> {
         (self.last_read.saturating_mul(3) / 2).saturating_add(MIN_FIRST_PAGE).min(page_size)
     }
 
-    /// Paging a changes round stops below this stamp.
+    /// Paging a changes round stops below this stamp: the overlap, unless
+    /// what it would read again is final.
     pub fn stop_below(&self) -> Option<Stamp> {
-        let resolution = if self.whole_seconds { 1_000_000 } else { 0 };
         // Saturating: a fleet where no node ever moved has the lowest
         // watermark there is.
-        Some(self.watermark?.saturating_sub(COMMIT_LAG_MS * 1000 + resolution))
+        let overlap = self.watermark?.saturating_sub(self.settle_ms() * 1000);
+        Some(self.final_upto.map_or(overlap, |f| overlap.max(f.saturating_add(1))))
+    }
+
+    /// How long after its stamp a change may still come to be read: the
+    /// commit lag, and a second more while stamps have no fraction.
+    fn settle_ms(&self) -> i64 {
+        COMMIT_LAG_MS + if self.whole_seconds { 1000 } else { 0 }
     }
 
     /// A full listing begins at `now`.
@@ -135,16 +159,20 @@ impl<D: Document> Feed<D> {
         self.building = Some(HashMap::new());
     }
 
-    /// A full listing ends: its nodes replace the feed's, and the newest
-    /// stamp among them is the watermark. Incomplete (`complete` false),
-    /// it is dropped, and the feed is as it was.
-    pub fn end_full(&mut self, complete: bool) {
+    /// A full listing ends at `now`: its nodes replace the feed's, and the
+    /// newest stamp among them is the watermark. Incomplete (`complete`
+    /// false), it is dropped, and the feed is as it was.
+    pub fn end_full(&mut self, complete: bool, now: Millis) {
         let Some(nodes) = self.building.take() else { return };
         if !complete {
             self.full_at = None;
             return;
         }
-        self.watermark = Some(nodes.values().filter_map(|c| c.stamp).max().unwrap_or(Stamp::MIN));
+        let watermark = nodes.values().filter_map(|c| c.stamp).max().unwrap_or(Stamp::MIN);
+        if self.watermark != Some(watermark) {
+            self.watermark = Some(watermark);
+            self.watermark_read_at = now;
+        }
         self.nodes = nodes;
         // What the first changes round will read again: the overlap.
         let stop = self.stop_below();
@@ -163,7 +191,8 @@ impl<D: Document> Feed<D> {
         if let Some(s) = stamp {
             self.whole_seconds &= s % 1_000_000 == 0;
         }
-        let cached = Cached { body: body.clone(), stamp };
+        self.next_seq += 1;
+        let cached = Cached { body: body.clone(), stamp, seq: self.next_seq };
         let changed = self.nodes.get(uuid).is_none_or(|c| c.stamp != stamp);
         let keys = [Some(uuid.to_string()), name.map(name_key)];
         for key in keys.into_iter().flatten() {
@@ -175,20 +204,26 @@ impl<D: Document> Feed<D> {
         changed
     }
 
-    /// A changes round has read `entries` entries, the newest stamped
-    /// `newest`. False when the newest is older than the watermark: the
-    /// server's clock went back (or the newest node went away), and the
-    /// feed must start over.
-    pub fn end_changes(&mut self, entries: u32, newest: Option<Stamp>) -> bool {
+    /// A changes round begun at `began` has read `entries` entries, the
+    /// newest stamped `newest`, by `now`. False when the newest is older
+    /// than the watermark: the server's clock went back (or the newest node
+    /// went away), and the feed must start over.
+    pub fn end_changes(&mut self, entries: u32, newest: Option<Stamp>, began: Millis, now: Millis) -> bool {
         self.last_read = entries;
-        match (newest, self.watermark) {
-            (Some(n), Some(w)) if n < w => false,
-            (Some(n), Some(w)) => {
-                self.watermark = Some(n.max(w));
-                true
-            }
-            _ => true,
+        let Some(w) = self.watermark else { return true };
+        if newest.is_some_and(|n| n < w) {
+            return false;
         }
+        // Every change stamped up to the watermark had to be visible when
+        // this round began, and it read them: they are final.
+        if began >= self.watermark_read_at.saturating_add(self.settle_ms() as Millis) {
+            self.final_upto = Some(self.final_upto.map_or(w, |f| f.max(w)));
+        }
+        if let Some(n) = newest.filter(|&n| n > w) {
+            self.watermark = Some(n);
+            self.watermark_read_at = now;
+        }
+        true
     }
 
     /// The node an identifier names, as last seen: a UUID-like one by
@@ -228,7 +263,7 @@ mod tests {
         feed.begin_full(0);
         feed.absorb("a", Some("na"), &json!({}), Some(5_000_000));
         feed.absorb("b", None, &json!({}), None);
-        feed.end_full(true);
+        feed.end_full(true, 0);
         assert_eq!(feed.watermark, Some(5_000_000));
         assert!(!feed.needs_full(1000, false, 1));
         assert!(feed.needs_full(1000, true, 1), "a final check lists in full");
@@ -238,25 +273,51 @@ mod tests {
         assert_eq!(feed.stop_below(), Some(5_000_000 - 2_000_000));
         assert!(feed.absorb("a", Some("na"), &json!({}), Some(6_000_001)));
         assert!(!feed.absorb("a", Some("na"), &json!({}), Some(6_000_001)), "the same stamp is no change");
-        assert!(feed.end_changes(2, Some(6_000_001)));
+        assert!(feed.end_changes(2, Some(6_000_001), 500, 600));
         assert_eq!(feed.stop_below(), Some(6_000_001 - 1_000_000));
-        assert!(!feed.end_changes(1, Some(1_000_000)), "the newest went back: start over");
+        assert!(!feed.end_changes(1, Some(1_000_000), 700, 800), "the newest went back: start over");
         assert!(feed.find("na", false).is_some() && feed.find("a", true).is_some() && feed.find("b", true).is_some());
         // An incomplete listing changes nothing, and a complete one drops
         // the nodes it did not list.
         feed.begin_full(2000);
         feed.absorb("a", Some("na"), &json!({}), Some(7_000_000));
-        feed.end_full(false);
+        feed.end_full(false, 0);
         assert!(feed.find("b", true).is_some());
         feed.begin_full(3000);
         feed.absorb("a", Some("na"), &json!({}), Some(7_000_000));
-        feed.end_full(true);
+        feed.end_full(true, 0);
         assert!(feed.find("b", true).is_none());
         // A fleet no node of which ever moved: every stamp is above the stop.
         let mut never = Feed::<Value>::default();
         never.begin_full(0);
         never.absorb("c", None, &json!({}), None);
-        never.end_full(true);
+        never.end_full(true, 0);
         assert_eq!(never.stop_below(), Some(Stamp::MIN));
+    }
+
+    #[test]
+    fn what_every_commit_had_to_show_by_a_rounds_start_is_not_read_again() {
+        let mut feed = Feed::<Value>::default();
+        feed.begin_full(0);
+        feed.absorb("a", None, &json!({}), Some(5_000_001));
+        feed.end_full(true, 100);
+        assert_eq!(feed.stop_below(), Some(5_000_001 - 1_000_000), "the overlap: a second of commit lag");
+        // A round begun within the lag of the watermark's reading: still the overlap.
+        assert!(feed.end_changes(1, Some(5_000_001), 900, 950));
+        assert_eq!(feed.stop_below(), Some(5_000_001 - 1_000_000));
+        // One begun after it read the overlap when every commit up to the
+        // watermark had to show: from now on, only what is newer.
+        assert!(feed.end_changes(1, Some(5_000_001), 1100, 1150));
+        assert_eq!(feed.stop_below(), Some(5_000_002));
+        // A newer change: the overlap below it, but never below what is final.
+        feed.absorb("b", None, &json!({}), Some(5_300_000));
+        assert!(feed.end_changes(2, Some(5_300_000), 1200, 1250));
+        assert_eq!(feed.stop_below(), Some(5_000_002));
+        assert!(feed.end_changes(1, Some(5_300_000), 2250, 2300));
+        assert_eq!(feed.stop_below(), Some(5_300_001));
+        // Entries read get numbers of their own: a wait tells a new one.
+        let seq = feed.find("b", true).unwrap().seq;
+        feed.absorb("b", None, &json!({}), Some(5_300_000));
+        assert!(feed.find("b", true).unwrap().seq > seq);
     }
 }

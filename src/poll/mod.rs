@@ -120,6 +120,8 @@ struct Listing {
     newest: Option<Stamp>,
     /// Its last page was read (no early stop).
     ended: bool,
+    /// When it began.
+    began: Millis,
 }
 
 /// One GET of a round, for every wait that wants that identifier.
@@ -596,6 +598,7 @@ impl<D: Document> Loop<D> {
                 read: 0,
                 newest: None,
                 ended: false,
+                began: now,
             });
         }
         listings
@@ -697,7 +700,7 @@ impl<D: Document> Loop<D> {
     fn drop_round(&mut self) {
         if let Some(round) = self.round.take() {
             for listing in round.listings {
-                self.groups[listing.group].feed.end_full(false);
+                self.groups[listing.group].feed.end_full(false, 0);
             }
         }
         for (id, _, _) in self.in_flight.drain(..) {
@@ -1034,10 +1037,21 @@ impl<D: Document> Loop<D> {
         let page = match &check {
             Check::Body(body) => listing.pager.page(body, listing.names),
             Check::Failed(e) => Err(e.clone()),
-            Check::NotFound(_) | Check::Unanswered => return self.fail_listing(Check::Unanswered, now),
+            Check::NotFound(_) | Check::Unanswered | Check::Same => return self.fail_listing(Check::Unanswered, now),
         };
         let (entries, marker) = match page {
             Ok(read) => read,
+            // Newest first, a marker node that changed between two pages
+            // has moved up, and the next page starts again from near the
+            // top: no progress. Listed by id instead, nothing moves.
+            Err(_) if matches!(listing.kind, ListKind::Changes { .. }) => {
+                let Some(mut again) = self.round.as_mut().map(|r| r.listings.remove(0)) else { return };
+                self.list_in_full(&mut again, now);
+                if let Some(round) = &mut self.round {
+                    round.listings.insert(0, again);
+                }
+                return;
+            }
             Err(e) => return self.fail_listing(Check::Failed(e), now),
         };
         let group = listing.group;
@@ -1118,6 +1132,21 @@ impl<D: Document> Loop<D> {
         }
     }
 
+    /// `listing` starts over as a full listing that feeds the feed (sorted
+    /// by id: what moves between its pages does not move it).
+    fn list_in_full(&mut self, listing: &mut Listing, now: Millis) {
+        listing.kind = ListKind::Full { early_stop: false };
+        listing.pager = Pager::default();
+        listing.next_page = Some(None);
+        listing.first_page = listing.page_size;
+        self.groups[listing.group].feed.begin_full(now);
+        for &id in &listing.waits {
+            if let Some(w) = self.watcher_mut(id) {
+                w.begin_full();
+            }
+        }
+    }
+
     /// The front listing failed: the waits it serves get `check` for every
     /// target still without an answer.
     fn fail_listing(&mut self, check: Check<D>, now: Millis) {
@@ -1145,7 +1174,7 @@ impl<D: Document> Loop<D> {
             ListKind::Full { early_stop } => {
                 g.pages = Some(listing.pager.pages());
                 if !early_stop {
-                    g.feed.end_full(complete);
+                    g.feed.end_full(complete, now);
                 }
                 // Read to its last page: what a list poller of this scope
                 // spends a round.
@@ -1161,21 +1190,12 @@ impl<D: Document> Loop<D> {
                 return self.judge_all(now);
             }
             ListKind::Changes { .. } => {
-                if complete && !g.feed.end_changes(listing.read, listing.newest) {
+                if complete && !g.feed.end_changes(listing.read, listing.newest, listing.began, now) {
                     // The newest stamp went back: the feed cannot be
                     // trusted until a full listing, made now.
                     g.feed.reset();
                     let mut again = listing;
-                    again.kind = ListKind::Full { early_stop: false };
-                    again.pager = Pager::default();
-                    again.next_page = Some(None);
-                    again.first_page = again.page_size;
-                    g.feed.begin_full(now);
-                    for &id in &again.waits {
-                        if let Some(w) = self.watcher_mut(id) {
-                            w.begin_full();
-                        }
-                    }
+                    self.list_in_full(&mut again, now);
                     if let Some(round) = &mut self.round {
                         round.listings.insert(0, again);
                     }
@@ -1196,8 +1216,14 @@ impl<D: Document> Loop<D> {
             for p in wait.unanswered() {
                 let ident = &wait.options.idents[due[p]];
                 if let Some(cached) = feed.find(ident, requests::is_uuid_like(ident)) {
-                    let body = cached.body.clone();
-                    wait.deliver(p, Check::Body(body));
+                    // An entry the target was judged on already decides
+                    // the same again: not read again (a quiet round of a
+                    // large wait costs a lookup a target).
+                    let check = match wait.judged_on(due[p], cached.seq) {
+                        true => Check::Same,
+                        false => Check::Body(cached.body.clone()),
+                    };
+                    wait.deliver(p, check);
                 }
             }
         }

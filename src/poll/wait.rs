@@ -80,6 +80,9 @@ pub(crate) enum Check<D> {
     Failed(Error),
     /// Time ran out before an answer: the target stays unsettled.
     Unanswered,
+    /// The very entry it was last judged on (the feed's, unchanged): a
+    /// check that decides what the last one did, without reading it again.
+    Same,
 }
 
 impl<D: Clone> Clone for Check<D> {
@@ -89,6 +92,7 @@ impl<D: Clone> Clone for Check<D> {
             Check::NotFound(e) => Check::NotFound(e.clone()),
             Check::Failed(e) => Check::Failed(e.clone()),
             Check::Unanswered => Check::Unanswered,
+            Check::Same => Check::Same,
         }
     }
 }
@@ -120,6 +124,8 @@ struct Target<D> {
     polls: u32,
     body: Option<D>,
     settled_at: Millis,
+    /// The feed's entry it was last judged on (see `Check::Same`); 0: none.
+    judged_seq: u64,
 }
 
 /// See the module docs.
@@ -168,6 +174,7 @@ impl<D: Document> Wait<D> {
                 polls: 0,
                 body: None,
                 settled_at: now,
+                judged_seq: 0,
             })
             .collect();
         let budget = (options.budget > 0.0).then_some(options.budget);
@@ -398,6 +405,12 @@ impl<D: Document> Wait<D> {
         }
     }
 
+    /// Target `index` is judged on the feed's entry `seq`: whether it was
+    /// judged on that very entry already (see `Check::Same`).
+    pub(crate) fn judged_on(&mut self, index: usize, seq: u64) -> bool {
+        std::mem::replace(&mut self.targets[index].judged_seq, seq) == seq
+    }
+
     /// Whether any target due in the round is named by a name, not a UUID.
     pub(crate) fn names_due(&self, is_name: impl Fn(&str) -> bool) -> bool {
         self.round.as_ref().is_some_and(|r| r.due.iter().any(|&t| is_name(&self.targets[t].ident)))
@@ -432,6 +445,10 @@ impl<D: Document> Wait<D> {
         let target = &self.targets[index];
         let (verdict, seen, body) = match check {
             Check::Unanswered => return None,
+            Check::Same => {
+                self.targets[index].polls = self.targets[index].polls.saturating_add(1);
+                return None;
+            }
             Check::NotFound(e) => return Some(self.polled(index, Outcome::NotFound(e))),
             Check::Failed(e) => return Some(self.polled(index, Outcome::Error(e))),
             Check::Body(body) => {
