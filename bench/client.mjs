@@ -61,8 +61,10 @@ if (tracing) {
 // The first few nodes an ironic-wait wait did not see reach the state, as its report has them (for the error).
 const unreached = [];
 const note = (report) => {
-  for (const { node, outcome, state, targetState, lastError, polls, elapsed } of report.nodes) {
-    if (outcome !== 'reached' && unreached.length < 10) unreached.push({ node, outcome, state, targetState, lastError, polls, elapsed });
+  for (const { node, outcome, state, targetState, lastError, polls, elapsed, error } of report.nodes) {
+    if (outcome !== 'reached' && unreached.length < 10) {
+      unreached.push({ node, outcome, state, targetState, lastError, polls, elapsed, ...(error && { error: `${error.name}: ${error.message}` }) });
+    }
   }
   return report;
 };

@@ -80,7 +80,7 @@ function targetsTable(fleet) {
     const floor = by.floor;
     const size = [thousands(f), thousands(n)];
     if (!ok(mine)) {
-      rows.push(['every target', ...size, 'ironic-wait changes did not run', 'not measured']);
+      rows.push(['every target', ...size, `ironic-wait changes ${mine?.error ? `failed: ${mine.error.split('\n')[0]}` : 'did not run'}`, 'not measured']);
       continue;
     }
     rows.push(['a quiet round (after a lone change) costs 1 request', ...size,

@@ -58,7 +58,9 @@ function kindOf(r) {
 export function fleetFigures(uuids, client, server) {
   const { requests, changes } = server;
   if (client.outcomes.reached !== uuids.length) {
-    throw new Error(`not every node reached ${EXPECTED}: ${JSON.stringify(client.outcomes)}; ${JSON.stringify(client.unreached ?? [])}`);
+    const first = client.unreached?.[0];
+    const how = first ? `; the first: ${first.node} ${first.outcome} in ${first.state} after ${first.polls} polls, ${first.elapsed} s${first.error ? ` (${first.error})` : ''}` : '';
+    throw new Error(`not every node reached ${EXPECTED}: ${JSON.stringify(client.outcomes)}${how}`);
   }
   const arrived = new Map();
   for (const [at, uuid, state] of changes) if (state === EXPECTED) arrived.set(uuid, at);
