@@ -51,8 +51,8 @@ await main('bench', async () => {
   const startRuns = Number(values['start-runs'] ?? 15);
   const timing = values.quick ? TIMING.quick : TIMING.full;
   const [, latest] = window(timing);
-  // The per-N tables, unless --fleet alone; the fleet table with --fleet, --fleet-sizes or --quick.
-  const perN = !values.fleet || values.nodes !== undefined;
+  // The per-N tables, unless --fleet or --fleet-sizes without --nodes; the fleet table with --fleet, --fleet-sizes or --quick.
+  const perN = (!values.fleet && values['fleet-sizes'] === undefined) || values.nodes !== undefined;
   const fleetSizes = values['fleet-sizes'] !== undefined ? pairs(values['fleet-sizes'], '--fleet-sizes')
     : values.fleet || values.quick ? FLEET_SIZES[values.quick ? 'quick' : 'full'] : [];
   // K waits at each size whose N is the smallest measured (N = 1000 by default), unless --fleet-k says where.
