@@ -106,7 +106,7 @@ function targetsTable(fleet) {
     const many = k?.[K_CLIENTS[1].name];
     if (ok(one)) {
       rows.push([`${FLEET_K} waits on one client cost one loop: requests within 10% of one wait on their union`, ...size,
-        `${one.requests} requests in ${one.rounds} rounds against ${mine.requests} in ${mine.rounds}: ${ratio(one.requests, mine.requests)}`
+        `${one.requests} requests in ${one.rounds} rounds against ${mine.requests} in ${mine.rounds} (at most ${n1(mine.requests * TARGETS.kRatio)}): ${ratio(one.requests, mine.requests)}`
         + `${ok(many) ? `; ${FLEET_K} clients: ${many.requests} (${ratio(many.requests, mine.requests)})` : ''}`,
         verdict(one.requests <= mine.requests * TARGETS.kRatio)]);
     }
