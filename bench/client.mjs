@@ -5,6 +5,14 @@
 // the call until its promise settles), peak RSS, and the wall-clock instant
 // at which each node was first seen settled (onProgress for ironic-wait, the
 // floor's own callback), on the clock every bench process shares.
+//
+// The fleet table (bench/fleet.mjs) adds to the config: `options`, more wait
+// options for ironic-wait (listMode, listThreshold); `groups`, K waits at
+// once, each on these positions of `uuids`, on one client or, with
+// `separate`, each on a client of its own (K IronicClient instances in this
+// process); `trace`, a record of every request the process sends during the
+// wait: the wall-clock instant and the process's CPU so far as it called
+// `fetch`, so that the CPU can be cut into the rounds the simulator saw.
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
@@ -32,7 +40,34 @@ async function quiet() {
 }
 
 const [kind, configPath] = process.argv.slice(2);
-const { url, uuids, expected, pollInterval } = JSON.parse(readFileSync(configPath, 'utf8'));
+const { url, uuids, expected, pollInterval, options = {}, groups = null, separate = false, trace: tracing = false } =
+  JSON.parse(readFileSync(configPath, 'utf8'));
+
+// Installed before any client is loaded (the package calls the global
+// `fetch` by name on every request, as the floor does); records only once
+// the wait has begun: [wall ms, CPU µs since the wait began] a request.
+let trace = null;
+let traceCpu0 = null;
+if (tracing) {
+  const original = globalThis.fetch;
+  globalThis.fetch = function fetch(input, init) {
+    if (trace) {
+      const { user, system } = process.cpuUsage(traceCpu0);
+      trace.push(wall(), user + system);
+    }
+    return original.call(this, input, init);
+  };
+}
+// The first few nodes an ironic-wait wait did not see reach the state, as its report has them (for the error).
+const unreached = [];
+const note = (report) => {
+  for (const { node, outcome, state, targetState, lastError, polls, elapsed, error } of report.nodes) {
+    if (outcome !== 'reached' && unreached.length < 10) {
+      unreached.push({ node, outcome, state, targetState, lastError, polls, elapsed, ...(error && { error: `${error.name}: ${error.message}` }) });
+    }
+  }
+  return report;
+};
 const settledAt = new Map();
 const seen = (uuid) => {
   if (!settledAt.has(uuid)) settledAt.set(uuid, wall());
@@ -53,15 +88,33 @@ if (kind === 'ironic-wait' || kind === 'ironic-wait+checkpoint') {
     checkpoints.lastChars = text.length;
     checkpoints.maxChars = Math.max(checkpoints.maxChars, text.length);
   };
-  wait = async () => {
-    const report = await client.waitForProvisionState(uuids, expected, {
-      pollInterval,
-      settle: 'all',
-      onProgress: (event) => event.done && seen(event.node),
-      ...(keep && { onCheckpoint }),
-    });
-    return new Map(report.nodes.map((n) => [n.node, n.outcome]));
-  };
+  const waitOn = (on, nodes) => on.waitForProvisionState(nodes, expected, {
+    pollInterval,
+    settle: 'all',
+    onProgress: (event) => event.done && seen(event.node),
+    ...(keep && { onCheckpoint }),
+    ...options,
+  }).then(note);
+  if (groups) {
+    // K waits started in one turn (they share their first round on one client).
+    const clients = groups.map((_, i) => (separate && i > 0 ? new IronicClient({ endpoint: url }) : client));
+    wait = async () => {
+      const reports = await Promise.all(groups.map((positions, i) => waitOn(clients[i], positions.map((p) => uuids[p]))));
+      const outcomes = new Map();
+      // A node is `reached` when every wait on it reached it; otherwise the first other outcome.
+      for (const report of reports) {
+        for (const n of report.nodes) {
+          if ((outcomes.get(n.node) ?? 'reached') === 'reached') outcomes.set(n.node, n.outcome);
+        }
+      }
+      return outcomes;
+    };
+  } else {
+    wait = async () => {
+      const report = await waitOn(client, uuids);
+      return new Map(report.nodes.map((n) => [n.node, n.outcome]));
+    };
+  }
 } else if (kind === 'floor' || kind === 'floor-http') {
   const { waitForNodes } = await import('./floor.mjs');
   const transport = kind === 'floor-http' ? 'http' : 'fetch';
@@ -82,6 +135,10 @@ for await (const line of lines) if (line.trim() === 'go') break;
 
 const cpu0 = process.cpuUsage();
 const started = wall();
+if (tracing) {
+  traceCpu0 = cpu0;
+  trace = [];
+}
 const outcomes = await wait();
 const settled = wall();
 const cpu = process.cpuUsage(cpu0);
@@ -95,5 +152,7 @@ process.stdout.write(`${JSON.stringify({
   peakRssBytes: process.resourceUsage().maxRSS * 1024,
   outcomes: counts,
   ...(checkpoints && { checkpoints }),
+  ...(trace && { trace }),
+  ...(unreached.length && { unreached }),
   settledAt: uuids.map((u) => settledAt.get(u) ?? null),
 })}\n`, () => process.exit(0));

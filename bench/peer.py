@@ -10,6 +10,9 @@ Neither library has a progress callback, so the instant a node is first seen
 settled is taken where the wait reads it: each library's wait fetches nodes
 through one method (NodeManager.get, BaremetalProxy.get_node), wrapped here.
 `cold` only imports the library and makes a client (for the cold-start table).
+With `"trace": true` in the config (the fleet table), every HTTP request the
+wait sends is recorded as bench/client.mjs records it: the wall-clock instant
+and the CPU so far, as requests' Session.send is called.
 """
 
 import json
@@ -78,6 +81,19 @@ def main():
             # Its interval is fixed at 2 s (openstack.utils.iterate_timeout).
             proxy.wait_for_nodes_provision_state(uuids, expected)
 
+    trace = None
+    if config.get('trace'):
+        import requests
+
+        send = requests.Session.send
+
+        def traced(self, request, **kwargs):
+            if trace is not None:
+                trace.extend((time.time() * 1000, (cpu_seconds() - cpu0) * 1e6))
+            return send(self, request, **kwargs)
+
+        requests.Session.send = traced
+
     print('ready', flush=True)
     for line in sys.stdin:
         if line.strip() == 'go':
@@ -85,6 +101,8 @@ def main():
 
     cpu0 = cpu_seconds()
     started = time.time() * 1000
+    if config.get('trace'):
+        trace = []
     wait()
     settled = time.time() * 1000
     cpu = cpu_seconds() - cpu0
@@ -97,6 +115,7 @@ def main():
         # Both waits raise on a failure or a timeout: returning means every node arrived.
         'outcomes': {'reached': len(uuids)},
         'settledAt': [settled_at.get(u) for u in uuids],
+        **({'trace': trace} if trace is not None else {}),
     }), flush=True)
 
 

@@ -155,6 +155,8 @@ ${headline(run)}
 ${resultTables(run)}
 ![CPU during the wait per client and N, log scale](benchmarks.svg)
 
+${run.fleetSection ?? 'No fleet table yet: `npm run bench -- --fleet` adds one.'}
+
 ## Size
 
 What a user downloads: the wasm and the JS in pkg/ (every file, as the size test counts them), each file compressed on its own.
@@ -172,10 +174,11 @@ ${run.pythonStart ? `\nPython peers (import and their first client, no request):
 \`\`\`sh
 npm run build                # pkg/, what is measured
 npm run bench                # N = 1, 100, 1000, 10000; writes docs/benchmarks.md and .svg
-npm run bench -- --quick     # N = 1, 100 and a shorter schedule: under two minutes
+npm run bench -- --quick     # N = 1, 100 and the fleet at F = 10,000, N = 1,000, on shorter schedules: a few minutes
 npm run bench -- --peers     # also python-ironicclient 6.3 and openstacksdk 4.22 (a venv in .cache/bench-peers/)
 BENCH_PY=/path/to/python npm run bench   # the same with a Python that has them
 npm run bench -- --out /tmp/bench        # write somewhere else
+npm run bench -- --fleet                 # the fleet table only (F = 10,000 and 100,000): replaces the Fleet section
 \`\`\`
 
 This run took ${run.minutes.toFixed(1)} minutes. See [bench/README.md](../bench/README.md).

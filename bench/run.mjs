@@ -4,15 +4,22 @@
 // seeded schedule; writes docs/benchmarks.md and docs/benchmarks.svg.
 //
 //   npm run bench [-- --quick] [-- --peers] [-- --out DIR] [-- --nodes 1,100] [-- --peers-max 1000]
+//   npm run bench -- --fleet [--fleet-sizes 10000:1000,100000:1000] [--fleet-k 100000:1000]
+//
+// --fleet runs the fleet table only (bench/fleet.mjs) and replaces only the
+// Fleet section of benchmarks.md; a run without it keeps the section the
+// file has. --quick runs both, each in its small variant.
 //
 // See bench/README.md. Not a test: nothing here passes or fails on a figure.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT, PKG, WASM_FILE, main } from '../scripts/lib.mjs';
-import { SEED, TIMING, window } from './schedule.mjs';
+import { SEED, TIMING, window, FLEET_SIZES, FLEET_SCHEDULE, kGroups } from './schedule.mjs';
+import { measureFleet } from './fleet.mjs';
+import { FLEET_CLIENTS, K_CLIENTS, fleetMarkdown, fleetSectionOf, withFleetSection } from './fleet-report.mjs';
 import { measureWait, clientCommand } from './wait.mjs';
 import { sizes, nodeColdStart, pythonColdStart } from './footprint.mjs';
 import { ensurePeersVenv, peerVersions } from './peers.mjs';
@@ -32,6 +39,9 @@ await main('bench', async () => {
       nodes: { type: 'string' },
       'peers-max': { type: 'string', default: '1000' },
       'start-runs': { type: 'string' },
+      fleet: { type: 'boolean', default: false },
+      'fleet-sizes': { type: 'string' },
+      'fleet-k': { type: 'string' },
     },
   });
   if (!existsSync(join(PKG, WASM_FILE))) throw new Error('pkg/ is missing: run `npm run build` first');
@@ -41,6 +51,13 @@ await main('bench', async () => {
   const startRuns = Number(values['start-runs'] ?? 15);
   const timing = values.quick ? TIMING.quick : TIMING.full;
   const [, latest] = window(timing);
+  // The per-N tables, unless --fleet or --fleet-sizes without --nodes; the fleet table with --fleet, --fleet-sizes or --quick.
+  const perN = (!values.fleet && values['fleet-sizes'] === undefined) || values.nodes !== undefined;
+  const fleetSizes = values['fleet-sizes'] !== undefined ? pairs(values['fleet-sizes'], '--fleet-sizes')
+    : values.fleet || values.quick ? FLEET_SIZES[values.quick ? 'quick' : 'full'] : [];
+  // K waits at each size whose N is the smallest measured (N = 1000 by default), unless --fleet-k says where.
+  const kSizes = values['fleet-k'] !== undefined ? pairs(values['fleet-k'], '--fleet-k')
+    : fleetSizes.filter(([, n]) => n === Math.min(...fleetSizes.map((p) => p[1])));
 
   const python = values.peers ? ensurePeersVenv() : process.env.BENCH_PY || null;
   const peerInfo = python && peerVersions(python);
@@ -48,7 +65,7 @@ await main('bench', async () => {
   const clients = ['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'floor-http', ...(python ? PEERS : [])];
 
   const results = {};
-  for (const nodes of nodeCounts) {
+  for (const nodes of perN ? nodeCounts : []) {
     results[nodes] = {};
     for (const client of clients) {
       if (PEERS.includes(client) && nodes > peersMax) {
@@ -72,6 +89,20 @@ await main('bench', async () => {
     }
   }
 
+  const fleet = fleetSizes.length
+    ? await runFleet({ sizes: fleetSizes, kSizes, quick: values.quick, python, peerInfo, peersMax, loadBefore })
+    : null;
+  const out = resolve(values.out);
+  mkdirSync(out, { recursive: true });
+  const mdFile = join(out, 'benchmarks.md');
+  const existing = existsSync(mdFile) ? readFileSync(mdFile, 'utf8') : null;
+  if (!perN) {
+    writeFileSync(mdFile, withFleetSection(existing ?? '# Benchmarks\n', fleetMarkdown(fleet)));
+    console.error(`bench: wrote the Fleet section of ${mdFile} in ${((performance.now() - started) / 60000).toFixed(1)} min`);
+    failOn(results, fleet);
+    return;
+  }
+
   console.error('bench: sizes and start-up');
   const download = sizes();
   const nodeStart = nodeColdStart(startRuns);
@@ -93,16 +124,99 @@ await main('bench', async () => {
     nodeStart,
     pythonStart,
     minutes: (performance.now() - started) / 60000,
+    // This run's fleet section, or the one the file already has.
+    fleetSection: fleet ? fleetMarkdown(fleet) : existing && fleetSectionOf(existing),
   };
-  const out = resolve(values.out);
-  mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'benchmarks.md'), markdown(run));
+  writeFileSync(mdFile, markdown(run));
   writeFileSync(join(out, 'benchmarks.svg'), svg(run));
-  console.error(`bench: wrote ${join(out, 'benchmarks.md')} and benchmarks.svg in ${run.minutes.toFixed(1)} min`);
+  console.error(`bench: wrote ${mdFile} and benchmarks.svg in ${run.minutes.toFixed(1)} min`);
+  failOn(results, fleet);
+});
+
+/** Throws naming every run that failed. */
+function failOn(results, fleet) {
   const failed = Object.entries(results).flatMap(([n, byClient]) =>
     Object.entries(byClient).filter(([, r]) => r.error).map(([client]) => `${client} at N = ${n}`));
+  for (const [key, byClient] of Object.entries({ ...fleet?.results })) {
+    for (const [client, r] of Object.entries(byClient)) if (r.error) failed.push(`fleet ${client} at F/N = ${key}`);
+  }
+  for (const [key, byClient] of Object.entries({ ...fleet?.k })) {
+    for (const [client, r] of Object.entries(byClient)) if (r.error) failed.push(`fleet ${client} at F/N = ${key}`);
+  }
   if (failed.length) throw new Error(`failed: ${failed.join(', ')}`);
-});
+}
+
+/** `10000:1000,100000:1000` -> [[10000, 1000], [100000, 1000]] (fleet F, waited N <= F). */
+function pairs(text, option) {
+  const list = text.split(',').map((p) => p.split(':').map(Number));
+  if (!list.every((p) => p.length === 2 && p.every((x) => Number.isInteger(x) && x > 0) && p[1] <= p[0])) {
+    throw new Error(`${option}: a list of F:N pairs of positive integers with N <= F, not ${text}`);
+  }
+  return list;
+}
+
+/**
+ * The fleet table: at each F, N every fleet client, one after the other, each
+ * in a fresh process against a fresh simulator; then the K-waits runs.
+ */
+async function runFleet({ sizes, kSizes, quick, python, peerInfo, peersMax, loadBefore }) {
+  const started = performance.now();
+  const schedule = FLEET_SCHEDULE[quick ? 'quick' : 'full'];
+  const [, latest] = window(schedule.timing);
+  const clients = FLEET_CLIENTS.filter((c) => !c.peer || (python && c.kind === 'python-ironicclient'));
+  const results = {};
+  const k = {};
+  const measure = async (label, kind, f, n, config, peer) => {
+    console.error(`bench: fleet F = ${f}, N = ${n}, ${label}`);
+    try {
+      // The last arrival and a few rounds; per-node rounds take ~1 ms a node (Python's ~5).
+      const timeoutMs = (latest + 60) * 1000 + n * (peer ? 200 : 10);
+      const r = await measureFleet({ command: clientCommand(kind, python), fleet: f, waited: n, schedule, timeoutMs, config });
+      console.error(`bench:   ${r.rounds} rounds, ${r.requests} requests (${r.requestsPerRound.toFixed(2)} a round, quiet ${r.quietRequests?.toFixed(2) ?? '—'}), `
+        + `CPU ${r.cpuSeconds.toFixed(3)} s (quiet round ${r.quietCpuMs?.toFixed(2) ?? '—'} ms), lag ${r.detectMeanMs.toFixed(0)} ms`);
+      return r;
+    } catch (err) {
+      console.error(`bench:   ${err.message}`);
+      return { error: err.message };
+    }
+  };
+  for (const [f, n] of sizes) {
+    const key = `${f}/${n}`;
+    results[key] = {};
+    for (const c of clients) {
+      results[key][c.name] = c.peer && n > peersMax
+        ? { skipped: `not run: it sends one GET per node per round, and N = ${n} is over --peers-max ${peersMax}` }
+        : await measure(c.name, c.kind, f, n, c.config(n), c.peer);
+    }
+    if (kSizes.some(([kf, kn]) => kf === f && kn === n)) {
+      k[key] = {};
+      for (const c of K_CLIENTS) k[key][c.name] = await measure(c.name, c.kind, f, n, c.config(kGroups(n)), false);
+    }
+  }
+  // Every round of every run, for the record (git-ignored).
+  const rawDir = join(ROOT, '.cache', 'bench-fleet');
+  mkdirSync(rawDir, { recursive: true });
+  const date = new Date().toISOString();
+  const rawFile = join(rawDir, `fleet-${date.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(rawFile, `${JSON.stringify({ date, schedule, sizes, results, k }, null, 1)}\n`);
+  console.error(`bench: every round of the fleet runs in ${rawFile}`);
+  const strip = (byClient) => Object.fromEntries(Object.entries(byClient).map(([c, { roundLog, ...r }]) => [c, r]));
+  return {
+    date,
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    quick,
+    machine: machine(python, peerInfo, loadBefore),
+    build: build(),
+    schedule,
+    sizes,
+    peersMax,
+    clients: clients.map((c) => c.name),
+    results: Object.fromEntries(Object.entries(results).map(([key, byClient]) => [key, strip(byClient)])),
+    k: Object.fromEntries(Object.entries(k).map(([key, byClient]) => [key, strip(byClient)])),
+    rawFile: relative(ROOT, rawFile),
+    minutes: (performance.now() - started) / 60000,
+  };
+}
 
 function machine(python, peers, loadBefore) {
   const cpus = os.cpus();

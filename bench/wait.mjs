@@ -19,9 +19,9 @@ export function clientCommand(name, python) {
   return [python, here('./peer.py'), name];
 }
 
-/** Forks the simulator; resolves to { url, call(cmd), close() }. */
-function startSimulator(nodes, timing) {
-  const child = fork(here('./sim-child.mjs'), [JSON.stringify([nodes, timing])], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+/** Forks the simulator (`script`, with `args` as JSON); resolves to { url, call(cmd, arg), close() }. */
+export function startSimulator(args, script = './sim-child.mjs') {
+  const child = fork(here(script), [JSON.stringify(args)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const pending = new Map();
   let nextId = 1;
   return new Promise((resolve, reject) => {
@@ -30,10 +30,10 @@ function startSimulator(nodes, timing) {
       if (msg.ready) {
         resolve({
           url: msg.url,
-          call: (cmd) => new Promise((res, rej) => {
+          call: (cmd, arg) => new Promise((res, rej) => {
             const id = nextId++;
             pending.set(id, { res, rej });
-            child.send({ id, cmd });
+            child.send({ id, cmd, arg });
           }),
           close: () => child.kill(),
         });
@@ -54,7 +54,7 @@ async function getJson(url) {
 }
 
 /** Every node's UUID, in list order (before the start: not counted). */
-async function listUuids(base) {
+export async function listUuids(base) {
   const uuids = [];
   for (let url = `${base}/v1/nodes?fields=uuid&limit=1000`; url;) {
     const page = await getJson(url);
@@ -68,7 +68,7 @@ async function listUuids(base) {
  * Starts a client process; resolves once it printed `ready`, to
  * { go(timeoutMs) -> its JSON result, kill() }.
  */
-function startClient(command, configPath) {
+export function startClient(command, configPath) {
   const [cmd, ...args] = command;
   const child = spawn(cmd, [...args, configPath], { stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
@@ -156,7 +156,7 @@ function figures(uuids, client, server) {
  * and the counting starts, then the client is told to go.
  */
 export async function measureWait({ command, nodes, timing, timeoutMs }) {
-  const sim = await startSimulator(nodes, timing);
+  const sim = await startSimulator([nodes, timing]);
   const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-bench-'));
   let client;
   try {

@@ -1,6 +1,6 @@
 // `npm run bench -- --quick` runs end to end and writes a well-formed report:
-// a table per N with a row of numbers for every client, the size and
-// start-up tables, and an SVG. A benchmark, not a timed test: no figure is
+// a table per N with a row of numbers for every client, the fleet table (its
+// small variant), the size and start-up tables, and an SVG. A benchmark, not a timed test: no figure is
 // judged, only that each is there and is a number.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -73,6 +73,42 @@ function checkFootprint(md, svg, clients) {
   assert.equal(svg.match(/<rect [^>]*><title>/g)?.length, clients.length * 2);
 }
 
+/** The fleet section of a --quick run: a table at F = 10000, N = 1000 with every fleet client, the targets, the K waits. */
+function checkFleet(md, clients) {
+  const [head, ...rows] = tableAfter(md, '### Fleet: F = 10000, N = 1000');
+  assert.equal(head[0], 'client');
+  // Always a figure; the others may be '—' (no quiet round in a client's run, say).
+  const always = ['rounds', 'requests / round', 'KB received / round', 'CPU ms / round', 'lag mean ms', 'lag p95 ms', 'total requests', 'CPU s'];
+  for (const client of clients) {
+    const row = rows.find((r) => r[0] === client);
+    assert.ok(row, `fleet: no row for ${client}`);
+    assert.equal(row.length, head.length, `fleet, ${client}: ${row.length} cells for ${head.length} columns`);
+    for (const [i, cell] of row.slice(1, -1).entries()) {
+      const column = head[i + 1];
+      if (always.includes(column)) assert.match(cell, NUMBER, `fleet, ${client}, ${column}: "${cell}" is not a number`);
+      else assert.match(cell, /^(\d+(\.\d+)?|—)$/, `fleet, ${client}, ${column}: "${cell}"`);
+    }
+  }
+  assert.equal(rows.length, clients.length, `fleet: rows ${rows.map((r) => r[0])}`);
+  // The changes client had its quiet round (after the lone change) and churn rounds.
+  const changes = rows.find((r) => r[0] === 'ironic-wait changes');
+  assert.match(changes[head.indexOf('quiet round: requests')], NUMBER);
+  assert.match(changes[head.indexOf('churn rounds: requests')], NUMBER);
+  const [targetsHead, ...targets] = tableAfter(md, '### Targets');
+  assert.deepEqual(targetsHead, ['target', 'F', 'N', 'measured (ironic-wait changes)', 'met?']);
+  for (const row of targets) assert.match(row[4], /^(met|missed|not measured)$/, `target "${row[0]}": "${row[4]}"`);
+  for (const start of ['a quiet round', 'churn rounds', 'detection lag, mean', '10 waits on one client']) {
+    assert.ok(targets.some((r) => r[0].startsWith(start)), `no target "${start}..."`);
+  }
+  const [kHead, ...k] = tableAfter(md, '### Fleet: 10 concurrent waits');
+  assert.equal(kHead[2], 'waits');
+  for (const waits of ['10 waits, one client', '10 waits, 10 clients']) {
+    const row = k.find((r) => r[2] === waits);
+    assert.ok(row, `no K row "${waits}"`);
+    for (const cell of row.slice(3, 3 + 5)) assert.match(cell, NUMBER, `K, ${waits}: "${cell}"`);
+  }
+}
+
 test('npm run bench -- --quick writes a table per N with every client, and the chart', () => {
   const env = { ...process.env };
   delete env.BENCH_PY; // the JS clients only: no Python needed
@@ -82,6 +118,7 @@ test('npm run bench -- --quick writes a table per N with every client, and the c
   checkFootprint(md, svg, clients);
   // What keeping checkpoints costs, beside the wait without.
   assert.match(md, /\| CPU with onCheckpoint, N = 100; \d+ checkpoints, the largest [\d.]+ KB \| [\d.]+ s \|  \| [\d.]+x of the wait without \|/);
+  checkFleet(md, ['ironic-wait changes', 'ironic-wait list', 'ironic-wait per-node', 'floor']);
 });
 
 test('with BENCH_PY the Python peers are in the same tables', { skip: !process.env.BENCH_PY && 'BENCH_PY is not set' }, () => {
@@ -89,5 +126,6 @@ test('with BENCH_PY the Python peers are in the same tables', { skip: !process.e
   const { md, svg } = bench([], process.env);
   checkResults(md, clients);
   checkFootprint(md, svg, clients);
+  checkFleet(md, ['ironic-wait changes', 'ironic-wait list', 'ironic-wait per-node', 'floor', 'python-ironicclient']);
   assert.ok(tableAfter(md, 'Python peers (import and their first client, no request):').length >= 3);
 });
