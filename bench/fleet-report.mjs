@@ -15,6 +15,9 @@ export const FLEET_CLIENTS = [
   { name: 'ironic-wait list', kind: 'ironic-wait', config: () => ({ options: { listMode: 'list' } }) },
   // A wait on fewer nodes than listThreshold GETs each node.
   { name: 'ironic-wait per-node', kind: 'ironic-wait', config: (n) => ({ options: { listThreshold: n + 1 } }) },
+  // pollInterval 'auto': the default budget (a list poller's at 2 s), and python-ironicclient's (a GET a node every 2 s).
+  { name: 'ironic-wait auto', kind: 'ironic-wait', config: () => ({ options: { pollInterval: 'auto' } }) },
+  { name: 'ironic-wait auto, python\'s budget', kind: 'ironic-wait', config: (n) => ({ options: { pollInterval: 'auto', budget: 30 * n } }) },
   { name: 'floor', kind: 'floor', config: () => ({}) },
   { name: 'python-ironicclient', kind: 'python-ironicclient', peer: true, config: () => ({}) },
 ];
@@ -101,6 +104,18 @@ function targetsTable(fleet) {
       rows.push(['detection lag, p95, within 5% of the floor\'s', ...size,
         `${n0(mine.detectP95Ms)} ms against ${n0(floor.detectP95Ms)} ms: ${ratio(mine.detectP95Ms, floor.detectP95Ms)}`, verdict(p95 <= TARGETS.lagRatio)]);
     }
+    const auto = by['ironic-wait auto'];
+    const autoPy = by['ironic-wait auto, python\'s budget'];
+    if (n === 1000 && ok(auto)) {
+      rows.push(['pollInterval \'auto\', default budget: mean detection lag at most half the fixed 2 s interval\'s', ...size,
+        `${n0(auto.detectMeanMs)} ms against ${n0(mine.detectMeanMs)} ms (${ratio(auto.detectMeanMs, mine.detectMeanMs)}); ${auto.requests} requests against ${mine.requests}`,
+        verdict(auto.detectMeanMs <= mine.detectMeanMs / 2)]);
+    }
+    if (n === 1000 && ok(autoPy)) {
+      rows.push(['pollInterval \'auto\' with python-ironicclient\'s request budget: mean detection lag under 0.2 s', ...size,
+        `${n0(autoPy.detectMeanMs)} ms (p95 ${n0(autoPy.detectP95Ms)} ms); ${autoPy.requests} requests`,
+        verdict(autoPy.detectMeanMs < 200)]);
+    }
     const k = fleet.k?.[`${f}/${n}`];
     const one = k?.[K_CLIENTS[0].name];
     const many = k?.[K_CLIENTS[1].name];
@@ -145,6 +160,18 @@ function resultTables(fleet) {
 function kTable(fleet) {
   const rows = [];
   for (const [f, n] of fleet.sizes) {
+    const auto = by['ironic-wait auto'];
+    const autoPy = by['ironic-wait auto, python\'s budget'];
+    if (n === 1000 && ok(auto)) {
+      rows.push(['pollInterval \'auto\', default budget: mean detection lag at most half the fixed 2 s interval\'s', ...size,
+        `${n0(auto.detectMeanMs)} ms against ${n0(mine.detectMeanMs)} ms (${ratio(auto.detectMeanMs, mine.detectMeanMs)}); ${auto.requests} requests against ${mine.requests}`,
+        verdict(auto.detectMeanMs <= mine.detectMeanMs / 2)]);
+    }
+    if (n === 1000 && ok(autoPy)) {
+      rows.push(['pollInterval \'auto\' with python-ironicclient\'s request budget: mean detection lag under 0.2 s', ...size,
+        `${n0(autoPy.detectMeanMs)} ms (p95 ${n0(autoPy.detectP95Ms)} ms); ${autoPy.requests} requests`,
+        verdict(autoPy.detectMeanMs < 200)]);
+    }
     const k = fleet.k?.[`${f}/${n}`];
     if (!k) continue;
     const single = fleet.results[`${f}/${n}`]?.['ironic-wait changes'];

@@ -983,3 +983,20 @@ fn a_changes_page_that_does_not_advance_makes_the_round_list_in_full() {
     assert!(full_after_replay > 0, "the round listed in full instead");
     assert!(report.error.is_none() && report.targets.iter().all(|t| ["reached", "failed"].contains(&t.outcome.name())));
 }
+
+#[test]
+fn an_auto_wait_whose_first_listing_stops_early_is_not_slowed_by_it() {
+    // The waited nodes spread over a fleet of 10 pages, the last full (a
+    // `next` link): the first listing stops at the last waited node, never
+    // reading a listing to its end, and the round's own cost stands for
+    // a fixed poller's until one is read.
+    let mut fleet = Fleet::new(10_000);
+    for i in 0..1000 {
+        fleet.change(i * 10, 0, "deploying", 0);
+        fleet.change(i * 10, 6_000, "active", 0);
+    }
+    let options = auto(WaitOptions { idents: (0..1000).map(|i| uuid(i * 10)).collect(), ..wait_on(0..0, 0.0) }, 0.0);
+    let (sent, report) = drive_one(&mut fleet, options, |_| None);
+    assert!(report.targets.iter().all(|t| t.outcome.name() == "reached"));
+    assert!(report.elapsed_ms <= 6_300, "seen at {} ms, the change at 6000 ms: {sent:?}", report.elapsed_ms);
+}

@@ -38,8 +38,8 @@ struct Cadence {
     /// Requests a minute, if given.
     budget: Option<f64>,
     /// What a round of a fixed-interval poller of the same nodes costs:
-    /// the pages of a full listing of the scope, or a GET per node (from
-    /// the loop, once it knows).
+    /// the pages of a full listing of the scope read to its end, or a GET
+    /// per node (from the loop, once it knows).
     reference: Option<u32>,
     /// The wait's requests when the last round ended, and the instant the
     /// budget has paid for them by.
@@ -55,11 +55,13 @@ impl Cadence {
     /// The interval after a round ending at `now`, for a wait charged
     /// `requests` so far whose fixed interval is `fixed_ms`.
     fn next_interval(&mut self, now: Millis, requests: u32, fixed_ms: Millis) -> Millis {
+        let cost = requests.saturating_sub(std::mem::replace(&mut self.charged, requests));
+        // Until the loop knows what a fixed poller's round costs, this
+        // round's cost stands for it.
         let per_ms = match self.budget {
             Some(b) => b / 60_000.0,
-            None => f64::from(self.reference.unwrap_or(1).max(1)) / fixed_ms as f64,
+            None => f64::from(self.reference.unwrap_or(cost).max(1)) / fixed_ms as f64,
         };
-        let cost = requests.saturating_sub(std::mem::replace(&mut self.charged, requests));
         self.paid_until = self.paid_until.max(now).saturating_add((f64::from(cost) / per_ms) as Millis);
         let paid_at = self.paid_until;
         self.slowdown = match self.throttled {
