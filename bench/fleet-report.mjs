@@ -160,18 +160,6 @@ function resultTables(fleet) {
 function kTable(fleet) {
   const rows = [];
   for (const [f, n] of fleet.sizes) {
-    const auto = by['ironic-wait auto'];
-    const autoPy = by['ironic-wait auto, python\'s budget'];
-    if (n === 1000 && ok(auto)) {
-      rows.push(['pollInterval \'auto\', default budget: mean detection lag at most half the fixed 2 s interval\'s', ...size,
-        `${n0(auto.detectMeanMs)} ms against ${n0(mine.detectMeanMs)} ms (${ratio(auto.detectMeanMs, mine.detectMeanMs)}); ${auto.requests} requests against ${mine.requests}`,
-        verdict(auto.detectMeanMs <= mine.detectMeanMs / 2)]);
-    }
-    if (n === 1000 && ok(autoPy)) {
-      rows.push(['pollInterval \'auto\' with python-ironicclient\'s request budget: mean detection lag under 0.2 s', ...size,
-        `${n0(autoPy.detectMeanMs)} ms (p95 ${n0(autoPy.detectP95Ms)} ms); ${autoPy.requests} requests`,
-        verdict(autoPy.detectMeanMs < 200)]);
-    }
     const k = fleet.k?.[`${f}/${n}`];
     if (!k) continue;
     const single = fleet.results[`${f}/${n}`]?.['ironic-wait changes'];
