@@ -73,6 +73,9 @@ function checkFootprint(md, svg, clients) {
   assert.equal(svg.match(/<rect [^>]*><title>/g)?.length, clients.length * 2);
 }
 
+/** The ironic-wait clients of the fleet table. */
+const FLEET_JS = ['ironic-wait changes', 'ironic-wait list', 'ironic-wait per-node', 'ironic-wait auto', "ironic-wait auto, python's budget"];
+
 /** The fleet section of a --quick run: a table at F = 10000, N = 1000 with every fleet client, the targets, the K waits. */
 function checkFleet(md, clients) {
   const [head, ...rows] = tableAfter(md, '### Fleet: F = 10000, N = 1000');
@@ -97,7 +100,7 @@ function checkFleet(md, clients) {
   const [targetsHead, ...targets] = tableAfter(md, '### Targets');
   assert.deepEqual(targetsHead, ['target', 'F', 'N', 'measured (ironic-wait changes)', 'met?']);
   for (const row of targets) assert.match(row[4], /^(met|missed|not measured)$/, `target "${row[0]}": "${row[4]}"`);
-  for (const start of ['a quiet round', 'churn rounds', 'detection lag, mean', '10 waits on one client']) {
+  for (const start of ['a quiet round', 'churn rounds', 'detection lag, mean', '10 waits on one client', "pollInterval 'auto', default budget", "pollInterval 'auto' with python-ironicclient's"]) {
     assert.ok(targets.some((r) => r[0].startsWith(start)), `no target "${start}..."`);
   }
   const [kHead, ...k] = tableAfter(md, '### Fleet: 10 concurrent waits');
@@ -118,7 +121,7 @@ test('npm run bench -- --quick writes a table per N with every client, and the c
   checkFootprint(md, svg, clients);
   // What keeping checkpoints costs, beside the wait without.
   assert.match(md, /\| CPU with onCheckpoint, N = 100; \d+ checkpoints, the largest [\d.]+ KB \| [\d.]+ s \|  \| [\d.]+x of the wait without \|/);
-  checkFleet(md, ['ironic-wait changes', 'ironic-wait list', 'ironic-wait per-node', 'floor']);
+  checkFleet(md, [...FLEET_JS, 'floor']);
 });
 
 test('with BENCH_PY the Python peers are in the same tables', { skip: !process.env.BENCH_PY && 'BENCH_PY is not set' }, () => {
@@ -126,6 +129,6 @@ test('with BENCH_PY the Python peers are in the same tables', { skip: !process.e
   const { md, svg } = bench([], process.env);
   checkResults(md, clients);
   checkFootprint(md, svg, clients);
-  checkFleet(md, ['ironic-wait changes', 'ironic-wait list', 'ironic-wait per-node', 'floor', 'python-ironicclient']);
+  checkFleet(md, [...FLEET_JS, 'floor', 'python-ironicclient']);
   assert.ok(tableAfter(md, 'Python peers (import and their first client, no request):').length >= 3);
 });
