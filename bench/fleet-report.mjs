@@ -198,6 +198,8 @@ Each client runs in a process of its own against a fresh simulator in another, o
 - **ironic-wait changes**: \`waitForProvisionState(uuids, 'active', { pollInterval: 2, settle: 'all', onProgress, listMode: 'changes' })\` (the default): one full listing, then the change feed.
 - **ironic-wait list**: the same with \`listMode: 'list'\`: the fleet listed in full every round (as long as that is fewer requests than a GET per unsettled node).
 - **ironic-wait per-node**: the same with \`listThreshold: N + 1\`: one GET per unsettled node per round.
+- **ironic-wait auto**: the change feed with \`pollInterval: 'auto'\`: rounds as often as the default budget (what a list poller of the fleet spends every 2 s) allows, never more often than every 250 ms.
+- **ironic-wait auto, python's budget**: the same with \`budget: 30 * N\`, the requests a minute python-ironicclient spends (a GET per node every 2 s).
 - **floor**: [bench/floor.mjs](../bench/floor.mjs), the hand-written list poller: \`GET /v1/nodes?fields=uuid,provision_state,target_provision_state,last_error&limit=1000\` page after page every 2 s, until every waiting node was seen.
 ${peers ? `- **python-ironicclient** ${m.peers?.ironicclient ?? ''}: \`wait_for_provision_state(uuids, 'active', poll_interval=2)\`: one full node GET per node per round; run only up to N = ${fleet.peersMax}.\n` : ''}
 How a run is cut into rounds: from the simulator's request log, a request begins a new round when it arrives more than ${ROUND_GAP_MS} ms after the round's last answer, or repeats one of the round's requests (same path and query, no marker: a node GET, or a list's first page). Every figure per round is a mean over the wait's rounds.
