@@ -368,7 +368,7 @@ impl<D: Document> Client<D> {
         self.calls.iter().find(|c| c.id() == call)?.target_report(target, &self.poll)
     }
 
-    /// A watch's pending changes, oldest first, at most `max`.
+    /// A watch's pending changes (in no particular order), at most `max`.
     pub fn take_changes(&mut self, call: CallId, max: usize) -> Vec<Change<D>> {
         let Client { calls, poll, .. } = self;
         calls.iter().find(|c| c.id() == call).map_or_else(Vec::new, |c| c.take_changes(max, poll))
