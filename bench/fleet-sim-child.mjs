@@ -8,7 +8,7 @@
 // `report` stops the churn and adds every provision state change since the
 // start (the waited nodes' and the churn's) on the same clock.
 import { startSimulator } from '../sim/server.mjs';
-import { CHURN, CHURN_TICK_MS, EXPECTED, fleetScenario, quietUntil } from './schedule.mjs';
+import { CHURN, CHURN_TICK_MS, EXPECTED, quietUntil, scenario } from './schedule.mjs';
 
 const MAX_MINOR = 115; // the newest microversion the simulator plays
 
@@ -16,7 +16,7 @@ const MAX_MINOR = 115; // the newest microversion the simulator plays
 const wall = () => performance.timeOrigin + performance.now();
 
 const [fleet, { timing, loneAt }] = JSON.parse(process.argv[2]);
-const sim = await startSimulator({ port: 0, host: '127.0.0.1', scenario: fleetScenario(fleet, timing), logLimit: 1000 });
+const sim = await startSimulator({ port: 0, host: '127.0.0.1', scenario: scenario(fleet, timing), logLimit: 1000 });
 
 let marked = false;
 let startedAt = null; // sim ms of `start`

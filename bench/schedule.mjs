@@ -77,20 +77,6 @@ export const FLEET_SCHEDULE = {
 /** When the quiet phase ends (ms after the start): the first waited node's first change after `deploying`. */
 export const quietUntil = (timing) => timing.deploying[0];
 
-/** The simulator's scenario for a fleet of `fleet` nodes, all `available`. */
-export function fleetScenario(fleet, timing) {
-  const width = String(fleet - 1).length;
-  return {
-    seed: SEED,
-    epoch: EPOCH,
-    timing,
-    nodes: Array.from({ length: fleet }, (_, i) => ({
-      name: `node-${String(i).padStart(width, '0')}`,
-      provision_state: 'available',
-    })),
-  };
-}
-
 /** A seeded PRNG (mulberry32): the same draws for a seed on every run. */
 function prng(seed) {
   let a = seed >>> 0;
