@@ -124,6 +124,15 @@ struct Listing {
     began: Millis,
 }
 
+impl Listing {
+    /// It starts over from its first page, a full-sized one.
+    fn from_the_top(&mut self) {
+        self.pager = Pager::default();
+        self.next_page = Some(None);
+        self.first_page = self.page_size;
+    }
+}
+
 /// One GET of a round, for every wait that wants that identifier.
 #[derive(Debug, Clone)]
 struct GetJob {
@@ -1024,9 +1033,7 @@ impl<D: Document> Loop<D> {
             return false;
         }
         listing.restarts += 1;
-        listing.pager = Pager::default();
-        listing.next_page = Some(None);
-        listing.first_page = listing.page_size;
+        listing.from_the_top();
         true
     }
 
@@ -1065,9 +1072,7 @@ impl<D: Document> Loop<D> {
             let changes = matches!(listing.kind, ListKind::Changes { .. });
             listing.kind = ListKind::Full { early_stop: true };
             if changes {
-                listing.pager = Pager::default();
-                listing.next_page = Some(None);
-                listing.first_page = listing.page_size;
+                listing.from_the_top();
                 return;
             }
         }
@@ -1136,9 +1141,7 @@ impl<D: Document> Loop<D> {
     /// by id: what moves between its pages does not move it).
     fn list_in_full(&mut self, listing: &mut Listing, now: Millis) {
         listing.kind = ListKind::Full { early_stop: false };
-        listing.pager = Pager::default();
-        listing.next_page = Some(None);
-        listing.first_page = listing.page_size;
+        listing.from_the_top();
         self.groups[listing.group].feed.begin_full(now);
         for &id in &listing.waits {
             if let Some(w) = self.watcher_mut(id) {
