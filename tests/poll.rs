@@ -544,6 +544,15 @@ fn a_scope_narrows_every_list_and_a_node_outside_it_is_got_alone() {
 
 // ---- never missing a change: the feed against full lists -------------------
 
+/// Seeded draws below `n` (an LCG): a proptest's history from its seed.
+fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut rng = seed;
+    move |n| {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (rng >> 33) % n
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, max_shrink_iters: 200, ..ProptestConfig::default() })]
 
@@ -561,8 +570,7 @@ proptest! {
         waits in 1usize..4,
         latency in prop_oneof![Just(0u64), 1u64..300],
     ) {
-        let mut rng = seed;
-        let mut next = move |n: u64| { rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); (rng >> 33) % n };
+        let mut next = draws(seed);
         let mut fleet = Fleet::new(fleet_size);
         fleet.whole_seconds = whole_seconds;
         let waited = 60.min(fleet_size);
@@ -802,8 +810,7 @@ proptest! {
         fleet_size in 30usize..1200,
         whole_seconds in any::<bool>(),
     ) {
-        let mut rng = seed;
-        let mut next = move |n: u64| { rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); (rng >> 33) % n };
+        let mut next = draws(seed);
         let mut fleet = Fleet::new(fleet_size);
         fleet.whole_seconds = whole_seconds;
         for i in 0..fleet_size {
