@@ -12,7 +12,6 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { minifySync } from 'rolldown/experimental';
 import { ROOT, PKG, WASM_FILE, BUDGET_GZIP, run, main, gzipSize, pkgSizes, kb } from './lib.mjs';
 import { setup, WASM_BINDGEN, wasmBindgenVersion } from './setup.mjs';
 
@@ -53,7 +52,7 @@ await main('build', async () => {
   for (const f of readdirSync(join(ROOT, 'js'))) {
     if (f.endsWith('.js') || f.endsWith('.d.ts')) cpSync(join(ROOT, 'js', f), join(staging, f));
   }
-  minifyJs(staging);
+  await minifyJs(staging);
   rmSync(PKG, { recursive: true, force: true });
   renameSync(staging, PKG);
 
@@ -73,8 +72,10 @@ await main('build', async () => {
 // shortened; exported names and property names are kept, and the error
 // classes set their names themselves (js/index.js). The minifier is
 // rolldown's, which vite (a dev dependency) brings. The types stay as
-// written.
-function minifyJs(dir) {
+// written. Imported here, not at the top: on a fresh clone the npm packages
+// come with setup(), after this module has loaded.
+async function minifyJs(dir) {
+  const { minifySync } = await import('rolldown/experimental');
   for (const f of readdirSync(dir).filter((name) => name.endsWith('.js'))) {
     const path = join(dir, f);
     const { code } = minifySync(f, readFileSync(path, 'utf8'), { compress: true, mangle: true, module: true });
