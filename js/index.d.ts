@@ -351,7 +351,11 @@ export class IronicClient {
    * with its error. Nothing is sent after the end.
    */
   watch(options?: WatchOptions): AsyncIterableIterator<NodeChange>;
-  /** Nodes: every page (pages of 1000), or one page of `limit`. */
+  /**
+   * Nodes: every page (pages of 1000), read on the client's one poll loop, so that lists of one scope at once (and a
+   * watcher's or a wait's listing of it) share the same requests; or, with `limit`, one page of that many, on its own.
+   * `fields` (API 1.8+) limits what each node has, as Ironic lists it; without it, every field (`/v1/nodes/detail`).
+   */
   listNodes(
     options?: CallOptions & { fields?: string[]; limit?: number; provisionState?: string },
   ): Promise<Record<string, unknown>[]>;

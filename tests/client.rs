@@ -1809,6 +1809,7 @@ fn watch_spec(scope: ironic_wait::ironic::requests::Scope, interval_ms: u64) -> 
         fields: false,
         retry: Default::default(),
         request_timeout_ms: None,
+        once: None,
     })
 }
 

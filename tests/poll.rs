@@ -11,7 +11,7 @@ use ironic_wait::http::retry::RetryPolicy;
 use ironic_wait::http::{Reply, Request, Response};
 use ironic_wait::ironic::requests::Scope;
 use ironic_wait::poll::wait::MIN_AUTO_INTERVAL_MS;
-use ironic_wait::poll::watch::{Change as NodeChange, ChangeKind, WatchOptions};
+use ironic_wait::poll::watch::{Change as NodeChange, ChangeKind, Once, WatchOptions};
 use ironic_wait::poll::{ListMode, Loop, WaitId, COMMIT_LAG_MS, RECONCILE_MS};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -649,6 +649,7 @@ fn watch_options(mode: ListMode, initial: bool) -> WatchOptions {
         fields: true,
         retry: RetryPolicy::default(),
         request_timeout_ms: None,
+        once: None,
     }
 }
 
@@ -1006,4 +1007,99 @@ fn an_auto_wait_whose_first_listing_stops_early_is_not_slowed_by_it() {
     let (sent, report) = drive_one(&mut fleet, options, |_| None);
     assert!(report.targets.iter().all(|t| t.outcome.name() == "reached"));
     assert!(report.elapsed_ms <= 6_300, "seen at {} ms, the change at 6000 ms: {sent:?}", report.elapsed_ms);
+}
+
+// ---------------------------------------------------------------------------
+// One-shot lists (`listNodes`) on the loop.
+
+fn list_options(fields: Option<&str>) -> WatchOptions {
+    WatchOptions {
+        extra_fields: fields.unwrap_or_default().into(),
+        interval_ms: 0,
+        once: Some(Once { fields: fields.map(Into::into) }),
+        ..watch_options(ListMode::Changes, true)
+    }
+}
+
+/// Answers every request at once, at `now`, until nothing is in flight.
+fn answer_all(poll: &mut Loop<Value>, fleet: &mut Fleet, now: u64) {
+    let mut pending = poll.step(now);
+    while let Some(fetch) = pending.pop() {
+        let reply = fleet.answer(&fetch.request, now);
+        poll.observe(fetch.id, reply, now);
+        pending.extend(poll.step(now));
+    }
+}
+
+#[test]
+fn lists_and_a_watcher_of_one_scope_share_one_listing_and_each_list_gets_only_its_fields() {
+    let mut fleet = Fleet::new(2500);
+    deploying(&mut fleet, 40, 3);
+    let mut poll = Loop::<Value>::default();
+    let watcher = poll.watch(watch_options(ListMode::Changes, true), 0);
+    let a = poll.watch(list_options(Some("uuid,provision_state")), 0);
+    let b = poll.watch(list_options(Some("name")), 0);
+    answer_all(&mut poll, &mut fleet, 0);
+    assert_eq!(fleet.log.len(), 3, "one listing of three pages: {:?}", fleet.log);
+    let a = poll.watcher_mut(a).unwrap().take_listed().expect("listed");
+    let b = poll.watcher_mut(b).unwrap().take_listed().expect("listed");
+    assert_eq!(poll.watcher_mut(watcher).unwrap().pending(), 2500);
+    let uuids: Vec<String> = (0..2500).map(uuid).collect();
+    assert_eq!(a.iter().map(|n| n["uuid"].as_str().unwrap().to_string()).collect::<Vec<_>>(), uuids, "in order");
+    assert_eq!(a[1], json!({"uuid": uuid(1), "provision_state": fleet.at(1, 0).0}), "only the fields asked for");
+    assert_eq!(b[2499], json!({"name": "node-2499"}));
+    // Nothing more is sent for a list once it is done, nor due.
+    let wake = poll.wake_at(0).unwrap();
+    assert_eq!(wake, 2000, "the watcher's next round, not the lists'");
+}
+
+#[test]
+fn a_list_joins_a_listing_in_flight_but_not_one_already_read_from() {
+    let mut fleet = Fleet::new(2500);
+    let mut poll = Loop::<Value>::default();
+    poll.watch(watch_options(ListMode::Changes, true), 0);
+    let first = poll.step(0).pop().unwrap();
+    // Joins while the first page is in flight: served by the same listing.
+    let early = poll.watch(list_options(Some("uuid")), 1);
+    assert!(poll.step(1).is_empty(), "no listing of its own");
+    let reply = fleet.answer(&first.request, 2);
+    poll.observe(first.id, reply, 2);
+    answer_all(&mut poll, &mut fleet, 2);
+    assert_eq!(fleet.log.len(), 3, "{:?}", fleet.log);
+    assert_eq!(poll.watcher_mut(early).unwrap().take_listed().map(|n| n.len()), Some(2500));
+    // Joins once a page of a listing was read: another listing, from the
+    // top, once that one is over.
+    let other = poll.watch(list_options(Some("uuid")), 10);
+    let first = poll.step(10).pop().unwrap();
+    let reply = fleet.answer(&first.request, 11);
+    poll.observe(first.id, reply, 11);
+    let late = poll.watch(list_options(Some("uuid")), 12);
+    answer_all(&mut poll, &mut fleet, 12);
+    let paths: Vec<&str> = fleet.log.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(paths.len(), 9, "{paths:?}");
+    assert!(!paths[6].contains("marker"), "from the top: {paths:?}");
+    assert_eq!(poll.watcher_mut(other).unwrap().take_listed().map(|n| n.len()), Some(2500));
+    let late = poll.watcher_mut(late).unwrap().take_listed().expect("listed");
+    assert_eq!(late.len(), 2500);
+    assert_eq!(late[0], json!({"uuid": uuid(0)}));
+}
+
+#[test]
+fn a_list_whose_listing_starts_over_has_each_node_once() {
+    let mut fleet = Fleet::new(2500);
+    let mut poll = Loop::<Value>::default();
+    let list = poll.watch(list_options(Some("uuid")), 0);
+    let first = poll.step(0).pop().unwrap();
+    let reply = fleet.answer(&first.request, 0);
+    // The marker node (the first page's last) is deleted before the next page.
+    fleet.nodes[999].deleted_at = Some(1);
+    poll.observe(first.id, reply, 1);
+    answer_all(&mut poll, &mut fleet, 1);
+    let paths: Vec<&str> = fleet.log.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(paths.len(), 5, "a page refused, then the listing again from the top: {paths:?}");
+    let nodes = poll.watcher_mut(list).unwrap().take_listed().expect("listed");
+    let mut uuids: Vec<&str> = nodes.iter().map(|n| n["uuid"].as_str().unwrap()).collect();
+    assert_eq!(uuids.len(), 2499);
+    uuids.dedup();
+    assert_eq!(uuids.len(), 2499, "each node once");
 }

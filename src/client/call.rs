@@ -10,15 +10,15 @@ use std::collections::VecDeque;
 use crate::document::Document;
 use crate::engine::{Event, Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions};
 use crate::error::{Error, Seconds, Subject};
+use crate::http::retry::RetryPolicy;
 use crate::http::{Reply, Request};
 use crate::ironic::answers::not_an_object;
 use crate::ironic::microversion::Microversion;
 use crate::ironic::paging::Pager;
 use crate::ironic::requests::{self, Scope};
-use crate::ironic::MAX_PAGE_SIZE;
 use crate::poll::wait::Wait as Waiting;
-use crate::poll::watch::{Change, WatchOptions};
-use crate::poll::{Loop, WaitId};
+use crate::poll::watch::{Change, Once, WatchOptions};
+use crate::poll::{ListMode, Loop, WaitId};
 use crate::verdict::Seen;
 
 use super::exchange::{Context, Exchange};
@@ -30,7 +30,8 @@ use super::{Action, CallId, ExchangeId, Outgoing, RequestId};
 pub enum CallSpec {
     /// One document (`getNode`): it must be an object.
     Get(Request),
-    /// The node list, every page (or one page of `limit`).
+    /// The node list: every page, on the client's loop (a one-shot list,
+    /// see [`crate::poll::watch`]); or one page of `limit`, on its own.
     List {
         fields: Option<String>,
         limit: Option<u32>,
@@ -139,16 +140,9 @@ const OWN: ExchangeId = ExchangeId(0);
 
 #[derive(Debug)]
 pub(super) enum Phase<D> {
-    Get(Exchange),
-    List {
-        version: Option<Microversion>,
-        exchange: Option<Exchange>,
-        fields: Option<String>,
-        limit: Option<u32>,
-        scope: Scope,
-        pager: Pager,
-        nodes: Vec<D>,
-    },
+    /// One request: a document (`getNode`), or a page of the node list
+    /// (`page`: `listNodes` with `limit`).
+    Get(Exchange, bool),
     Version,
     Authenticate {
         refused: Option<String>,
@@ -255,16 +249,25 @@ impl<D: Document> Call<D> {
             waited: None,
         };
         call.phase = match spec {
-            CallSpec::Get(request) => Phase::Get(call.exchange(request, true)),
-            CallSpec::List { fields, limit, scope } => Phase::List {
-                version: None,
-                exchange: None,
-                fields,
-                limit,
-                scope,
-                pager: Pager::default(),
-                nodes: Vec::new(),
-            },
+            CallSpec::Get(request) => Phase::Get(call.exchange(request, true), false),
+            CallSpec::List { fields, limit: Some(limit), scope } => {
+                let request = requests::list_nodes(fields.as_deref(), limit, None, &scope, false);
+                Phase::Get(call.exchange(request, true), true)
+            }
+            CallSpec::List { fields, limit: None, scope } => Phase::Watch(
+                Box::new(WatchOptions {
+                    scope,
+                    mode: ListMode::Changes,
+                    extra_fields: fields.clone().unwrap_or_default(),
+                    interval_ms: 0,
+                    initial: true,
+                    fields: true,
+                    retry: RetryPolicy::default(),
+                    request_timeout_ms: None,
+                    once: Some(Once { fields }),
+                }),
+                None,
+            ),
             CallSpec::Version => Phase::Version,
             CallSpec::Authenticate { refused } => Phase::Authenticate { refused },
             CallSpec::Provision { action, idents, requests, wait, concurrency, settle } => {
@@ -321,7 +324,7 @@ impl<D: Document> Call<D> {
     /// wait's checks are the loop's).
     fn exchanges(&self) -> Vec<&Exchange> {
         match &self.phase {
-            Phase::Get(x) | Phase::Post { exchange: x, .. } | Phase::List { exchange: Some(x), .. } => vec![x],
+            Phase::Get(x, _) | Phase::Post { exchange: x, .. } => vec![x],
             Phase::Puts(p) => p.in_flight.iter().map(|(_, x)| x).collect(),
             _ => Vec::new(),
         }
@@ -330,7 +333,7 @@ impl<D: Document> Call<D> {
     /// [`Call::exchanges`], to act on.
     fn exchanges_mut(&mut self) -> Vec<&mut Exchange> {
         match &mut self.phase {
-            Phase::Get(x) | Phase::Post { exchange: x, .. } | Phase::List { exchange: Some(x), .. } => vec![x],
+            Phase::Get(x, _) | Phase::Post { exchange: x, .. } => vec![x],
             Phase::Puts(p) => p.in_flight.iter_mut().map(|(_, x)| x).collect(),
             _ => Vec::new(),
         }
@@ -498,8 +501,7 @@ impl<D: Document> Call<D> {
             self.endpoint = None;
         }
         let result = match &mut self.phase {
-            Phase::Get(_) => self.step_get(session, out, now),
-            Phase::List { .. } => self.step_list(session, out, now),
+            Phase::Get(..) => self.step_get(session, out, now),
             Phase::Version => match self.version_gate(session, out, now) {
                 Version::Ready(v) => Some(Ok(Answer::Version(v))),
                 Version::Failed(e) => Some(Err(e)),
@@ -557,65 +559,17 @@ impl<D: Document> Call<D> {
 
     fn step_get(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) -> Option<Result<Answer<D>, Error>> {
         let mut cx = self.cx(session, out, now);
-        let Phase::Get(x) = &mut self.phase else { return None };
-        let node = json_answer::<D>(x, &mut cx, &mut self.retries)?;
-        Some(node.and_then(|node| match node.python_type() {
-            "dict" => Ok(Answer::Document(node)),
-            other => Err(not_an_object(other)),
+        let Phase::Get(x, page) = &mut self.phase else { return None };
+        let body = json_answer::<D>(x, &mut cx, &mut self.retries)?;
+        Some(body.and_then(|body| {
+            match (*page, body.python_type()) {
+                (true, _) => Pager::default()
+                    .page(&body, false)
+                    .map(|(entries, _)| Answer::Documents(entries.into_iter().map(|e| e.body).collect())),
+                (false, "dict") => Ok(Answer::Document(body)),
+                (false, other) => Err(not_an_object(other)),
+            }
         }))
-    }
-
-    fn step_list(
-        &mut self,
-        session: &mut Session,
-        out: &mut Outgoing,
-        now: Millis,
-    ) -> Option<Result<Answer<D>, Error>> {
-        let gate = match &self.phase {
-            Phase::List { version: None, .. } => Some(self.version_gate(session, out, now)),
-            _ => None,
-        };
-        let mut cx = self.cx(session, out, now);
-        let Phase::List { version, exchange, fields, limit, scope, pager, nodes } = &mut self.phase else {
-            return None;
-        };
-        match gate {
-            Some(Version::Ready(v)) => {
-                if fields.is_some() && v < Microversion::FIELDS {
-                    let e = Error::UnsupportedVersion(format!("fields needs API version 1.8; the server speaks {v}"));
-                    return Some(Err(e));
-                }
-                *version = Some(v);
-            }
-            Some(Version::Failed(e)) => return Some(Err(e)),
-            Some(Version::Waiting | Version::TimedOut) => return None,
-            None => {}
-        }
-        loop {
-            let x = exchange.get_or_insert_with(|| {
-                self.next_exchange += 1;
-                let page_size = limit.unwrap_or(MAX_PAGE_SIZE);
-                let request = requests::list_nodes(fields.as_deref(), page_size, None, scope, false);
-                Exchange::new(ExchangeId(self.next_exchange), request, true)
-            });
-            let page = match json_answer::<D>(x, &mut cx, &mut self.retries)? {
-                Ok(page) => page,
-                Err(e) => return Some(Err(e)),
-            };
-            let (entries, next) = match pager.page(&page, false) {
-                Ok(read) => read,
-                Err(e) => return Some(Err(e)),
-            };
-            nodes.extend(entries.into_iter().map(|e| e.body));
-            match next {
-                Some(marker) if limit.is_none() => {
-                    self.next_exchange += 1;
-                    let request = requests::list_nodes(fields.as_deref(), MAX_PAGE_SIZE, Some(&marker), scope, false);
-                    *exchange = Some(Exchange::new(ExchangeId(self.next_exchange), request, true));
-                }
-                _ => return Some(Ok(Answer::Documents(std::mem::take(nodes)))),
-            }
-        }
     }
 
     fn step_puts(
@@ -834,7 +788,8 @@ impl<D: Document> Call<D> {
                 Version::Failed(e) => return self.fail(e, session, out, poll, now),
             };
             let Phase::Watch(options, member) = &mut self.phase else { return };
-            if let Err(e) = options.scope.check(version) {
+            let named = options.once.as_ref().is_some_and(|o| o.fields.is_some());
+            if let Err(e) = options.scope.check(version).and_then(|()| fields_allowed(named, version)) {
                 return self.fail(e, session, out, poll, now);
             }
             let mut options = (**options).clone();
@@ -857,6 +812,9 @@ impl<D: Document> Call<D> {
         self.mark = out.sent;
         if let Phase::Watch(_, Some(member)) = &self.phase {
             let Some(watch) = poll.watcher_mut(*member) else { return };
+            if let Some(nodes) = watch.take_listed() {
+                return self.settle(Ok(Answer::Documents(nodes)), session, out, poll, now);
+            }
             if watch.take_news() {
                 out.push(Action::Changed(self.id));
             }
@@ -926,6 +884,14 @@ enum Version {
 impl<D> Wait<D> {
     pub(super) fn new(options: WaitOptions, settled: Vec<Option<TargetReport<D>>>, created: bool) -> Wait<D> {
         Wait { options, settled, member: None, resumed: None, created }
+    }
+}
+
+/// `fields` needs API 1.8.
+fn fields_allowed(named: bool, version: Microversion) -> Result<(), Error> {
+    match named && version < Microversion::FIELDS {
+        true => Err(Error::UnsupportedVersion(format!("fields needs API version 1.8; the server speaks {version}"))),
+        false => Ok(()),
     }
 }
 

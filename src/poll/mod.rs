@@ -46,6 +46,10 @@ use watch::{Watch, WatchOptions};
 /// The node fields of a list the change feed reads.
 const FEED_FIELDS: &str = "uuid,name,provision_state,target_provision_state,last_error,provision_updated_at";
 
+/// A group's `extra_fields` when it lists every field (`detail`, a
+/// one-shot list's default); no field name is this.
+const ALL_FIELDS: &str = "*";
+
 /// A listing that had to start over (its marker node deleted between
 /// pages) does so at most this many times in a round.
 const MAX_RESTARTS: u32 = 3;
@@ -262,6 +266,10 @@ impl<D: Document> Loop<D> {
     /// A watcher (see `watch`) joins at `now`; its first round is due at
     /// once. Fields beyond the feed's are listed in full every round: the
     /// feed follows the provision state alone.
+    ///
+    /// A one-shot list (`options.once`) is served by a listing of its
+    /// scope and fields: the round's under way if that has read none of it
+    /// yet, else the next round's.
     pub fn watch(&mut self, mut options: WatchOptions, now: Millis) -> WaitId {
         let extra: Vec<&str> = options
             .extra_fields
@@ -269,14 +277,50 @@ impl<D: Document> Loop<D> {
             .filter(|f| !f.is_empty() && !FEED_FIELDS.split(',').any(|b| b == *f))
             .collect();
         options.extra_fields = extra.join(",");
+        // A one-shot list of every field is served by a listing of them.
+        if options.once.as_ref().is_some_and(|o| o.fields.is_none()) {
+            options.extra_fields = ALL_FIELDS.into();
+        }
         if !options.extra_fields.is_empty() {
             options.mode = ListMode::Full;
         }
         self.next_wait += 1;
         let id = WaitId(self.next_wait);
         self.retry = options.retry;
+        let once = options.once.is_some();
         self.watches.push((id, Watch::new(options, now)));
+        if once {
+            self.join_listing_under_way(id);
+        }
         id
+    }
+
+    /// One-shot list `id` joins a listing under way of its group, in full
+    /// and with none of it read yet (a page in flight then lists what it
+    /// needs: it is a watcher's, or feeds the feed).
+    fn join_listing_under_way(&mut self, id: WaitId) {
+        let Some(w) = self.watcher(id) else { return };
+        let key = GroupKey {
+            scope: w.options.scope.clone(),
+            mode: w.options.mode,
+            extra_fields: w.options.extra_fields.clone(),
+        };
+        let (groups, watches) = (&self.groups, &self.watches);
+        let Some(round) = &mut self.round else { return };
+        let open = |l: &&mut Listing| {
+            let watched = l.waits.iter().any(|id| watches.iter().any(|(w, _)| w == id));
+            let unsent = l.next_page == Some(None);
+            groups[l.group].key == key
+                && l.pager.pages() == 0
+                && matches!(l.kind, ListKind::Full { early_stop } if !early_stop || watched || unsent)
+        };
+        let Some(listing) = round.listings.iter_mut().find(open) else { return };
+        listing.waits.push(id);
+        round.joined.push(id);
+        if let Some(w) = self.watcher_mut(id) {
+            w.begin_round();
+            w.begin_full();
+        }
     }
 
     /// The watcher `id`, until it leaves.
@@ -871,12 +915,13 @@ impl<D: Document> Loop<D> {
                 }
             };
             let extra = &g.key.extra_fields;
-            let fields = match extra.is_empty() {
-                true => fields.to_string(),
-                false => format!("{fields},{extra}"),
+            let fields = match extra.as_str() {
+                "" => fields.to_string(),
+                _ => format!("{fields},{extra}"),
             };
             let all_fields = self.waits.iter().all(|(_, w)| w.options.fields);
-            let fields = (all_fields && self.watches.iter().all(|(_, w)| w.options.fields)).then_some(fields);
+            let fields = (all_fields && self.watches.iter().all(|(_, w)| w.options.fields) && extra != ALL_FIELDS)
+                .then_some(fields);
             let size = if marker.is_some() { listing.page_size } else { listing.first_page };
             let request = requests::list_nodes(fields.as_deref(), size, marker.as_deref(), &g.key.scope, newest_first);
             ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0, round: number });
@@ -1034,6 +1079,10 @@ impl<D: Document> Loop<D> {
         }
         listing.restarts += 1;
         listing.from_the_top();
+        let listing = &*listing;
+        for (_, w) in self.watches.iter_mut().filter(|(id, _)| listing.waits.contains(id)) {
+            w.begin_full();
+        }
         true
     }
 
@@ -1082,10 +1131,8 @@ impl<D: Document> Loop<D> {
         let watchers: Vec<WaitId> =
             listing.waits.iter().copied().filter(|id| self.watches.iter().any(|(w, _)| w == id)).collect();
         for entry in &entries {
-            if let Some(uuid) = &entry.uuid {
-                for (_, w) in self.watches.iter_mut().filter(|(id, _)| watchers.contains(id)) {
-                    w.observe(uuid, &entry.body);
-                }
+            for (_, w) in self.watches.iter_mut().filter(|(id, _)| watchers.contains(id)) {
+                w.observe(entry.uuid.as_deref(), &entry.body);
             }
             if let ListKind::Full { early_stop: true } = kind {
             } else {

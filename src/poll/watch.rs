@@ -10,10 +10,15 @@
 //! are removed. A consumer slower than the loop gets the latest state of
 //! each node changed since it last took: the pending changes are one per
 //! node, never a queue that grows with time.
+//!
+//! A one-shot list (`listNodes`) is a watcher too, of one round: it keeps
+//! the nodes of one complete full listing, in the order listed, and is
+//! then done. It shares that listing with the waits and watchers of its
+//! scope, and with the other lists of it.
 
 use std::collections::HashMap;
 
-use crate::document::Document;
+use crate::document::{self, Document};
 use crate::engine::Millis;
 use crate::error::Error;
 use crate::http::retry::RetryPolicy;
@@ -37,6 +42,16 @@ pub struct WatchOptions {
     pub fields: bool,
     pub retry: RetryPolicy,
     pub request_timeout_ms: Option<Millis>,
+    /// A one-shot list (`listNodes`), not a watcher.
+    pub once: Option<Once>,
+}
+
+/// What a one-shot list asks for.
+#[derive(Debug, Clone)]
+pub struct Once {
+    /// The fields to return, comma-joined; `None` for all (the list's
+    /// `detail`).
+    pub fields: Option<String>,
 }
 
 /// How a node changed.
@@ -96,6 +111,8 @@ pub struct Watch<D> {
     /// Changes came since the consumer was last told.
     news: bool,
     error: Option<Error>,
+    /// A one-shot list's nodes, as listed.
+    nodes: Vec<D>,
 }
 
 /// FNV-1a: a fingerprint of what a node showed (a few lines, where std's
@@ -117,6 +134,7 @@ impl<D: Document> Watch<D> {
             listed: false,
             news: false,
             error: None,
+            nodes: Vec::new(),
         }
     }
 
@@ -133,13 +151,19 @@ impl<D: Document> Watch<D> {
         self.next_round = None;
     }
 
-    /// A full listing begins for it: what it does not show is removed.
+    /// A full listing begins for it (or starts over): what it does not
+    /// show is removed.
     pub(crate) fn begin_full(&mut self) {
         self.generation += 1;
+        self.nodes.clear();
     }
 
     /// One entry of a listing it is served by.
-    pub(crate) fn observe(&mut self, uuid: &str, body: &D) {
+    pub(crate) fn observe(&mut self, uuid: Option<&str>, body: &D) {
+        if self.options.once.is_some() {
+            return self.nodes.push(body.clone());
+        }
+        let Some(uuid) = uuid else { return };
         let print = Some(fingerprint(&body.to_json()));
         let generation = self.generation;
         let silent = !self.listed && !self.options.initial;
@@ -181,6 +205,10 @@ impl<D: Document> Watch<D> {
             self.listed = true;
         }
         self.in_round = false;
+        if self.listed && self.options.once.is_some() {
+            self.next_round = None;
+            return;
+        }
         self.next_round = Some(now.saturating_add(self.options.interval_ms));
         self.slack_ms = self.options.interval_ms / 4;
     }
@@ -235,6 +263,21 @@ impl<D: Document> Watch<D> {
     /// Changes waiting to be taken.
     pub fn pending(&self) -> usize {
         self.known.values().filter(|k| k.pending.is_some()).count()
+    }
+
+    /// A one-shot list's nodes, once its listing is complete: with only
+    /// the fields it asked for (and `links`), as Ironic lists them when
+    /// asked for those alone (the listing it shared may list more).
+    pub fn take_listed(&mut self) -> Option<Vec<D>> {
+        let once = self.options.once.as_ref().filter(|_| self.listed)?;
+        let nodes = std::mem::take(&mut self.nodes);
+        let Some(fields) = &once.fields else { return Some(nodes) };
+        let pick = |body: &D| {
+            let members: Vec<(&str, String)> =
+                fields.split(',').chain(["links"]).filter_map(|f| Some((f, body.get(f)?.to_json()))).collect();
+            D::parse(&document::object(&members)).unwrap_or_else(|| body.clone())
+        };
+        Some(nodes.iter().map(pick).collect())
     }
 
     /// The error that ended it, once.

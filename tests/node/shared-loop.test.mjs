@@ -162,3 +162,49 @@ test("pollInterval and budget are checked: 'auto' or seconds; a budget only with
   const report = await client.waitForProvisionState(['n1'], 'active', { pollInterval: 'auto', budget: 120 });
   assert.equal(report.ok, true);
 });
+
+test('lists made together, and with a watcher of their scope, share one listing; each gets only its fields', async () => {
+  ironic = await startIronic({ nodes: Array.from({ length: 2500 }, (_, i) => ({ name: name(i), provision_state: 'available' })) });
+  const client = new IronicClient({ endpoint: ironic.url });
+  const version = await client.microversion();
+  ironic.seen.length = 0;
+  const controller = new AbortController();
+  const watcher = client.watch({ signal: controller.signal });
+  const first = watcher.next();
+  const [a, b, all] = await Promise.all([
+    client.listNodes({ fields: ['uuid', 'provision_state'] }),
+    client.listNodes({ fields: ['name'] }),
+    client.listNodes(),
+  ]);
+  await first;
+  controller.abort();
+  // The watcher and the two lists of fields: one listing of 3 pages; every
+  // field (detail) is a listing of its own.
+  const fieldLists = ironic.seen.filter((r) => r.url.startsWith('/v1/nodes?'));
+  const detail = ironic.seen.filter((r) => r.url.startsWith('/v1/nodes/detail?'));
+  assert.equal(fieldLists.length, 3, fieldLists.map((r) => r.url).join('\n'));
+  assert.equal(detail.length, 3);
+  assert.equal(a.length, 2500);
+  assert.deepEqual(Object.keys(a[0]).sort(), ['links', 'provision_state', 'uuid']);
+  assert.deepEqual(Object.keys(b[7]).sort(), ['links', 'name']);
+  assert.deepEqual(b.map((n) => n.name), all.map((n) => n.name), 'in the same order');
+  assert.deepEqual(a.map((n) => n.uuid), all.map((n) => n.uuid));
+  assert.ok('driver' in all[0] && 'power_state' in all[0], 'every field');
+  // The same as the server lists those fields alone.
+  const direct = await (await fetch(`${ironic.url}/v1/nodes?fields=uuid,provision_state&limit=1`, { headers: { 'X-OpenStack-Ironic-API-Version': version } })).json();
+  assert.deepEqual(a[0], direct.nodes[0]);
+});
+
+test('listNodes: fields need API 1.8, and an abort rejects with the reason and leaves nothing in flight', async () => {
+  ironic = await startIronic({ nodes: Array.from({ length: 50 }, (_, i) => ({ name: name(i), provision_state: 'available' })) });
+  const old = new IronicClient({ endpoint: ironic.url, microversion: '1.6' });
+  await assert.rejects(old.listNodes({ fields: ['uuid'] }), UnsupportedVersionError);
+  assert.equal((await old.listNodes()).length, 50, 'without fields, /detail');
+  const client = new IronicClient({ endpoint: ironic.url });
+  const controller = new AbortController();
+  const reason = new Error('enough');
+  const list = client.listNodes({ signal: controller.signal });
+  controller.abort(reason);
+  await assert.rejects(list, (e) => e === reason);
+  await assert.rejects(client.listNodes({ fields: ['bogus'] }), /bogus/);
+});

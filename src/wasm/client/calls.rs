@@ -146,6 +146,7 @@ pub fn watch(opts: Options) -> Prepared {
         fields: true,
         retry: Default::default(),
         request_timeout_ms: None,
+        once: None,
     });
     Ok((spec, caller(&opts)))
 }
