@@ -510,14 +510,13 @@ impl<D: Document> Wait<D> {
     }
 
     fn end_round(&mut self, now: Millis, was_final: bool) {
-        let unsettled: Vec<String> =
-            self.targets.iter().filter(|t| t.outcome.is_none()).map(|t| t.ident.clone()).collect();
-        if unsettled.is_empty() {
+        if self.targets.iter().all(|t| t.outcome.is_some()) {
             return self.finish(now, Outcome::Stopped, None);
         }
         // Out of time: the round at (or running past) the deadline was the
         // final check.
         if was_final || self.deadline.is_some_and(|d| now >= d) {
+            let unsettled = self.targets.iter().filter(|t| t.outcome.is_none()).map(|t| t.ident.clone()).collect();
             let error = (self.options.settle == Settle::FirstFailure).then(|| Error::StateTransitionTimeout {
                 subject: self.options.subject,
                 idents: unsettled,
