@@ -1,4 +1,4 @@
-// The node table: one list request per refresh (only the fields shown),
+// The node table: one listNodes per refresh (the fields shown; the loop adds its stamp),
 // every REFRESH_MS while the page is visible; sortable, filterable by state
 // and text; selection kept by UUID across refreshes.
 import { el, setText, byId, shortId, badge } from './dom.js';
