@@ -13,8 +13,9 @@
 //!
 //! A one-shot list (`listNodes`) is a watcher too, of one round: it keeps
 //! the nodes of one complete full listing, in the order listed, and is
-//! then done. It shares that listing with the waits and watchers of its
-//! scope, and with the other lists of it.
+//! then done. It shares the listing of its scope and fields: the waits'
+//! and watchers' when its fields are among the feed's, a watcher's of the
+//! same fields, other lists'.
 
 use std::collections::HashMap;
 
@@ -34,6 +35,7 @@ pub struct WatchOptions {
     pub mode: ListMode,
     /// Node fields listed and compared beyond the provision state's
     /// (`power_state`, `maintenance`, ...), comma-joined; empty for none.
+    /// A one-shot list's: the fields it asks for.
     pub extra_fields: String,
     pub interval_ms: Millis,
     /// Yield every node of the scope at the start.
