@@ -15,25 +15,39 @@ use crate::client::Send;
 use crate::error::{Error, HttpError};
 use crate::http::{Reply, Response};
 
-/// Sends `send` under `controller` (aborting it cancels the request) and
-/// reads the whole answer. Never fails: what goes wrong is a [`Reply`] the
-/// core judges. At `timeout_at` the request is aborted and is
+/// Sends `send` under `controller` (aborting it cancels the request) now,
+/// when the core says so, not on a later microtask: the caller may have
+/// more to do first (a round of 10,000 nodes ending), and a request the
+/// core sent before a deadline must not leave after it. The future reads
+/// the whole answer. Never fails: what goes wrong is a [`Reply`] the core
+/// judges. At `timeout_at` the request is aborted and is
 /// [`Reply::TimedOut`].
-pub async fn perform(send: &Send, controller: &AbortController, timeout_at: Option<u64>, max_body: usize) -> Reply {
+pub fn perform(
+    send: Send,
+    controller: &AbortController,
+    timeout_at: Option<u64>,
+    max_body: usize,
+) -> impl std::future::Future<Output = Reply> {
     // The time limit aborts this fetch alone; cleared when dropped.
     let timer = timeout_at.map(|at| {
         let controller = controller.clone();
         Timeout::new(js::timer_ms(at.saturating_sub(js::now())), move || controller.abort())
     });
     let signal = controller.signal();
-    let reply = fetch(send, &signal, max_body).await;
-    drop(timer);
-    match reply {
-        Ok(reply) => reply,
-        Err(_) if timeout_at.is_some_and(|at| js::now() >= at) => Reply::TimedOut,
-        Err(_) if signal.aborted() => Reply::Unusable(Error::Aborted),
-        Err(e) if js::is_permission_error(&e) => Reply::Unusable(Error::Connection(js::describe(&e))),
-        Err(e) => Reply::ConnectionFailed(js::describe(&e) + cors_hint(&e)),
+    let started = start(&send, &signal);
+    async move {
+        let reply = match started {
+            Ok(promise) => answer(promise, &send, max_body).await,
+            Err(e) => Err(e),
+        };
+        drop(timer);
+        match reply {
+            Ok(reply) => reply,
+            Err(_) if timeout_at.is_some_and(|at| js::now() >= at) => Reply::TimedOut,
+            Err(_) if signal.aborted() => Reply::Unusable(Error::Aborted),
+            Err(e) if js::is_permission_error(&e) => Reply::Unusable(Error::Connection(js::describe(&e))),
+            Err(e) => Reply::ConnectionFailed(js::describe(&e) + cors_hint(&e)),
+        }
     }
 }
 
@@ -49,7 +63,8 @@ fn cors_hint(e: &JsValue) -> &'static str {
     }
 }
 
-async fn fetch(send: &Send, signal: &AbortSignal, max_body: usize) -> Result<Reply, JsValue> {
+/// Calls `fetch` for `send`: its promise.
+fn start(send: &Send, signal: &AbortSignal) -> Result<js_sys::Promise, JsValue> {
     let headers = Headers::new();
     for (name, value) in &send.headers {
         // Checked when the client was made, so `set` cannot throw.
@@ -83,7 +98,12 @@ async fn fetch(send: &Send, signal: &AbortSignal, max_body: usize) -> Result<Rep
     // ECONNREFUSED"), and traps (`unreachable!`) when `fetch` rejects with
     // something that is not an `Error`, which a wrapped or polyfilled
     // `fetch` may do.
-    let response: web_sys::Response = JsFuture::from(js::fetch(&request)?).await?.dyn_into()?;
+    js::fetch(&request)
+}
+
+/// The answer to `send`, once `promise` (its fetch) resolves.
+async fn answer(promise: js_sys::Promise, send: &Send, max_body: usize) -> Result<Reply, JsValue> {
+    let response: web_sys::Response = JsFuture::from(promise).await?.dyn_into()?;
     let header = |name: &str| response.headers().get(name).ok().flatten();
     let request_id = header("x-openstack-request-id").or_else(|| header("openstack-request-id"));
     let status = response.status();

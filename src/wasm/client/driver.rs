@@ -296,9 +296,11 @@ impl Driver {
                     return;
                 };
                 self.in_flight.borrow_mut().insert(id, controller.clone());
-                let (Some(me), max_body) = (self.me.upgrade(), self.max_body) else { return };
+                let Some(me) = self.me.upgrade() else { return };
+                // Sent now; answered on a later task.
+                let reply = io::perform(send, &controller, timeout_at, self.max_body);
                 wasm_bindgen_futures::spawn_local(async move {
-                    let reply = io::perform(&send, &controller, timeout_at, max_body).await;
+                    let reply = reply.await;
                     // Cancelled: its reply is wanted no more.
                     if me.in_flight.borrow_mut().remove(id).is_some() {
                         me.inbox.borrow_mut().push_back(Input::Reply(id, reply));
