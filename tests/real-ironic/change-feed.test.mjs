@@ -112,9 +112,10 @@ test('watch on the real API: every node of the scope once, then the moves of a m
   const changes = listed.filter(sorted);
   t.diagnostic(`the watch sent ${listed.length} lists, ${changes.length} of them changes pages`);
   // The start is a full listing (30 nodes, one page of 40); after it, each
-  // round is one changes page: the moves of 3 nodes fit in it.
+  // round is one changes page: the moves of 3 nodes fit in it (a fast
+  // Ironic may have them manageable by the first).
   assert.equal(listed.length - changes.length, 1, 'one full listing');
-  assert.ok(changes.length >= 2 && changes.every((r) => !r.query.has('marker')), 'one page a round');
+  assert.ok(changes.length >= 1 && changes.every((r) => !r.query.has('marker')), 'one page a round');
   // Quiet now: another few rounds, one request each.
   const before = ironic.seen.length;
   const quiet = client.watch({ scope: { owner: 'team-b' }, pollInterval: 0.3, initial: false, signal: AbortSignal.timeout(2000) });
