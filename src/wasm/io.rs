@@ -37,7 +37,11 @@ pub fn perform(
     let started = start(&send, &signal);
     async move {
         let reply = match started {
-            Ok(promise) => answer(promise, &send, max_body).await,
+            // The request is held until its answer is read: Node's fetch
+            // follows our signal only through a weak reference to what the
+            // request holds, so a request collected mid-flight can no
+            // longer be aborted (hung requests were left open).
+            Ok((promise, _request)) => answer(promise, &send, max_body).await,
             Err(e) => Err(e),
         };
         drop(timer);
@@ -63,8 +67,8 @@ fn cors_hint(e: &JsValue) -> &'static str {
     }
 }
 
-/// Calls `fetch` for `send`: its promise.
-fn start(send: &Send, signal: &AbortSignal) -> Result<js_sys::Promise, JsValue> {
+/// Calls `fetch` for `send`: its promise, and the request it was given.
+fn start(send: &Send, signal: &AbortSignal) -> Result<(js_sys::Promise, web_sys::Request), JsValue> {
     let headers = Headers::new();
     for (name, value) in &send.headers {
         // Checked when the client was made, so `set` cannot throw.
@@ -98,7 +102,7 @@ fn start(send: &Send, signal: &AbortSignal) -> Result<js_sys::Promise, JsValue> 
     // ECONNREFUSED"), and traps (`unreachable!`) when `fetch` rejects with
     // something that is not an `Error`, which a wrapped or polyfilled
     // `fetch` may do.
-    js::fetch(&request)
+    Ok((js::fetch(&request)?, request))
 }
 
 /// The answer to `send`, once `promise` (its fetch) resolves.

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import {
   IronicClient, StateTransitionFailed, StateTransitionTimeout, InvalidArgumentError, IronicHttpError,
 } from 'ironic-wait';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { startIronic, nodes, sleep, until } from './harness.mjs';
 
 let ironic;
@@ -173,6 +175,30 @@ test('abort cancels the request in flight', async () => {
   await assert.rejects(waiting, (e) => e.name === 'AbortError');
   const [get] = ironic.requests('GET', '/v1/nodes/n1');
   await until(() => get.cancelled);
+});
+
+// Node's fetch follows the caller's signal through a weak reference only: a
+// request the client no longer held was collected mid-flight and could not
+// be cancelled any more, neither by an abort nor by requestTimeout.
+test('a request in flight is still cancelled after a garbage collection', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc');
+  ironic = await startIronic({
+    nodes: nodes({ n1: 'deploying', n2: 'deploying' }),
+    faults: ['n1', 'n2'].map((n) => ({ kind: 'hang', method: 'GET', path: `/v1/nodes/${n}` })),
+  });
+  // One client each: waits on one client would share one request.
+  const client = () => new IronicClient({ endpoint: ironic.url, requestTimeout: 1 });
+  const controller = new AbortController();
+  const aborted = assert.rejects(client().waitForProvisionState('n1', 'active', { signal: controller.signal }), (e) => e.name === 'AbortError');
+  const timedOut = assert.rejects(client().waitForProvisionState('n2', 'active', { timeout: 0.5 }), StateTransitionTimeout);
+  await until(() => ironic.sim.hung.size === 2);
+  for (let i = 0; i < 3; i++) { gc(); await sleep(10); }
+  controller.abort();
+  await aborted;
+  await until(() => ironic.requests('GET', '/v1/nodes/n1')[0].cancelled);
+  await timedOut;
+  await until(() => ironic.requests('GET', '/v1/nodes/n2')[0].cancelled);
 });
 
 test('settle all resolves with every node\'s outcome', async () => {
