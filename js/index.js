@@ -417,8 +417,11 @@ export class IronicClient {
    * own reason, as is (as fetch does), whatever the wasm answers later: its
    * cancelled work winds down behind it.
    */
+  /** `args()` is called here, after the call's start is marked: a wait's time runs from the method's call. */
   async #call(method, args, options) {
     const raw = this.#raw;
+    raw.began();
+    args = args();
     const given = readOptions('options', options);
     const signal = given.signal;
     if (!signal) return this.#settle(raw[method](...args, given));
@@ -448,23 +451,23 @@ export class IronicClient {
   }
 
   async provision(nodes, action, options) {
-    return this.#call('provision', WAIT_ARGUMENTS.provision(nodes, action), options);
+    return this.#call('provision', () => WAIT_ARGUMENTS.provision(nodes, action), options);
   }
 
   async waitForProvisionState(nodes, expectedState, options) {
-    return this.#call('waitForProvisionState', WAIT_ARGUMENTS.waitForProvisionState(nodes, expectedState), options);
+    return this.#call('waitForProvisionState', () => WAIT_ARGUMENTS.waitForProvisionState(nodes, expectedState), options);
   }
 
   async createAllocation(fields, options) {
-    return this.#call('createAllocation', WAIT_ARGUMENTS.createAllocation(fields), options);
+    return this.#call('createAllocation', () => WAIT_ARGUMENTS.createAllocation(fields), options);
   }
 
   async waitForAllocation(id, options) {
-    return this.#call('waitForAllocation', WAIT_ARGUMENTS.waitForAllocation(id), options);
+    return this.#call('waitForAllocation', () => WAIT_ARGUMENTS.waitForAllocation(id), options);
   }
 
   async getNode(id, options) {
-    return this.#call('getNode', [identifier('id', id)], options);
+    return this.#call('getNode', () => [identifier('id', id)], options);
   }
 
   /**
@@ -499,6 +502,7 @@ export class IronicClient {
           }
           const following = signal && readable('Option signal', () => follow(signal, () => own.abort(reasonOf(signal))));
           given.signal = own.signal;
+          raw.began();
           started = [...raw.watch(given), following];
           started[1].catch(() => {});
         }
@@ -536,15 +540,15 @@ export class IronicClient {
   }
 
   async listNodes(options) {
-    return this.#call('listNodes', [], options);
+    return this.#call('listNodes', () => [], options);
   }
 
   async microversion(options) {
-    return this.#call('microversion', [], options);
+    return this.#call('microversion', () => [], options);
   }
 
   async authenticate(options) {
-    return this.#call('authenticate', [], options);
+    return this.#call('authenticate', () => [], options);
   }
 
   /**
@@ -566,7 +570,7 @@ export class IronicClient {
 
   /** Goes on with the call a checkpoint was made of, to the end it would have had. */
   async resume(checkpoint, options) {
-    return this.#call('resume', [checkpointText(checkpoint)], options);
+    return this.#call('resume', () => [checkpointText(checkpoint)], options);
   }
 
   /**
@@ -575,7 +579,7 @@ export class IronicClient {
    * the end `{ checkpoint: null, wakeAt: null, report, error }`.
    */
   async step(checkpoint, options) {
-    const answer = await this.#call('step', [checkpointText(checkpoint)], options);
+    const answer = await this.#call('step', () => [checkpointText(checkpoint)], options);
     if (answer.error) answer.error = toError(answer.error);
     if (answer.report) answer.report = withErrors(answer.report);
     return answer;

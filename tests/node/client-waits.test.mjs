@@ -177,6 +177,23 @@ test('abort cancels the request in flight', async () => {
   await until(() => get.cancelled);
 });
 
+// python-ironicclient's wait starts its clock on entry; checking a huge
+// list of identifiers (100,000 take 100-300 ms) must not lengthen it.
+test('a wait\'s deadline runs from the method\'s call, not from the end of its argument checks', async () => {
+  const client = await start({ nodes: nodes({ n1: 'deploying' }), transitions: [{ node: 'n1', action: 'deploy', stall: true }] });
+  const slow = new Proxy(['n1'], {
+    getOwnPropertyDescriptor(target, key) {
+      const until = performance.now() + 1000;
+      while (performance.now() < until); // a second of checking, synchronously
+      return Reflect.getOwnPropertyDescriptor(target, key);
+    },
+  });
+  const called = performance.now();
+  await assert.rejects(client.waitForProvisionState(slow, 'active', { timeout: 1, pollInterval: 0.1 }), StateTransitionTimeout);
+  const took = performance.now() - called;
+  assert.ok(took < 1600, `settled ${took.toFixed(0)} ms after the call: the second of checking was not counted in the timeout`);
+});
+
 // Node's fetch follows the caller's signal through a weak reference only: a
 // request the client no longer held was collected mid-flight and could not
 // be cancelled any more, neither by an abort nor by requestTimeout.

@@ -116,6 +116,9 @@ pub struct Driver {
     /// A drive is queued for the next microtask (see `drive_soon`).
     queued: Cell<bool>,
     timer: RefCell<Option<(u64, Timeout)>>,
+    /// When the method of the call about to start was called (see
+    /// `RawClient::began`).
+    pub began: Cell<Option<u64>>,
     me: Weak<Driver>,
 }
 
@@ -131,6 +134,7 @@ impl Driver {
             driving: Cell::new(false),
             queued: Cell::new(false),
             timer: RefCell::new(None),
+            began: Cell::new(None),
             me: me.clone(),
         })
     }
@@ -150,9 +154,10 @@ impl Driver {
         let started = {
             let mut client = self.client.borrow_mut();
             let now = self.now(&mut client);
+            let began = self.began.take().map_or(now, |at| at.min(now));
             match call {
-                Begin::Start(spec) => Ok(client.start(spec, now)),
-                Begin::Resume(checkpoint) => client.resume(&checkpoint, now, caller.step),
+                Begin::Start(spec) => Ok(client.start(spec, began)),
+                Begin::Resume(checkpoint) => client.resume(&checkpoint, began, caller.step),
             }
         };
         let id = match started {
