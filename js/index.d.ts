@@ -380,9 +380,10 @@ export class IronicClient {
   /**
    * One step of the call a checkpoint was made of: the PUTs still due, or one round of checks. Call again with
    * `checkpoint` at `wakeAt` (ms since the epoch), in any process; at the end both are null and `report` is the
-   * call's answer, with `error` when it failed (not thrown, so that a loop can keep it).
+   * call's answer, with `error` when it failed (not thrown, so that a loop can keep it). `onProgress` gets the events
+   * of the step's round.
    */
-  step(checkpoint: string, options?: CallOptions): Promise<StepResult>;
+  step(checkpoint: string, options?: CallOptions & { onProgress?: (event: ProgressEvent) => void }): Promise<StepResult>;
   /** The API microversion in use, negotiated first if needed. */
   microversion(options?: CallOptions): Promise<string>;
   /**

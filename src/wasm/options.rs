@@ -281,9 +281,9 @@ pub const AUTHENTICATE: &[(&str, Kind)] = &[("signal", Value), ("refused", Text)
 /// `resume(checkpoint, options)`.
 pub const RESUME: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value), ("onCheckpoint", Value)];
 
-/// `step(checkpoint, options)`: one step, so no callbacks; what it did is
-/// in its answer.
-pub const STEP: &[(&str, Kind)] = &[("signal", Value)];
+/// `step(checkpoint, options)`: one step; its checkpoint is in its
+/// answer, the events of its round go to `onProgress`.
+pub const STEP: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value)];
 
 // ---- the options as the core takes them ----------------------------------
 

@@ -467,7 +467,7 @@ test('a step loop, each step in a new process, sleeping until wakeAt: the same o
   assert.ok(steps.length >= 4, `${steps.length} steps`);
 });
 
-test('a step loop with a new client each step: a failure ends in the answer\'s error, never thrown', async () => {
+test('a step loop with a new client each step: a failure ends in the answer\'s error, never thrown; onProgress has the events', async () => {
   const scenario = {
     nodes: [{ name: 'ok1', provision_state: 'available' }, { name: 'bad', provision_state: 'available', timing: { deploying: 60 } }],
     timing: { deploying: 400, 'wait call-back': 100 },
@@ -475,14 +475,18 @@ test('a step loop with a new client each step: a failure ends in the answer\'s e
   };
   const options = { wait: 10, pollInterval: 0.05 };
   const reference = await sim(scenario);
-  const original = await new IronicClient({ endpoint: reference.url }).provision(['ok1', 'bad'], 'deploy', options).catch((e) => e);
+  const settled = (events) => events.filter((e) => e.done).map((e) => [e.node, e.outcome, e.state]);
+  const waited = [];
+  const original = await new IronicClient({ endpoint: reference.url })
+    .provision(['ok1', 'bad'], 'deploy', { ...options, onProgress: (e) => waited.push(e) }).catch((e) => e);
   assert.ok(original instanceof StateTransitionFailed);
 
   const ironic = await sim(scenario);
   let checkpoint = new IronicClient({ endpoint: ironic.url }).checkpoint('provision', ['ok1', 'bad'], 'deploy', options);
   let answer;
+  const stepped = [];
   for (let i = 0; i < 100 && checkpoint; i++) {
-    answer = await new IronicClient({ endpoint: ironic.url }).step(checkpoint);
+    answer = await new IronicClient({ endpoint: ironic.url }).step(checkpoint, { onProgress: (e) => stepped.push(e) });
     checkpoint = answer.checkpoint;
     if (checkpoint) await sleep(Math.max(0, answer.wakeAt - Date.now()));
   }
@@ -494,6 +498,8 @@ test('a step loop with a new client each step: a failure ends in the answer\'s e
   assert.equal(answer.report.ok, false);
   assert.deepEqual(outcomes(answer.report), outcomes(original.report));
   assert.deepEqual(putsPerNode(ironic), once(['ok1', 'bad']));
+  // The steps' events: each node's settling, as the uninterrupted wait told it.
+  assert.deepEqual(settled(stepped), settled(waited));
 });
 
 // ---------------------------------------------------------------------------
