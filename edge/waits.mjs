@@ -1,0 +1,220 @@
+// Waits kept by an edge host (the Cloudflare Durable Object of
+// cloudflare.mjs): each wait a checkpoint in the host's storage, each round
+// one `step()` of every wait that is due, all begun in one turn on one
+// client, so that they share the client's poll loop (and its change feed
+// while the host stays in memory). What a step sends, when the next is due
+// and how a wait ends are the client's decisions, as for any caller of
+// `step()`; this module keeps the records and answers the HTTP API:
+//   POST   /waits        { method, args }  -> 201 { id }  (its PUTs sent)
+//   GET    /waits                          -> 200 [{ id, method, done }]
+//   GET    /waits/{id}                     -> 200 { id, method, done, wakeAt, report, error }
+//   DELETE /waits/{id}                     -> 204: nothing more is sent for it
+// A record holds the checkpoint (which never holds a credential), the
+// report and the error as JSON: never a token, since the client's
+// credentials are the host's and stay in its environment.
+
+/** The methods a wait is made of: those `client.checkpoint` takes. */
+const METHODS = ['provision', 'waitForProvisionState', 'createAllocation', 'waitForAllocation'];
+
+/** A request body larger than this is refused (a checkpoint of 10,000 UUIDs is about 450 KB). */
+const MAX_BODY = 1024 * 1024;
+
+/** Waits due this soon are stepped in the same round: the client gathers them into one. */
+const LOOKAHEAD_MS = 1000;
+
+/** A finished wait's record is kept this long for its report, then dropped. */
+const KEEP_MS = 24 * 3600 * 1000;
+
+/** The key of wait `id` in the host's storage. */
+const keyOf = (id) => `wait:${id}`;
+
+export class Waits {
+  /**
+   * @param {object} host
+   * @param {import('../pkg/index.js').IronicClient} host.client the one client every wait steps on
+   * @param {{ get(key): Promise<object|undefined>, put(key, value): Promise<void>, delete(key): Promise<void>, list(prefix): Promise<object[]> }} host.storage
+   * @param {(id: string, message: object, last: boolean) => void} [host.publish] to the wait's listeners
+   * @param {() => number} [host.now] ms since the epoch
+   */
+  constructor({ client, storage, publish = () => {}, now = () => Date.now() }) {
+    this.client = client;
+    this.storage = storage;
+    this.publish = publish;
+    this.now = now;
+    /** Waits with a step under way: id -> its AbortController. */
+    this.running = new Map();
+  }
+
+  /** The answer to an HTTP request of the API, or null for a path that is not the API's. */
+  async handle(request) {
+    const { pathname } = new URL(request.url);
+    const [, root, id, rest] = pathname.split('/');
+    if (root !== 'waits' || rest !== undefined) return null;
+    try {
+      if (!id) {
+        if (request.method === 'POST') return await this.create(request);
+        if (request.method === 'GET') return Response.json(await this.summaries());
+        return refused(405, 'use GET or POST on /waits', { allow: 'GET, POST' });
+      }
+      if (request.method === 'GET') {
+        const record = await this.get(id);
+        return record ? Response.json(view(record)) : refused(404, 'no such wait');
+      }
+      if (request.method === 'DELETE') return (await this.remove(id)) ? new Response(null, { status: 204 }) : refused(404, 'no such wait');
+      return refused(405, 'use GET or DELETE on /waits/{id}', { allow: 'GET, DELETE' });
+    } catch (e) {
+      return refused(e instanceof BadRequest ? 400 : 500, String(e?.message ?? e));
+    }
+  }
+
+  /** The record of wait `id`, if there is one. */
+  get(id) {
+    return this.storage.get(keyOf(id));
+  }
+
+  /**
+   * POST /waits: the checkpoint of the call (the client checks its arguments
+   * as the method would), kept before anything is sent, so that a host that
+   * dies while the PUTs are under way goes on with them at its next round;
+   * then the first step (the PUTs).
+   */
+  async create(request) {
+    const body = await readJson(request);
+    if (!isPlainObject(body)) throw new BadRequest('the body must be a JSON object { "method": ..., "args": [...] }');
+    const { method, args = [] } = body;
+    if (!METHODS.includes(method)) throw new BadRequest(`method must be one of ${METHODS.join(', ')}`);
+    if (!Array.isArray(args)) throw new BadRequest('args must be an array: the arguments of the method');
+    let checkpoint;
+    try {
+      checkpoint = this.client.checkpoint(method, ...args);
+    } catch (e) {
+      throw new BadRequest(`${e?.name ?? 'Error'}: ${e?.message ?? e}`);
+    }
+    const id = crypto.randomUUID();
+    const record = { id, method, created: this.now(), checkpoint, wakeAt: this.now(), done: false, report: null, error: null };
+    await this.storage.put(keyOf(id), record);
+    await this.step([record]);
+    return Response.json({ id }, { status: 201, headers: { location: `/waits/${id}` } });
+  }
+
+  /** DELETE /waits/{id}: its step under way aborted, its record gone, its listeners told. */
+  async remove(id) {
+    const record = await this.get(id);
+    if (!record) return false;
+    this.running.get(id)?.abort();
+    await this.storage.delete(keyOf(id));
+    this.publish(id, { type: 'deleted' }, true);
+    return true;
+  }
+
+  async summaries() {
+    const records = await this.storage.list('wait:');
+    return records.map((r) => ({ id: r.id, method: r.method, done: r.done }));
+  }
+
+  /**
+   * One round: a step of every wait due (or due within LOOKAHEAD_MS), all
+   * begun in this turn so that the client serves them with one round of
+   * requests; finished records past KEEP_MS dropped. Safe to repeat: a
+   * round cut short leaves each record at its last stored checkpoint, and
+   * a step from it sends again only checks (or a PUT that was never
+   * answered, which Ironic refuses on a node already moving).
+   */
+  async round() {
+    const now = this.now();
+    const records = await this.storage.list('wait:');
+    const due = records.filter((r) => !r.done && !this.running.has(r.id) && r.wakeAt <= now + LOOKAHEAD_MS);
+    const old = records.filter((r) => r.done && now - r.ended > KEEP_MS);
+    await Promise.all([this.step(due), ...old.map((r) => this.storage.delete(keyOf(r.id)))]);
+  }
+
+  /** When the next round is due (ms since the epoch), or null when no wait is waiting. */
+  async nextWake() {
+    const records = await this.storage.list('wait:');
+    const times = records.filter((r) => !r.done && !this.running.has(r.id)).map((r) => r.wakeAt);
+    return times.length ? Math.min(...times) : null;
+  }
+
+  /** A step of each of `records`, begun together; each record stored with what its step made of it. */
+  step(records) {
+    return Promise.all(records.map((record) => this.stepOne(record)));
+  }
+
+  async stepOne(record) {
+    const controller = new AbortController();
+    this.running.set(record.id, controller);
+    const publish = (message, last = false) => this.publish(record.id, message, last);
+    let answer;
+    try {
+      answer = await this.client.step(record.checkpoint, {
+        signal: controller.signal,
+        onProgress: (event) => publish({ type: 'progress', event }),
+      });
+    } catch (e) {
+      // step() answers a wait's failure; it throws only for a checkpoint it
+      // cannot take up (and an abort: DELETE, whose record is gone).
+      answer = controller.signal.aborted ? null : { checkpoint: null, wakeAt: null, report: null, error: e };
+    }
+    try {
+      // Deleted while it stepped: nothing of it is kept.
+      if (!answer || controller.signal.aborted) return;
+      if (answer.checkpoint) {
+        Object.assign(record, { checkpoint: answer.checkpoint, wakeAt: answer.wakeAt });
+      } else {
+        Object.assign(record, {
+          checkpoint: null, wakeAt: null, done: true, ended: this.now(), report: plain(answer.report), error: plain(answer.error),
+        });
+      }
+      await this.storage.put(keyOf(record.id), record);
+    } finally {
+      // Running until stored: with a storage whose writes take time (Deno
+      // KV), a round that read the record before it was stored would
+      // otherwise step its old checkpoint again, and send its PUTs twice.
+      this.running.delete(record.id);
+    }
+    if (record.done) publish({ type: 'done', report: record.report, error: record.error }, true);
+  }
+}
+
+/** What GET /waits/{id} shows of a record. */
+export function view(record) {
+  const { id, method, done, wakeAt, report, error } = record;
+  return { id, method, done, wakeAt, report, error };
+}
+
+class BadRequest extends Error {}
+
+function refused(status, message, headers = {}) {
+  return Response.json({ error: message }, { status, headers });
+}
+
+/** The request's body as JSON, at most MAX_BODY bytes. */
+async function readJson(request) {
+  const declared = Number(request.headers.get('content-length'));
+  if (declared > MAX_BODY) throw new BadRequest(`the body is larger than ${MAX_BODY} bytes`);
+  const text = await request.text();
+  if (text.length > MAX_BODY) throw new BadRequest(`the body is larger than ${MAX_BODY} bytes`);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BadRequest('the body is not JSON');
+  }
+}
+
+function isPlainObject(value) {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A report or an error as JSON data: an error becomes its name, message and
+ * own fields (status, requestId, node, ...), at any depth.
+ */
+export function plain(value) {
+  if (value instanceof Error) {
+    const own = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+    return { name: value.name, message: value.message, ...own };
+  }
+  if (Array.isArray(value)) return value.map(plain);
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  return value;
+}

@@ -1,0 +1,351 @@
+// `ironic-wait/cloudflare` under workerd: the example Worker of
+// examples/cloudflare/ in a consumer project, bundled by wrangler as a
+// Cloudflare user's `wrangler deploy` would, served by bare workerd with the
+// Durable Object's storage (SQLite) and alarms on disk, against the
+// simulator. The test is the Worker's caller: HTTP with the bearer secret,
+// and WebSocket listeners (Node 20's WebSocket: this part runs with
+// --experimental-websocket).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { IronicClient } from 'ironic-wait';
+import { ROOT, startSim, consumerProject } from './harness.mjs';
+import { COMPATIBILITY_DATE, installToolchain, bundle, workerdConfig, startWorkerd } from './workerd.mjs';
+
+const SECRET = 'waits-secret-5e1f0b7d';
+const TOKEN = 'ironic-token-9c2a44e1';
+
+let sim;
+let reference; // a second simulator, for the uninterrupted runs in Node
+let dir;
+let workerd;
+
+before(async () => {
+  [sim, reference] = await Promise.all([startSim(), startSim()]);
+  installToolchain();
+  dir = consumerProject('cloudflare', 'worker', {
+    'worker.mjs': { text: readFileSync(join(ROOT, 'examples', 'cloudflare', 'worker.mjs'), 'utf8') },
+    'wrangler.jsonc': {
+      text: JSON.stringify({
+        name: 'ironic-waits',
+        main: 'worker.mjs',
+        compatibility_date: COMPATIBILITY_DATE,
+        durable_objects: { bindings: [{ name: 'WAITS', class_name: 'IronicWaits' }] },
+        migrations: [{ tag: 'v1', new_sqlite_classes: ['IronicWaits'] }],
+      }),
+    },
+  });
+  await bundle(dir);
+  const disk = join(dir, 'objects');
+  rmSync(disk, { recursive: true, force: true });
+  mkdirSync(disk);
+  writeFileSync(join(dir, 'config.capnp'), workerdConfig(readdirSync(join(dir, 'dist')), {
+    bindings: [
+      '(name = "WAITS", durableObjectNamespace = "IronicWaits")',
+      `(name = "IRONIC_URL", text = "${sim.url}")`,
+      `(name = "IRONIC_TOKEN", text = "${TOKEN}")`,
+      `(name = "WAITS_SECRET", text = "${SECRET}")`,
+    ],
+    durableObjects: { className: 'IronicWaits', disk },
+  }));
+  workerd = await startWorkerd(dir);
+});
+
+after(async () => {
+  workerd?.stop();
+  await Promise.all([sim?.close(), reference?.close()]);
+});
+
+/** A request to the Worker: { status, body } (the body parsed when it is JSON). */
+async function call(method, path, { body, secret = SECRET } = {}) {
+  const res = await fetch(`${workerd.url}/ironic${path}`, {
+    method,
+    headers: secret === null ? {} : { authorization: `Bearer ${secret}` },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  let parsed = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Plain text.
+  }
+  return { status: res.status, body: parsed, text };
+}
+
+/** Posts a wait; its id. */
+async function post(method, ...args) {
+  const res = await call('POST', '/waits', { body: { method, args } });
+  assert.equal(res.status, 201, `POST /waits answered ${res.status}: ${res.text}\n${workerd.output()}`);
+  return res.body.id;
+}
+
+/** GET /waits/{id} until done. */
+async function finished(id, ms = 60_000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const res = await call('GET', `/waits/${id}`);
+    assert.equal(res.status, 200, res.text);
+    if (res.body.done) return res.body;
+    assert.ok(Date.now() < end, `wait ${id} not done after ${ms} ms: ${res.text}\n${workerd.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** A WebSocket listener of wait `id`: its messages, and a promise of its close. */
+function listen(id) {
+  const ws = new WebSocket(`${workerd.url.replace('http', 'ws')}/ironic/waits/${id}/events`, { headers: { authorization: `Bearer ${SECRET}` } });
+  const messages = [];
+  ws.onmessage = (m) => messages.push(JSON.parse(m.data));
+  const opened = new Promise((resolve, reject) => {
+    ws.onopen = resolve;
+    ws.onerror = () => reject(new Error(`the listener of ${id} could not connect`));
+  });
+  const closed = new Promise((resolve) => { ws.onclose = (e) => resolve(e.code); });
+  return { ws, messages, opened, closed };
+}
+
+/** Each node's outcome, state and error name: what must match an uninterrupted wait. */
+const outcomes = (report) => (report?.nodes ?? []).map((n) => [n.node, n.outcome, n.state ?? null, n.error?.name ?? null]);
+
+/** The same call in Node, uninterrupted, against the reference simulator: { report, error }. */
+async function uninterrupted(scenario, method, ...args) {
+  reference.load(scenario);
+  const client = new IronicClient({ endpoint: reference.url, token: TOKEN });
+  try {
+    return { report: await client[method](...args), error: null };
+  } catch (e) {
+    return { report: e.report ?? null, error: e };
+  }
+}
+
+/** The simulator's node requests grouped into rounds (a gap of 150 ms or more between two is a new round). */
+function rounds(since) {
+  const gets = sim.log({ since }).filter((e) => e.method === 'GET' && e.path.startsWith('/v1/nodes'));
+  const out = [];
+  for (const e of gets) {
+    if (!out.length || e.t - out.at(-1).at(-1).t >= 150) out.push([]);
+    out.at(-1).push(e);
+  }
+  return out;
+}
+
+test('the Worker refuses a missing or wrong secret, and passes nothing on for it', async () => {
+  const since = sim.requests().next;
+  for (const secret of [null, 'wrong', `${SECRET}x`, '']) {
+    for (const [method, path, body] of [['GET', '/waits'], ['POST', '/waits', { method: 'provision', args: ['x', 'deploy'] }]]) {
+      const res = await call(method, path, { body, secret });
+      assert.equal(res.status, 401, `${method} ${path} with ${JSON.stringify(secret)}: ${res.status}`);
+    }
+  }
+  assert.deepEqual(sim.log({ since }), [], 'nothing reached Ironic');
+  assert.equal((await call('GET', '/nowhere')).status, 404);
+  const ok = await call('GET', '/waits');
+  assert.equal(ok.status, 200);
+  assert.ok(Array.isArray(ok.body));
+});
+
+test('hostile requests are refused with a clear 4xx, and nothing is sent', async () => {
+  const since = sim.requests().next;
+  const cases = [
+    [{ method: 'eval', args: [] }, /method must be one of/],
+    [{ method: 'provision', args: 'n1' }, /args must be an array/],
+    [[1, 2], /must be a JSON object/],
+    [{ method: 'provision', args: ['n1', 'explode'] }, /InvalidArgumentError/],
+    [{ method: 'provision', args: [[], 'deploy'] }, /InvalidArgumentError/],
+    [{ method: 'waitForProvisionState', args: ['n1', 'active', { timeout: -1 }] }, /InvalidArgumentError/],
+    [{ method: 'provision', args: ['n1', 'deploy', { onProgress: 'x' }] }, /InvalidArgumentError/],
+  ];
+  for (const [body, message] of cases) {
+    const res = await call('POST', '/waits', { body });
+    assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.status} ${res.text}`);
+    assert.match(res.body.error, message);
+  }
+  const garbage = await fetch(`${workerd.url}/ironic/waits`, { method: 'POST', headers: { authorization: `Bearer ${SECRET}` }, body: '{"method":' });
+  assert.equal(garbage.status, 400);
+  const huge = await call('POST', '/waits', { body: { method: 'provision', args: ['n1', 'deploy', { configDrive: 'x'.repeat(2 * 1024 * 1024) }] } });
+  assert.equal(huge.status, 400);
+  assert.equal((await call('GET', '/waits/no-such-wait')).status, 404);
+  assert.equal((await call('DELETE', '/waits/no-such-wait')).status, 404);
+  assert.equal((await call('PUT', '/waits')).status, 405);
+  assert.deepEqual(sim.log({ since }), [], 'nothing reached Ironic');
+});
+
+const NO_IMAGE = 'Deploy step deploy.write_image failed: no image';
+const SCENARIO = {
+  seed: 7,
+  timing: { deploying: 3000, 'wait call-back': 1000 },
+  nodes: [
+    { name: 'a1', provision_state: 'available' },
+    { name: 'a2', provision_state: 'available' },
+    { name: 'b1', provision_state: 'available' },
+    { name: 'c1', provision_state: 'deploying' },
+  ],
+  transitions: [{ node: 'b1', action: 'deploy', fail: NO_IMAGE }, { node: 'c1', action: 'deploy', stall: true }],
+};
+
+test('waits that succeed, fail and time out end as in Node; 50 WebSocket listeners on overlapping waits cost one loop', async () => {
+  // Deploys of 4 s and rounds every 2 s: a few rounds each.
+  const calls = [
+    ['provision', ['a1', 'a2'], 'deploy', { wait: 60, pollInterval: 2 }],
+    ['provision', ['b1'], 'deploy', { wait: 60, pollInterval: 2 }],
+    ['waitForProvisionState', ['c1'], 'active', { timeout: 5, pollInterval: 2 }],
+    ['waitForProvisionState', ['a1', 'a2', 'b1'], 'active', { timeout: 60, pollInterval: 2, settle: 'all' }],
+  ];
+  // Uninterrupted, in Node, on one client, each begun once the one before
+  // has sent its PUTs, as POST /waits answers once they are sent.
+  reference.load(SCENARIO);
+  const client = new IronicClient({ endpoint: reference.url, token: TOKEN });
+  const running = [];
+  for (const [method, ...args] of calls) {
+    const puts = reference.log({ method: 'PUT' }).length + (method === 'provision' ? args[0].length : 0);
+    running.push(client[method](...args).then((report) => ({ report, error: null }), (error) => ({ report: error.report ?? null, error })));
+    while (reference.log({ method: 'PUT' }).length < puts) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  const expected = await Promise.all(running);
+
+  sim.load(SCENARIO);
+  const ids = [];
+  for (const [method, ...args] of calls) ids.push(await post(method, ...args));
+  const listeners = Array.from({ length: 50 }, (_, i) => listen(ids[i % ids.length]));
+  await Promise.all(listeners.map((l) => l.opened));
+  // Waits begun within a quarter of their interval of each other come to
+  // share rounds (the client's rule): from the first round after the last.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const shared = sim.requests().next;
+  const done = [];
+  for (const id of ids) done.push(await finished(id));
+  await Promise.all(listeners.map((l) => l.closed));
+
+  for (const [i, got] of done.entries()) {
+    const want = expected[i];
+    assert.deepEqual(outcomes(got.report), outcomes(want.report), `wait ${i}: ${JSON.stringify(got)}`);
+    assert.equal(got.error?.name ?? null, want.error?.name ?? null, `wait ${i}'s error`);
+    assert.equal(got.error?.message ?? null, want.error?.message ?? null, `wait ${i}'s message`);
+  }
+  assert.equal(done[0].report.ok, true);
+  assert.equal(done[1].error.name, 'StateTransitionFailed');
+  assert.equal(done[2].error.name, 'StateTransitionTimeout');
+
+  // Every listener: the end of its wait, as GET tells it, last.
+  for (const [i, l] of listeners.entries()) {
+    const end = l.messages.at(-1);
+    assert.equal(end?.type, 'done', `listener ${i}: ${JSON.stringify(l.messages)}`);
+    assert.deepEqual(end.report, done[i % ids.length].report);
+  }
+  // Settling events reached the listeners of the waits that polled.
+  const settled = listeners[0].messages.filter((m) => m.type === 'progress' && m.event.done).map((m) => m.event.node).sort();
+  assert.deepEqual(settled, ['a1', 'a2']);
+
+  // One loop: in each round no node is asked for twice, whichever waits want it.
+  const all = rounds(shared);
+  assert.ok(all.length >= 3, `${all.length} rounds`);
+  for (const round of all) {
+    const paths = round.map((e) => e.path);
+    assert.equal(new Set(paths).size, paths.length, `a node asked for twice in one round: ${paths.join(', ')}`);
+    assert.ok(round.length <= 50, `${round.length} subrequests in a round`);
+  }
+  assertNoToken(done, listeners);
+});
+
+test('DELETE stops a wait: nothing more is sent for it, its listeners are told', async () => {
+  sim.load(SCENARIO);
+  const id = await post('waitForProvisionState', ['c1'], 'active', { timeout: 60, pollInterval: 0.3 });
+  const listener = listen(id);
+  await listener.opened;
+  await new Promise((resolve) => setTimeout(resolve, 800));
+  assert.equal((await call('DELETE', `/waits/${id}`)).status, 204);
+  const at = sim.requests().next;
+  assert.equal(await listener.closed, 1000);
+  assert.equal(listener.messages.at(-1).type, 'deleted');
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  assert.deepEqual(sim.log({ since: at, path: '/v1/nodes/*' }), [], 'nothing sent after DELETE');
+  assert.equal((await call('GET', `/waits/${id}`)).status, 404);
+});
+
+test('GET /watch: the nodes of the scope, then each change, as client.watch() yields them; a bad option is a clear error', async () => {
+  sim.load(SCENARIO);
+  const url = (query) => `${workerd.url.replace('http', 'ws')}/ironic/watch?${query}`;
+  const open = (query) => {
+    const ws = new WebSocket(url(query), { headers: { authorization: `Bearer ${SECRET}` } });
+    const messages = [];
+    ws.onmessage = (m) => messages.push(JSON.parse(m.data));
+    const closed = new Promise((resolve) => { ws.onclose = (e) => resolve(e.code); });
+    return { ws, messages, closed };
+  };
+  const watcher = open('pollInterval=0.5');
+  const changes = () => watcher.messages.filter((m) => m.type === 'change').map((m) => m.change);
+  const until = async (condition, what) => {
+    const end = Date.now() + 20_000;
+    while (!condition()) {
+      assert.ok(Date.now() < end, `${what}: ${JSON.stringify(watcher.messages)}\n${workerd.output()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  await until(() => changes().length >= 4, 'the nodes at the start');
+  assert.deepEqual(changes().map((c) => [c.type, c.node.name, c.node.provision_state]).sort(), [
+    ['added', 'a1', 'available'], ['added', 'a2', 'available'], ['added', 'b1', 'available'], ['added', 'c1', 'deploying'],
+  ]);
+  // a1 deploys: the watcher sees it move.
+  await post('provision', ['a1'], 'deploy', { wait: false });
+  await until(() => changes().some((c) => c.type === 'modified' && c.node.name === 'a1'), 'a1 deploying');
+  assert.notEqual(changes().findLast((c) => c.node.name === 'a1').node.provision_state, 'available');
+  watcher.ws.close();
+  await watcher.closed;
+
+  const bad = open(`scope=${encodeURIComponent(JSON.stringify({ color: 'red' }))}`);
+  assert.equal(await bad.closed, 1011);
+  assert.equal(bad.messages[0].type, 'error');
+  assert.match(bad.messages[0].error.message, /color/);
+  const res = await fetch(`${workerd.url}/ironic/watch?scope=%7B`, { headers: { authorization: `Bearer ${SECRET}`, upgrade: 'websocket' } }).catch((e) => e);
+  assert.ok(res instanceof Error || res.status === 400, 'a scope that is not JSON is refused');
+});
+
+test('workerd killed (SIGKILL) mid-wait and started again: the waits end as uninterrupted ones, no PUT sent twice', async () => {
+  const scenario = {
+    seed: 7,
+    timing: { deploying: 2500, 'wait call-back': 500 },
+    nodes: ['k1', 'k2', 'k3'].map((name) => ({ name, provision_state: 'available' })),
+    transitions: [{ node: 'k3', action: 'deploy', fail: NO_IMAGE, at: 'deploying', after: 1500 }],
+  };
+  const args = [['k1', 'k2', 'k3'], 'deploy', { wait: 60, pollInterval: 0.4, settle: 'all' }];
+  const want = await uninterrupted(scenario, 'provision', ...args);
+
+  sim.load(scenario);
+  const since = sim.requests().next;
+  const id = await post('provision', ...args);
+  const alsoId = await post('waitForProvisionState', ['k1'], 'active', { timeout: 60, pollInterval: 0.4 });
+  // A few rounds in, the process dies with nothing flushed.
+  const until = Date.now() + 10_000;
+  while (rounds(since).length < 3) {
+    assert.ok(Date.now() < until, 'no rounds');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await workerd.kill();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  workerd = await startWorkerd(dir);
+
+  // No request reaches the object until the waits are done: the alarm alone took them up.
+  const got = await finished(id);
+  assert.deepEqual(outcomes(got.report), outcomes(want.report));
+  assert.equal(got.error?.name ?? null, want.error?.name ?? null);
+  const also = await finished(alsoId);
+  assert.equal(also.report.nodes[0].outcome, 'reached');
+  const puts = sim.log({ since, method: 'PUT' }).map((e) => e.path.split('/')[3]);
+  assert.deepEqual(puts.sort(), ['k1', 'k2', 'k3'], 'each node one PUT');
+  assertNoToken([got, also], []);
+});
+
+/** The token is in no answer, no message and no file of the objects' storage. */
+function assertNoToken(answers, listeners) {
+  assert.ok(!JSON.stringify(answers).includes(TOKEN), 'no token in an answer');
+  for (const l of listeners) assert.ok(!JSON.stringify(l.messages).includes(TOKEN), 'no token in a message');
+  const files = readdirSync(join(dir, 'objects'), { recursive: true, withFileTypes: true }).filter((f) => f.isFile());
+  assert.ok(files.length > 0, 'the objects have storage on disk');
+  for (const f of files) {
+    const bytes = readFileSync(join(f.parentPath ?? f.path, f.name));
+    assert.ok(!bytes.includes(TOKEN), `the token is in ${f.name}`);
+  }
+}
