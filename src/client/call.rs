@@ -824,11 +824,15 @@ impl<D: Document> Call<D> {
             return;
         }
         let Phase::Wait(w) = &mut self.phase else { return };
+        // A step ends with the loop's round: a full listing that feeds the
+        // change feed is read to its end first, or the wait leaving would
+        // drop it and every step would list in full.
+        let listing = self.one_step && w.member.is_some_and(|m| poll.listing_serves(m));
         let Some(wait) = w.member.and_then(|m| poll.wait_mut(m)) else { return };
         self.changed |= progress(self.id, wait, out);
         if !wait.is_done() {
             let (rounds, in_round) = wait.rounds();
-            if in_round || rounds <= self.saved_round {
+            if in_round || listing || rounds <= self.saved_round {
                 return;
             }
             // A round has ended: a checkpoint, if anything changed in it.

@@ -346,6 +346,13 @@ impl<D: Document> Loop<D> {
         }
     }
 
+    /// Whether a listing of the round under way still serves wait `id`:
+    /// one feeding the change feed goes on to its end after the wait has
+    /// every answer it needs.
+    pub fn listing_serves(&self, id: WaitId) -> bool {
+        self.round.as_ref().is_some_and(|r| r.listings.iter().any(|l| l.waits.contains(&id)))
+    }
+
     /// The wait `id`, until it leaves.
     pub fn wait(&self, id: WaitId) -> Option<&Wait<D>> {
         self.waits.iter().find(|(w, _)| *w == id).map(|(_, w)| w)

@@ -77,6 +77,32 @@ test('the change feed asks only for what changed; listMode list lists in full ev
   assert.deepEqual(full.nodes.map((n) => [n.node, n.outcome]), feed.nodes.map((n) => [n.node, n.outcome]));
 });
 
+// An edge host steps its waits on one client it keeps (edge/waits.mjs): a
+// step ends when the round's listing does, so the listing that fills the
+// change feed is read to its end and later steps ask only for what changed.
+test('steps of a wait on one client keep its change feed: once it is filled, a quiet step is one request', async () => {
+  const fleet = Array.from({ length: 2000 }, (_, i) => ({ name: name(i), provision_state: 'deploying' }));
+  ironic = await startIronic({ nodes: fleet, timing: { deploying: 1e9 } });
+  const client = new IronicClient({ endpoint: ironic.url });
+  let checkpoint = client.checkpoint('waitForProvisionState', fleet.map((n) => n.name), 'active', { timeout: 60, pollInterval: 0.2 });
+  const perStep = [];
+  for (let step = 0; step < 5; step++) {
+    const before = lists().length;
+    const answer = await client.step(checkpoint);
+    assert.ok(answer.checkpoint, `step ${step} ended the wait: ${answer.error}`);
+    perStep.push(lists().slice(before).map((r) => r.url));
+    checkpoint = answer.checkpoint;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, answer.wakeAt - Date.now())));
+  }
+  // The first step's listing stops once every node is found; the second
+  // reads to the end (an empty third page) and fills the feed.
+  assert.equal(perStep[1].length, 3, perStep[1].join('\n'));
+  for (const urls of perStep.slice(2)) {
+    assert.equal(urls.length, 1, urls.join('\n'));
+    assert.match(urls[0], /sort_key=provision_updated_at&sort_dir=desc/);
+  }
+});
+
 test('a scope narrows every list; a waited node outside it is checked by its own GET', async () => {
   const client = await deployingFleet();
   const idents = Array.from({ length: 40 }, (_, i) => name(i));
