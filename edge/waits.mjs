@@ -1,5 +1,5 @@
 // Waits kept by an edge host (the Cloudflare Durable Object of
-// cloudflare.mjs): each wait a checkpoint in the host's storage, each round
+// cloudflare.mjs, the Deno KV runner of deno.mjs): each wait a checkpoint in the host's storage, each round
 // one `step()` of every wait that is due, all begun in one turn on one
 // client, so that they share the client's poll loop (and its change feed
 // while the host stays in memory). What a step sends, when the next is due

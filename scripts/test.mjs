@@ -23,6 +23,7 @@ const PARTS = [
   { name: 'deno', what: 'the runtime scenario in Deno, with --allow-net only', ...node('--test', 'tests/runtimes/deno.test.mjs') },
   { name: 'workerd', what: 'the runtime scenario in a wrangler-bundled Worker under workerd', ...node('--test', 'tests/runtimes/workerd.test.mjs') },
   { name: 'cloudflare', what: "ironic-wait/cloudflare's Durable Object in examples/cloudflare's Worker under workerd: storage and alarms on disk, WebSocket listeners, SIGKILL", ...node('--experimental-websocket', '--test', 'tests/runtimes/cloudflare.test.mjs') },
+  { name: 'deno-kv', what: "ironic-wait/deno's KvWaits in examples/deno's server under deno: waits and rounds in a Deno KV file and its queue, SSE listeners, SIGKILL", ...node('--test', 'tests/runtimes/deno-kv.test.mjs') },
   { name: 'chromium', what: 'the runtime scenario in Chromium: vite and import-map pages, and module workers', ...node('--test', 'tests/runtimes/chromium.test.mjs') },
   { name: 'cors', what: 'a page calling a real Ironic 39 across origins, stock and documented [cors]', ...node('--test', 'tests/runtimes/cors.test.mjs') },
 ];
