@@ -55,12 +55,12 @@ async function measure(url, waited, quietRounds) {
   const used = process.cpuUsage(cpu);
   if (created.status !== 201) throw new Error(`POST /waits: ${created.status} ${await created.text()}`);
   const rounds = [{ cpu: (used.user + used.system) / 1000, requests }];
+  let next = await waits.nextWake();
   for (let i = 0; i < quietRounds; i++) {
-    const next = await waits.nextWake();
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - Date.now())));
     const before = requests;
     const cpu = process.cpuUsage();
-    await waits.round();
+    next = await waits.round();
     const used = process.cpuUsage(cpu);
     rounds.push({ cpu: (used.user + used.system) / 1000, requests: requests - before });
   }

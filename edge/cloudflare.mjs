@@ -61,26 +61,28 @@ export class IronicWaits {
     if (events) return this.listen(request, events[1]);
     if (pathname === '/watch') return this.watch(request);
     const response = (await this.waits.handle(request)) ?? Response.json({ error: 'not found' }, { status: 404 });
-    await this.schedule();
+    // Only a new or deleted wait moves the next round.
+    if (request.method === 'POST' || request.method === 'DELETE') await this.schedule();
     return response;
   }
 
   /** The alarm: one round, then the next alarm. A round never throws to the platform: it backs off itself. */
   async alarm() {
     if (this.misconfigured) return;
+    let next;
     try {
-      await this.waits.round();
+      next = await this.waits.round();
       this.failures = 0;
     } catch (e) {
       this.failures += 1;
       console.error(`ironic-wait: a round failed (${this.failures} in a row): ${e?.message ?? e}`);
     }
-    await this.schedule();
+    await this.schedule(next);
   }
 
-  /** The alarm at the next round due (sooner while rounds fail: never), or none. */
-  async schedule() {
-    let next = await this.waits.nextWake();
+  /** The alarm at `next` (by default the next round due; later while rounds fail), or none. */
+  async schedule(next) {
+    if (next === undefined) next = await this.waits.nextWake();
     if (next !== null && this.failures > 0) {
       next = Math.max(next, Date.now() + Math.min(MAX_BACKOFF_MS, 2000 * 2 ** (this.failures - 1)));
     }

@@ -118,7 +118,9 @@ export class Waits {
    * requests; finished records past KEEP_MS dropped. Safe to repeat: a
    * round cut short leaves each record at its last stored checkpoint, and
    * a step from it sends again only checks (or a PUT that was never
-   * answered, which Ironic refuses on a node already moving).
+   * answered, which Ironic refuses on a node already moving). Resolves
+   * with when the next round is due, from the records it read (reading
+   * them again costs a host whose storage serializes them).
    */
   async round() {
     const now = this.now();
@@ -126,11 +128,16 @@ export class Waits {
     const due = records.filter((r) => !r.done && !this.running.has(r.id) && r.wakeAt <= now + LOOKAHEAD_MS);
     const old = records.filter((r) => r.done && now - r.ended > KEEP_MS);
     await Promise.all([this.step(due), ...old.map((r) => this.storage.delete(keyOf(r.id)))]);
+    return this.earliest(records);
   }
 
   /** When the next round is due (ms since the epoch), or null when no wait is waiting. */
   async nextWake() {
-    const records = await this.storage.list('wait:');
+    return this.earliest(await this.storage.list('wait:'));
+  }
+
+  /** The earliest wake of `records` still waiting, not counting those a step is under way for (it will say). */
+  earliest(records) {
     const times = records.filter((r) => !r.done && !this.running.has(r.id)).map((r) => r.wakeAt);
     return times.length ? Math.min(...times) : null;
   }
