@@ -21,7 +21,7 @@
 // checkpoint, a report or a message.
 import { IronicClient } from '../pkg/worker.js';
 import { optionsFromEnvironment } from '../cli/settings.mjs';
-import { Waits, plain } from './waits.mjs';
+import { Waits, plain, watchOptions } from './waits.mjs';
 
 /** While a round fails for a reason of the object's own (its storage, say), rounds back off up to this. */
 const MAX_BACKOFF_MS = 5 * 60 * 1000;
@@ -156,26 +156,4 @@ export class IronicWaits {
       // Closed already.
     }
   }
-}
-
-/**
- * The options of GET /watch: `scope` as JSON, `fields` comma-separated, the
- * others as given; the client checks each as `watch()` does.
- */
-function watchOptions(query) {
-  const options = {};
-  for (const [name, value] of query) {
-    if (name === 'scope') {
-      try {
-        options.scope = JSON.parse(value);
-      } catch {
-        throw new Error('scope must be JSON: {"provisionState": "deploying", ...}');
-      }
-    } else if (name === 'fields') options.fields = value.split(',').filter(Boolean);
-    else if (name === 'listMode') options.listMode = value;
-    else if (name === 'pollInterval') options.pollInterval = Number(value);
-    else if (name === 'initial') options.initial = value !== 'false';
-    else throw new Error(`unknown option ${name}: use scope, fields, listMode, pollInterval, initial`);
-  }
-  return options;
 }

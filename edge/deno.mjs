@@ -8,6 +8,11 @@
 //                           then `data: {"type":"done","report":...,"error":...}` or
 //                           `data: {"type":"deleted"}`, then the stream ends. Listeners
 //                           are those connected to this process.
+//   GET /watch?scope=JSON&fields=a,b&listMode=&pollInterval=&initial=
+//                           Server-Sent Events of `client.watch()` on the waits' client (and
+//                           loop): `data: {"type":"change","change":{...}}` for each node
+//                           change, read as the listener reads (a slow one gets each node's
+//                           latest state), `data: {"type":"error","error":{...}}` if it fails.
 //
 // Storage: each wait's record as JSON in KV, in parts of at most PART_BYTES
 // (a KV value is at most 64 KiB; a checkpoint of 10,000 nodes is ~450 KB):
@@ -35,7 +40,7 @@
 // steps are under way are in its memory.
 import { IronicClient } from '../pkg/deno.js';
 import { OS_FLAGS, optionsFromEnvironment } from '../cli/settings.mjs';
-import { Waits } from './waits.mjs';
+import { Waits, plain, watchOptions } from './waits.mjs';
 
 const ROOT = 'ironic-wait';
 const ALARM = [ROOT, 'alarm'];
@@ -74,6 +79,7 @@ export class KvWaits {
     const settings = { ...env, OS_ENDPOINT: env.IRONIC_URL ?? env.OS_ENDPOINT, OS_TOKEN: env.IRONIC_TOKEN ?? env.OS_TOKEN };
     // A ConfigError here names no configured value: a server fails at start, not at each request.
     const client = new IronicClient(optionsFromEnvironment(settings));
+    this.client = client;
     this.storage = new KvStorage(kv);
     this.waits = new Waits({ client, storage: this.storage, publish: (id, message, last) => this.publish(id, message, last), now });
     /** Event streams: wait id -> Set of { send(text), close() }. */
@@ -104,6 +110,14 @@ export class KvWaits {
     if (events) {
       if (request.method !== 'GET') return Response.json({ error: 'use GET on /waits/{id}/events' }, { status: 405, headers: { allow: 'GET' } });
       return this.listen(events[1]);
+    }
+    if (pathname === '/watch') {
+      if (request.method !== 'GET') return Response.json({ error: 'use GET on /watch' }, { status: 405, headers: { allow: 'GET' } });
+      try {
+        return this.watch(watchOptions(new URL(request.url).searchParams));
+      } catch (e) {
+        return Response.json({ error: e.message }, { status: 400 });
+      }
     }
     const response = (await this.waits.handle(request)) ?? Response.json({ error: 'not found' }, { status: 404 });
     // Only after a request that may change the waits: a GET changes nothing
@@ -211,6 +225,30 @@ export class KvWaits {
       return Response.json({ error: 'no such wait' }, { status: 404 });
     }
     if (record.done) this.publish(id, { type: 'done', report: record.report, error: record.error }, true);
+    return new Response(body, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' } });
+  }
+
+  /** GET /watch: an event stream following `client.watch()`, pulled as the listener reads. */
+  watch(options) {
+    const encoder = new TextEncoder();
+    const send = (stream, message) => stream.enqueue(encoder.encode(`data: ${JSON.stringify(message)}\n\n`));
+    const ended = new AbortController();
+    const changes = this.client.watch({ ...options, signal: ended.signal });
+    const body = new ReadableStream({
+      async pull(stream) {
+        try {
+          const { done, value } = await changes.next();
+          if (done) stream.close();
+          else send(stream, { type: 'change', change: value });
+        } catch (e) {
+          if (ended.signal.aborted) return;
+          send(stream, { type: 'error', error: plain(e) });
+          stream.close();
+        }
+      },
+      // The listener went away: the watch ends, nothing more is sent for it.
+      cancel: () => ended.abort(),
+    });
     return new Response(body, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' } });
   }
 

@@ -9,6 +9,7 @@
 //   GET    /waits                          -> 200 [{ id, method, done }]
 //   GET    /waits/{id}                     -> 200 { id, method, done, wakeAt, report, error }
 //   DELETE /waits/{id}                     -> 204: nothing more is sent for it
+// and reads the options of GET /watch, which each host streams its way.
 // A record holds the checkpoint (which never holds a credential), the
 // report and the error as JSON: never a token, since the client's
 // credentials are the host's and stay in its environment.
@@ -224,4 +225,26 @@ export function plain(value) {
   if (Array.isArray(value)) return value.map(plain);
   if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
   return value;
+}
+
+/**
+ * The options of GET /watch: `scope` as JSON, `fields` comma-separated, the
+ * others as given; the client checks each as `watch()` does.
+ */
+export function watchOptions(query) {
+  const options = {};
+  for (const [name, value] of query) {
+    if (name === 'scope') {
+      try {
+        options.scope = JSON.parse(value);
+      } catch {
+        throw new Error('scope must be JSON: {"provisionState": "deploying", ...}');
+      }
+    } else if (name === 'fields') options.fields = value.split(',').filter(Boolean);
+    else if (name === 'listMode') options.listMode = value;
+    else if (name === 'pollInterval') options.pollInterval = Number(value);
+    else if (name === 'initial') options.initial = value !== 'false';
+    else throw new Error(`unknown option ${name}: use scope, fields, listMode, pollInterval, initial`);
+  }
+  return options;
 }

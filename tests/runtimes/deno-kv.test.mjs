@@ -120,8 +120,13 @@ async function finished(id, ms = 60_000) {
  * resolves: its messages (each `data:` line parsed), the raw text, and a
  * promise of the end of the stream.
  */
-async function listen(id, { secret = SECRET } = {}) {
-  const res = await fetch(`${server.url}/waits/${id}/events`, { headers: { authorization: `Bearer ${secret}` } });
+function listen(id, options) {
+  return stream(`/waits/${id}/events`, options);
+}
+
+/** An event stream of `path`, as `listen` gives it; `signal` ends it from this side. */
+async function stream(path, { secret = SECRET, signal } = {}) {
+  const res = await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${secret}` }, signal });
   const listener = { status: res.status, type: res.headers.get('content-type'), messages: [], raw: '' };
   if (res.status !== 200) {
     listener.raw = await res.text();
@@ -283,6 +288,39 @@ test('waits that succeed, fail and time out end as in Node; SSE listeners get pr
   await new Promise((resolve) => setTimeout(resolve, 1500));
   assert.deepEqual(sim.log({ since: quiet }), [], 'nothing is sent once every wait is done');
   assertNoToken([done, listed], listeners);
+});
+
+test('GET /watch: an event stream of client.watch(): the nodes, then each change; a bad option is a clear error', async () => {
+  sim.load(SCENARIO);
+  const ended = new AbortController();
+  const watcher = await stream('/watch?pollInterval=0.5', { signal: ended.signal });
+  assert.equal(watcher.status, 200, watcher.raw);
+  watcher.ended.catch(() => {}); // ended from this side
+  const changes = () => watcher.messages.filter((m) => m.type === 'change').map((m) => m.change);
+  const until = async (condition, what) => {
+    const end = Date.now() + 20_000;
+    while (!condition()) {
+      assert.ok(Date.now() < end, `${what}: ${watcher.raw}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  await until(() => changes().length >= 5, 'the nodes at the start');
+  assert.deepEqual(changes().map((c) => [c.type, c.node.name]).sort(), ['a1', 'a2', 'b1', 'c1', 'e1'].map((n) => ['added', n]));
+  await post('provision', ['a1'], 'deploy', { wait: false });
+  await until(() => changes().some((c) => c.type === 'modified' && c.node.name === 'a1'), 'a1 deploying');
+  ended.abort();
+  // The listener gone, the watch ends: nothing more is sent for it.
+  await new Promise((resolve) => setTimeout(resolve, 700));
+  const at = sim.requests().next;
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  assert.deepEqual(sim.log({ since: at, path: '/v1/nodes' }), [], 'nothing sent after the listener left');
+
+  const bad = await stream(`/watch?scope=${encodeURIComponent(JSON.stringify({ color: 'red' }))}`);
+  await bad.ended;
+  assert.equal(bad.messages.at(-1).type, 'error');
+  assert.match(bad.messages.at(-1).error.message, /color/);
+  assert.equal((await call('GET', '/watch?scope=%7B')).status, 400);
+  assert.equal((await call('GET', '/watch?nonsense=1')).status, 400);
 });
 
 test('DELETE stops a wait: nothing more is sent for it, its listeners are told', async () => {
