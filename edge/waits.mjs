@@ -7,12 +7,21 @@
 // `step()`; this module keeps the records and answers the HTTP API:
 //   POST   /waits        { method, args }  -> 201 { id }  (its PUTs sent)
 //   GET    /waits                          -> 200 [{ id, method, done }]
-//   GET    /waits/{id}                     -> 200 { id, method, done, wakeAt, report, error }
+//   GET    /waits/{id}                     -> 200 { id, method, done, wakeAt, outages, report, error }
 //   DELETE /waits/{id}                     -> 204: nothing more is sent for it
 // and reads the options of GET /watch, which each host streams its way.
 // A record holds the checkpoint (which never holds a credential), the
 // report and the error as JSON: never a token, since the client's
 // credentials are the host's and stay in its environment.
+//
+// Ironic down: python-ironicclient's wait fails once its retries of a
+// connection error (or a 502, 503 or 504) are spent, about ten seconds.
+// A host's waits last longer than the processes python runs in, so a round
+// that ends that way is taken again from the wait's last checkpoint, later
+// and later (OUTAGE_FIRST_MS doubling to OUTAGE_MAX_MS), until the wait's
+// deadline: a step then makes its one last check, and a wait whose Ironic
+// is still down ends with that error, as python's would. Its listeners get
+// { type: 'outage', error } for each round lost.
 
 /** The methods a wait is made of: those `client.checkpoint` takes. */
 const METHODS = ['provision', 'waitForProvisionState', 'createAllocation', 'waitForAllocation'];
@@ -25,6 +34,11 @@ const LOOKAHEAD_MS = 1000;
 
 /** A finished wait's record is kept this long for its report, then dropped. */
 const KEEP_MS = 24 * 3600 * 1000;
+
+/** While Ironic is down, a wait's rounds back off from this, doubling... */
+const OUTAGE_FIRST_MS = 2000;
+/** ...up to this. */
+const OUTAGE_MAX_MS = 5 * 60 * 1000;
 
 /** The key of wait `id` in the host's storage. */
 const keyOf = (id) => `wait:${id}`;
@@ -128,7 +142,7 @@ export class Waits {
     const records = await this.storage.list('wait:');
     const due = records.filter((r) => !r.done && !this.running.has(r.id) && r.wakeAt <= now + LOOKAHEAD_MS);
     const old = records.filter((r) => r.done && now - r.ended > KEEP_MS);
-    await Promise.all([this.step(due), ...old.map((r) => this.storage.delete(keyOf(r.id)))]);
+    await Promise.all([this.step(due, true), ...old.map((r) => this.storage.delete(keyOf(r.id)))]);
     return this.earliest(records);
   }
 
@@ -143,12 +157,16 @@ export class Waits {
     return times.length ? Math.min(...times) : null;
   }
 
-  /** A step of each of `records`, begun together; each record stored with what its step made of it. */
-  step(records) {
-    return Promise.all(records.map((record) => this.stepOne(record)));
+  /**
+   * A step of each of `records`, begun together; each record stored with
+   * what its step made of it. With `outages`, a round lost to Ironic being
+   * down is taken again later (see the module's comment).
+   */
+  step(records, outages = false) {
+    return Promise.all(records.map((record) => this.stepOne(record, outages)));
   }
 
-  async stepOne(record) {
+  async stepOne(record, outages) {
     const controller = new AbortController();
     this.running.set(record.id, controller);
     const publish = (message, last = false) => this.publish(record.id, message, last);
@@ -166,8 +184,15 @@ export class Waits {
     try {
       // Deleted while it stepped: nothing of it is kept.
       if (!answer || controller.signal.aborted) return;
-      if (answer.checkpoint) {
-        Object.assign(record, { checkpoint: answer.checkpoint, wakeAt: answer.wakeAt });
+      const deadline = outages && !answer.checkpoint && isOutage(answer.error) ? deadlineOf(record.checkpoint) : null;
+      if (deadline !== null && this.now() < deadline) {
+        // The round is lost, not the wait: its checkpoint stays.
+        record.outages = (record.outages ?? 0) + 1;
+        const later = this.now() + Math.min(OUTAGE_MAX_MS, OUTAGE_FIRST_MS * 2 ** (record.outages - 1));
+        record.wakeAt = Math.min(later, deadline);
+        publish({ type: 'outage', error: plain(answer.error) });
+      } else if (answer.checkpoint) {
+        Object.assign(record, { checkpoint: answer.checkpoint, wakeAt: answer.wakeAt, outages: 0 });
       } else {
         Object.assign(record, {
           checkpoint: null, wakeAt: null, done: true, ended: this.now(), report: plain(answer.report), error: plain(answer.error),
@@ -184,10 +209,30 @@ export class Waits {
   }
 }
 
+/** Ironic down or unreachable, after the client's retries. */
+function isOutage(error) {
+  return error?.name === 'ConnectionError' || (error?.name === 'IronicHttpError' && [502, 503, 504].includes(error.status));
+}
+
+/**
+ * The wall-clock deadline of the wait a checkpoint is of (its `startedAt`
+ * and its wait's `timeoutUs`, fields of checkpoint format 1): Infinity for
+ * a wait without one, -Infinity for what cannot be read (no retry then).
+ */
+function deadlineOf(checkpoint) {
+  try {
+    const { ironicWaitCheckpoint, startedAt, wait } = JSON.parse(checkpoint);
+    if (ironicWaitCheckpoint !== 1 || !Number.isFinite(startedAt) || !Number.isFinite(wait?.timeoutUs)) return -Infinity;
+    return wait.timeoutUs > 0 ? startedAt + wait.timeoutUs / 1000 : Infinity;
+  } catch {
+    return -Infinity;
+  }
+}
+
 /** What GET /waits/{id} shows of a record. */
 export function view(record) {
-  const { id, method, done, wakeAt, report, error } = record;
-  return { id, method, done, wakeAt, report, error };
+  const { id, method, done, wakeAt, report, error, outages = 0 } = record;
+  return { id, method, done, wakeAt, outages, report, error };
 }
 
 class BadRequest extends Error {}

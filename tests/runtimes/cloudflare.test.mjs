@@ -303,6 +303,37 @@ test('GET /watch: the nodes of the scope, then each change, as client.watch() yi
   assert.ok(res instanceof Error || res.status === 400, 'a scope that is not JSON is refused');
 });
 
+test('Ironic down mid-wait: the wait goes on when it is back (its listeners told of each round lost); one whose deadline passes meanwhile ends by it', async () => {
+  sim.load({
+    seed: 7,
+    timing: { deploying: 8000, 'wait call-back': 500 },
+    nodes: [{ name: 'o1', provision_state: 'available' }, { name: 'o2', provision_state: 'deploying' }],
+    transitions: [{ node: 'o2', action: 'deploy', stall: true }],
+  });
+  const id = await post('provision', ['o1'], 'deploy', { wait: 120, pollInterval: 0.5 });
+  const short = await post('waitForProvisionState', ['o2'], 'active', { timeout: 8, pollInterval: 0.5 });
+  const listener = listen(id);
+  await listener.opened;
+  // Down from 1 s to 15 s: longer than the client's retries (5, 2 s apart).
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  sim.faults.add([{ kind: 'reset', path: '/v1/nodes*' }]);
+  await new Promise((resolve) => setTimeout(resolve, 14_000));
+  sim.faults.clear();
+  // Its deadline held: no retry starts past it, and the last check could not be made.
+  const ended = await finished(short);
+  assert.ok(['StateTransitionTimeout', 'ConnectionError'].includes(ended.error?.name), JSON.stringify(ended));
+  assert.equal(ended.report.nodes[0].outcome === 'timed-out' || ended.error.name === 'ConnectionError', true);
+  const got = await finished(id, 60_000);
+  assert.equal(got.error, null, JSON.stringify(got));
+  assert.deepEqual(got.report.nodes.map((n) => [n.node, n.outcome, n.state]), [['o1', 'reached', 'active']]);
+  assert.equal(got.outages, 0, 'none lost in a row at the end');
+  await listener.closed;
+  const types = listener.messages.map((m) => m.type);
+  assert.ok(types.includes('outage'), types.join(', '));
+  assert.equal(types.at(-1), 'done');
+  assert.equal(listener.messages.find((m) => m.type === 'outage').error.name, 'ConnectionError');
+});
+
 test('workerd killed (SIGKILL) mid-wait and started again: the waits end as uninterrupted ones, no PUT sent twice', async () => {
   const scenario = {
     seed: 7,
