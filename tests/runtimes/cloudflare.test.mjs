@@ -314,10 +314,10 @@ test('Ironic down mid-wait: the wait goes on when it is back (its listeners told
   const short = await post('waitForProvisionState', ['o2'], 'active', { timeout: 8, pollInterval: 0.5 });
   const listener = listen(id);
   await listener.opened;
-  // Down from 1 s to 15 s: longer than the client's retries (5, 2 s apart).
+  // Down from 1 s to 17 s: well past the client's retries (5, 2 s apart).
   await new Promise((resolve) => setTimeout(resolve, 1000));
   sim.faults.add([{ kind: 'reset', path: '/v1/nodes*' }]);
-  await new Promise((resolve) => setTimeout(resolve, 14_000));
+  await new Promise((resolve) => setTimeout(resolve, 16_000));
   sim.faults.clear();
   // Its deadline held: no retry starts past it, and the last check could not be made.
   const ended = await finished(short);
