@@ -1,4 +1,5 @@
-// Types of `ironic-wait/deno` (edge/deno.mjs).
+// Types of `ironic-wait/deno` (edge/deno.mjs): the package's API, and the runner.
+export * from '../pkg/index.js';
 
 /** The KV handle `Deno.openKv()` gives (Deno's own type, `Deno.Kv`, where Deno's types are loaded). */
 type Kv = { [key: string]: unknown };

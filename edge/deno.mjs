@@ -39,6 +39,9 @@
 // One process serves a KV file: the records (JSON, all of them) and which
 // steps are under way are in its memory.
 import { IronicClient } from '../pkg/deno.js';
+
+// The package's API too: `ironic-wait/deno` is the Deno entry and its runner.
+export * from '../pkg/deno.js';
 import { OS_FLAGS, optionsFromEnvironment } from '../cli/settings.mjs';
 import { Waits, plain, watchOptions } from './waits.mjs';
 
