@@ -107,8 +107,17 @@ export class Waits {
     }
     const id = crypto.randomUUID();
     const record = { id, method, created: this.now(), checkpoint, wakeAt: this.now(), done: false, report: null, error: null };
-    await this.storage.put(keyOf(id), record);
-    await this.step([record]);
+    // Running from before it is stored: a round that reads it meanwhile
+    // (a write to Deno KV takes a while) must leave its PUTs to this request.
+    const controller = new AbortController();
+    this.running.set(id, controller);
+    try {
+      await this.storage.put(keyOf(id), record);
+    } catch (e) {
+      this.running.delete(id);
+      throw e;
+    }
+    await this.stepOne(record, false, controller);
     return Response.json({ id }, { status: 201, headers: { location: `/waits/${id}` } });
   }
 
@@ -166,8 +175,7 @@ export class Waits {
     return Promise.all(records.map((record) => this.stepOne(record, outages)));
   }
 
-  async stepOne(record, outages) {
-    const controller = new AbortController();
+  async stepOne(record, outages, controller = new AbortController()) {
     this.running.set(record.id, controller);
     const publish = (message, last = false) => this.publish(record.id, message, last);
     let answer;
