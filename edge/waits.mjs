@@ -203,7 +203,7 @@ export class Waits {
         Object.assign(record, { checkpoint: answer.checkpoint, wakeAt: answer.wakeAt, outages: 0 });
       } else {
         Object.assign(record, {
-          checkpoint: null, wakeAt: null, done: true, ended: this.now(), report: plain(answer.report), error: plain(answer.error),
+          checkpoint: null, wakeAt: null, done: true, outages: 0, ended: this.now(), report: plain(answer.report), error: plain(answer.error),
         });
       }
       await this.storage.put(keyOf(record.id), record);
