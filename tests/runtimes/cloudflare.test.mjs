@@ -9,9 +9,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { IronicClient } from 'ironic-wait';
 import { ROOT, startSim, consumerProject } from './harness.mjs';
 import { COMPATIBILITY_DATE, installToolchain, bundle, workerdConfig, startWorkerd } from './workerd.mjs';
+import { edgeApi, outcomes, uninterrupted, assertSameOutcomes } from './edge-api.mjs';
 
 const SECRET = 'waits-secret-5e1f0b7d';
 const TOKEN = 'ironic-token-9c2a44e1';
@@ -57,42 +57,7 @@ after(async () => {
   await Promise.all([sim?.close(), reference?.close()]);
 });
 
-/** A request to the Worker: { status, body } (the body parsed when it is JSON). */
-async function call(method, path, { body, secret = SECRET } = {}) {
-  const res = await fetch(`${workerd.url}/ironic${path}`, {
-    method,
-    headers: secret === null ? {} : { authorization: `Bearer ${secret}` },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  let parsed = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // Plain text.
-  }
-  return { status: res.status, body: parsed, text };
-}
-
-/** Posts a wait; its id. */
-async function post(method, ...args) {
-  const res = await call('POST', '/waits', { body: { method, args } });
-  assert.equal(res.status, 201, `POST /waits answered ${res.status}: ${res.text}\n${workerd.output()}`);
-  return res.body.id;
-}
-
-/** GET /waits/{id} until done. */
-async function finished(id, ms = 60_000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const res = await call('GET', `/waits/${id}`);
-    assert.equal(res.status, 200, res.text);
-    if (res.body.done) return res.body;
-    assert.ok(Date.now() < end, `wait ${id} not done after ${ms} ms: ${res.text}\n${workerd.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const { call, post, finished } = edgeApi({ base: () => `${workerd.url}/ironic`, secret: SECRET, output: () => workerd.output() });
 
 /** A WebSocket listener of wait `id`: its messages, and a promise of its close. */
 function listen(id) {
@@ -105,20 +70,6 @@ function listen(id) {
   });
   const closed = new Promise((resolve) => { ws.onclose = (e) => resolve(e.code); });
   return { ws, messages, opened, closed };
-}
-
-/** Each node's outcome, state and error name: what must match an uninterrupted wait. */
-const outcomes = (report) => (report?.nodes ?? []).map((n) => [n.node, n.outcome, n.state ?? null, n.error?.name ?? null]);
-
-/** The same call in Node, uninterrupted, against the reference simulator: { report, error }. */
-async function uninterrupted(scenario, method, ...args) {
-  reference.load(scenario);
-  const client = new IronicClient({ endpoint: reference.url, token: TOKEN });
-  try {
-    return { report: await client[method](...args), error: null };
-  } catch (e) {
-    return { report: e.report ?? null, error: e };
-  }
 }
 
 /** The simulator's node requests grouped into rounds (a gap of 150 ms or more between two is a new round). */
@@ -194,17 +145,7 @@ test('waits that succeed, fail and time out end as in Node; 50 WebSocket listene
     ['waitForProvisionState', ['c1'], 'active', { timeout: 5, pollInterval: 2 }],
     ['waitForProvisionState', ['a1', 'a2', 'b1'], 'active', { timeout: 60, pollInterval: 2, settle: 'all' }],
   ];
-  // Uninterrupted, in Node, on one client, each begun once the one before
-  // has sent its PUTs, as POST /waits answers once they are sent.
-  reference.load(SCENARIO);
-  const client = new IronicClient({ endpoint: reference.url, token: TOKEN });
-  const running = [];
-  for (const [method, ...args] of calls) {
-    const puts = reference.log({ method: 'PUT' }).length + (method === 'provision' ? args[0].length : 0);
-    running.push(client[method](...args).then((report) => ({ report, error: null }), (error) => ({ report: error.report ?? null, error })));
-    while (reference.log({ method: 'PUT' }).length < puts) await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  const expected = await Promise.all(running);
+  const expected = await uninterrupted(reference, TOKEN, SCENARIO, calls);
 
   sim.load(SCENARIO);
   const ids = [];
@@ -219,12 +160,7 @@ test('waits that succeed, fail and time out end as in Node; 50 WebSocket listene
   for (const id of ids) done.push(await finished(id));
   await Promise.all(listeners.map((l) => l.closed));
 
-  for (const [i, got] of done.entries()) {
-    const want = expected[i];
-    assert.deepEqual(outcomes(got.report), outcomes(want.report), `wait ${i}: ${JSON.stringify(got)}`);
-    assert.equal(got.error?.name ?? null, want.error?.name ?? null, `wait ${i}'s error`);
-    assert.equal(got.error?.message ?? null, want.error?.message ?? null, `wait ${i}'s message`);
-  }
+  assertSameOutcomes(done, expected);
   assert.equal(done[0].report.ok, true);
   assert.equal(done[1].error.name, 'StateTransitionFailed');
   assert.equal(done[2].error.name, 'StateTransitionTimeout');
@@ -342,7 +278,7 @@ test('workerd killed (SIGKILL) mid-wait and started again: the waits end as unin
     transitions: [{ node: 'k3', action: 'deploy', fail: NO_IMAGE, at: 'deploying', after: 1500 }],
   };
   const args = [['k1', 'k2', 'k3'], 'deploy', { wait: 60, pollInterval: 0.4, settle: 'all' }];
-  const want = await uninterrupted(scenario, 'provision', ...args);
+  const [want] = await uninterrupted(reference, TOKEN, scenario, [['provision', ...args]]);
 
   sim.load(scenario);
   const since = sim.requests().next;

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { IronicClient } from 'ironic-wait';
 import { BIN, CACHE, ROOT, startSim, consumerProject, runToEnd, lastJsonLine } from './harness.mjs';
+import { edgeApi, outcomes, uninterrupted, assertSameOutcomes } from './edge-api.mjs';
 
 const DENO = join(BIN, 'deno');
 const SECRET = 'waits-secret-3d9a61c4';
@@ -78,42 +78,7 @@ function startServer() {
   });
 }
 
-/** A request to the server: { status, body, text } (the body parsed when it is JSON). */
-async function call(method, path, { body, secret = SECRET } = {}) {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: secret === null ? {} : { authorization: `Bearer ${secret}` },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  let parsed = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // Plain text.
-  }
-  return { status: res.status, body: parsed, text };
-}
-
-/** Posts a wait; its id. */
-async function post(method, ...args) {
-  const res = await call('POST', '/waits', { body: { method, args } });
-  assert.equal(res.status, 201, `POST /waits answered ${res.status}: ${res.text}\n${server.output()}`);
-  return res.body.id;
-}
-
-/** GET /waits/{id} until done. */
-async function finished(id, ms = 60_000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const res = await call('GET', `/waits/${id}`);
-    assert.equal(res.status, 200, res.text);
-    if (res.body.done) return res.body;
-    assert.ok(Date.now() < end, `wait ${id} not done after ${ms} ms: ${res.text}\n${server.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const { call, post, finished } = edgeApi({ base: () => server.url, secret: SECRET, output: () => server.output() });
 
 /**
  * An SSE listener of wait `id`, connected (the server has it) once this
@@ -149,31 +114,6 @@ async function stream(path, { secret = SECRET, signal } = {}) {
     assert.equal(buffer, '', 'the stream ends after a whole message');
   })();
   return listener;
-}
-
-/** Each node's outcome, state and error name: what must match an uninterrupted wait. */
-const outcomes = (report) => (report?.nodes ?? []).map((n) => [n.node, n.outcome, n.state ?? null, n.error?.name ?? null]);
-
-/** Calls in Node on one client against the reference simulator, each begun once the one before has sent its PUTs (as POST /waits answers once they are sent); [{ report, error }]. */
-async function uninterrupted(scenario, calls) {
-  reference.load(scenario);
-  const client = new IronicClient({ endpoint: reference.url, token: TOKEN });
-  const running = [];
-  for (const [method, ...args] of calls) {
-    const puts = reference.log({ method: 'PUT' }).length + (method === 'provision' ? [args[0]].flat().length : 0);
-    running.push(client[method](...args).then((report) => ({ report, error: null }), (error) => ({ report: error.report ?? null, error })));
-    while (reference.log({ method: 'PUT' }).length < puts) await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  return Promise.all(running);
-}
-
-/** The waits' answers equal the uninterrupted calls': each node's outcome, the error's name and message. */
-function assertSameOutcomes(got, want) {
-  for (const [i, g] of got.entries()) {
-    assert.deepEqual(outcomes(g.report), outcomes(want[i].report), `wait ${i}: ${JSON.stringify(g)}`);
-    assert.equal(g.error?.name ?? null, want[i].error?.name ?? null, `wait ${i}'s error`);
-    assert.equal(g.error?.message ?? null, want[i].error?.message ?? null, `wait ${i}'s message`);
-  }
 }
 
 /** Each node's PUTs since `since`: { node: count }. */
@@ -240,7 +180,7 @@ test('waits that succeed, fail and time out end as in Node; SSE listeners get pr
     // A config drive of 300 KB: the record, with the body until it is sent, is stored in parts.
     ['provision', 'e1', 'deploy', { wait: 60, pollInterval: 1, configDrive: 'x'.repeat(300_000) }],
   ];
-  const expected = await uninterrupted(SCENARIO, calls);
+  const expected = await uninterrupted(reference, TOKEN, SCENARIO, calls);
 
   sim.load(SCENARIO);
   const since = sim.requests().next;
@@ -348,7 +288,7 @@ test('deno killed (SIGKILL) mid-wait and started again on the same KV file: the 
     ['provision', ['k1', 'k2', 'k3'], 'deploy', { wait: 60, pollInterval: 0.4, settle: 'all' }],
     ['waitForProvisionState', ['k1'], 'active', { timeout: 60, pollInterval: 0.4 }],
   ];
-  const expected = await uninterrupted(scenario, calls);
+  const expected = await uninterrupted(reference, TOKEN, scenario, calls);
 
   sim.load(scenario);
   const since = sim.requests().next;
