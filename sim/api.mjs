@@ -6,6 +6,7 @@
 import { ApiError, notAcceptable, NODE_FIELDS, TIMESTAMP_FIELDS, SORT_COLUMNS, conductorOf, MIN_MINOR, MAX_MINOR } from './ironic.mjs';
 import { ALL_STATES } from './states.mjs';
 import { UUID_RE } from './rng.mjs';
+import { pyFormat } from './history.mjs';
 
 const MAX_LIMIT = 1000;
 
@@ -317,6 +318,22 @@ function route(ctx, minor) {
     if (parts.length === 6 && parts[4] === 'states' && parts[5] === 'provision') {
       return method === 'PUT' ? setProvisionState(ctx, minor, ident) : methodNotAllowed();
     }
+    if (parts.length === 6 && parts[4] === 'states' && parts[5] === 'power') {
+      return method === 'PUT' ? setPowerState(ctx, minor, ident) : methodNotAllowed();
+    }
+    if (parts[4] === 'history' && parts.length <= 6) {
+      // Below 1.78 the route does not exist: pecan's bare 404, before the node is looked up.
+      if (minor < 78) return notFoundRoute();
+      if (!get) return methodNotAllowed();
+      if (parts.length === 5) return listHistory(ctx, minor, ident);
+      let event;
+      try {
+        event = decodeURIComponent(parts[5]);
+      } catch {
+        return notFoundRoute();
+      }
+      return getHistoryEvent(ctx, minor, ident, event);
+    }
   } else if (parts[2] === 'allocations' && parts.length <= 4) {
     if (minor < 52) throw new ApiError(404, 'The API version does not allow allocations');
     if (parts.length === 3) {
@@ -578,6 +595,152 @@ function setProvisionState({ world, body, base }, minor, ident) {
     body: '',
     node: node.rec.uuid,
   };
+}
+
+/**
+ * The arguments of NodeStatesController.power(node_ident, target,
+ * timeout=None) as args.validate reads the JSON body: any other key is
+ * "Unexpected arguments", then target (a string or null) and timeout (an
+ * integer as Python's int() makes one) in that order.
+ */
+function powerArgs(doc) {
+  const unexpected = Object.keys(doc).filter((k) => k !== 'target' && k !== 'timeout');
+  if (unexpected.length) throw new ApiError(400, `Unexpected arguments: ${unexpected.join(', ')}`);
+  if (!('target' in doc)) throw new ApiError(400, 'Missing mandatory parameter: target');
+  const { target = null, timeout = null } = doc;
+  if (target !== null && typeof target !== 'string') throw new ApiError(400, `Expected string for target: ${pyFormat(target)}`);
+  return { target, timeout: pyInt('timeout', timeout) };
+}
+
+/** args.integer: Python's int() of a JSON value (floats truncate, booleans are 0/1, text must be digits). */
+function pyInt(name, v) {
+  if (v === null) return null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'number') return Math.trunc(v);
+  if (typeof v === 'string' && /^\s*[-+]?\d+(_\d+)*\s*$/.test(v)) return Number(v.replace(/_/g, ''));
+  throw new ApiError(400, `Expected an integer for ${name}: ${pyFormat(v)}`);
+}
+
+function setPowerState({ world, body, base }, minor, ident) {
+  const doc = parseBody(body);
+  const args = powerArgs(doc && typeof doc === 'object' && !Array.isArray(doc) ? doc : {});
+  const node = findNodeOr404(world, ident);
+  try {
+    world.power(node, args, minor, world.now(), ident);
+  } catch (e) {
+    if (e instanceof ApiError) e.node = node.rec.uuid;
+    throw e;
+  }
+  return {
+    status: 202,
+    headers: { ...versionHeaders(minor), Location: `${base}/v1/nodes/${ident}/states` },
+    body: '',
+    node: node.rec.uuid,
+  };
+}
+
+// ---------------------------------------------------------------- node history
+
+/** NodeHistoryController's field lists: a list shows the standard ones unless `detail`, one event always the detail. */
+const HISTORY_STANDARD = ['uuid', 'created_at', 'severity', 'event'];
+const HISTORY_DETAIL = ['uuid', 'created_at', 'severity', 'event_type', 'event', 'conductor', 'user', 'project', 'state', 'target_provision_state', 'duration_seconds'];
+/** The node_history table's columns: what sort_key may name. */
+const HISTORY_COLUMNS = new Set(['id', 'uuid', 'created_at', 'updated_at', 'conductor', 'event_type', 'severity', 'event', 'user', 'project', 'node_id', 'state', 'target_provision_state', 'duration_seconds']);
+
+/** One event as _history_event_convert_with_links renders it at `minor`. */
+function renderEvent(world, ev, nodeUuid, minor, base, detail) {
+  const out = {};
+  for (const f of detail ? HISTORY_DETAIL : HISTORY_STANDARD) {
+    if (f === 'project' && minor < 113) continue;
+    if ((f === 'state' || f === 'target_provision_state' || f === 'duration_seconds') && minor < 115) continue;
+    out[f] = f === 'created_at' ? world.iso(ev.created_at) : ev[f];
+  }
+  // A list without detail cuts long texts to 251 characters and "..." (Python counts code points).
+  if (!detail) {
+    const chars = [...ev.event];
+    if (chars.length > 255) out.event = `${chars.slice(0, 251).join('')}...`;
+  }
+  out.links = [{ href: `${base}/v1/nodes/${nodeUuid}/history/${ev.uuid}`, rel: 'self' }];
+  return out;
+}
+
+/** The marker object as Python prints it into `next` (an oslo versioned object's repr: fields sorted, strings quoted as is). */
+function historyRepr(world, ev) {
+  const v = (x) => (x === null ? 'None' : typeof x === 'number' ? String(x) : `'${x}'`);
+  const when = world.iso(ev.created_at).replace(/(\.\d+)?\+00:00$/, 'Z');
+  return `NodeHistory(conductor=${v(ev.conductor)},created_at=${when},duration_seconds=${v(ev.duration_seconds)},`
+    + `event=${v(ev.event)},event_type=${v(ev.event_type)},id=${ev.id},node_id=${ev.node_id},project=${v(ev.project)},`
+    + `severity=${v(ev.severity)},state=${v(ev.state)},target_provision_state=${v(ev.target_provision_state)},`
+    + `updated_at=None,user=${v(ev.user)},uuid=${ev.uuid})`;
+}
+
+const HISTORY_PARAMS = { detail: 'boolean', marker: 'uuid', limit: 'integer', sort_key: 'string', sort_dir: 'string' };
+
+/**
+ * GET /v1/nodes/{id}/history: NodeHistoryController.get_all and the
+ * database's paginate_query over the node's rows, ordered by sort_key
+ * (created_at) then id, with the marker's values bounding the page.
+ */
+function listHistory({ world, query, base }, minor, ident) {
+  const unexpected = [...new Set(query.keys())].filter((k) => !(k in HISTORY_PARAMS));
+  if (unexpected.length) throw new ApiError(400, `Unexpected arguments: ${unexpected.join(', ')}`);
+  const a = {};
+  for (const [name, kind] of Object.entries(HISTORY_PARAMS)) {
+    const raw = query.get(name);
+    if (raw === null) continue;
+    if (kind === 'uuid' && !UUID_RE.test(raw)) throw new ApiError(400, `Expected UUID for ${name}: ${raw}`);
+    if (kind === 'integer' && !/^\s*[-+]?\d+\s*$/.test(raw)) throw new ApiError(400, `Expected an integer for ${name}: ${raw}`);
+    a[name] = kind === 'boolean' ? pyBool(name, raw) : kind === 'integer' ? Number(raw) : raw;
+  }
+  const node = findNodeOr404(world, ident);
+  const marker = a.marker === undefined ? undefined : world.nodeHistory.find(a.marker, node, world.order);
+  if (a.marker !== undefined && !marker) throw new ApiError(404, `Node history record ${a.marker} could not be found.`);
+  let limit = a.limit ?? MAX_LIMIT;
+  if (limit <= 0) throw new ApiError(400, 'Limit must be positive');
+  limit = Math.min(limit, MAX_LIMIT);
+  const sortDir = a.sort_dir ?? 'asc';
+  if (sortDir !== 'asc' && sortDir !== 'desc') throw new ApiError(400, `Invalid sort direction: ${sortDir}. Acceptable values are 'asc' or 'desc'`);
+  const sortKey = a.sort_key ?? 'created_at';
+  if (sortKey && !HISTORY_COLUMNS.has(sortKey)) throw new ApiError(400, `The sort_key value "${sortKey}" is an invalid field for sorting`);
+  const detail = a.detail ?? false;
+  const page = pageOf(node.events ?? [], sortKey || 'id', sortDir === 'desc', marker, limit);
+  const doc = { history: page.map((ev) => renderEvent(world, ev, node.rec.uuid, minor, base, detail)) };
+  if (page.length === limit) {
+    // collection.get_next as Ironic calls it here: the marker object and the field list go in too, so
+    // following this link is refused (fields is no argument of get_all); a client builds its own from `marker`.
+    const fields = (detail ? HISTORY_DETAIL : HISTORY_STANDARD).join(',');
+    const was = marker ? historyRepr(world, marker) : 'None';
+    doc.next = `${base}/v1/nodes/${ident}/history?marker=${was}&sort_key=${sortKey}&sort_dir=${sortDir}&fields=${fields}&limit=${limit}&marker=${page[page.length - 1].uuid}`;
+  }
+  return { ...json(200, minor, doc), node: node.rec.uuid };
+}
+
+/** Order by (key, id) as the database does (NULL smallest), then the rows after `marker` by its current values. */
+function pageOf(events, key, desc, marker, limit) {
+  const cmp = (x, y) => {
+    const a = x[key], b = y[key];
+    const byKey = a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1;
+    return (byKey || x.id - y.id) * (desc ? -1 : 1);
+  };
+  let rows = [...events].sort(cmp);
+  if (marker) {
+    const m = marker[key];
+    const after = (x, y) => (desc ? x < y : x > y);
+    // (key op m.key) OR (key = m.key AND id op m.id): a NULL key matches neither; a NULL marker key drops that test
+    rows = rows.filter(m === null || key === 'id'
+      ? (e) => after(e.id, marker.id)
+      : (e) => e[key] !== null && (after(e[key], m) || (e[key] === m && after(e.id, marker.id))));
+  }
+  return rows.slice(0, limit);
+}
+
+/** GET /v1/nodes/{id}/history/{uuid}: any row of the table by its uuid, as Ironic looks it up (not only the node's). */
+function getHistoryEvent({ world, base }, minor, ident, uuid) {
+  if (!UUID_RE.test(uuid) && !/^[A-Za-z0-9._~-]+$/.test(uuid)) throw new ApiError(400, `Expected UUID or name for event: ${uuid}`);
+  const node = findNodeOr404(world, ident);
+  const ev = world.nodeHistory.find(uuid, node, world.order);
+  if (!ev) throw new ApiError(404, `Node history record ${uuid} could not be found.`);
+  return { ...json(200, minor, renderEvent(world, ev, node.rec.uuid, minor, base, true)), node: node.rec.uuid };
 }
 
 const ALLOCATION_KEYS = new Set(['candidate_nodes', 'extra', 'name', 'node', 'owner', 'resource_class', 'traits', 'uuid']);

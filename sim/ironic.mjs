@@ -7,6 +7,7 @@
 
 import { rng, uuidFrom, draw, UUID_RE } from './rng.mjs';
 import { SortedIndex } from './order.mjs';
+import { NodeHistory, Budget, FAILURE_EVENT_TYPE, POWER_EVENT_TYPE, flowEvent, pyFormat } from './history.mjs';
 import {
   STABLE, ALL_STATES, VERBS, FAIL_STATE, ABORT_ERROR, FAULT_OF, TARGET_OF,
   TARGET_MIN_VERSION, LATE_TARGET_MIN_VERSION, nextState,
@@ -29,7 +30,24 @@ export const DEFAULT_TIMING = {
   servicing: 1000,
   'service wait': 0,
   allocating: 30,
+  // A power action: from the PUT until power_state is set and the lock released.
+  power: 1000,
 };
+
+/**
+ * The targets PUT /v1/nodes/{id}/states/power accepts (node.py
+ * ALLOWED_TARGET_POWER_STATES; python-ironicclient and openstacksdk send
+ * these strings) and the power state each ends in (_calculate_target_state).
+ */
+export const POWER_TARGETS = {
+  'power on': 'power on',
+  'power off': 'power off',
+  rebooting: 'power on',
+  'soft rebooting': 'power on',
+  'soft power off': 'power off',
+};
+/** The soft targets, which (like `timeout`) need API 1.27. */
+const SOFT_POWER = new Set(['soft rebooting', 'soft power off']);
 
 export const HOST = 'localhost';
 
@@ -208,24 +226,75 @@ function clearInstance(world, node) {
   node.rec.instance_info = EMPTY;
 }
 
+/**
+ * The demo churn's moves and their shares of a round. Out of and into each
+ * state: available loses deploy + manage + failing deploy, gains undeploy +
+ * provide + recovery (0.50 each way); active 0.42 each way.
+ */
+const CHURN_MOVES = [
+  { from: 'available', verb: 'deploy', action: 'active', share: 0.42 },
+  { from: 'active', verb: 'delete', action: 'deleted', share: 0.42 },
+  { from: 'available', verb: 'manage', action: 'manage', share: 0.05 },
+  { from: 'manageable', verb: 'provide', action: 'provide', share: 0.05 },
+  { from: 'available', verb: 'deploy', action: 'active', share: 0.03, fail: true },
+  { from: 'deploy failed', verb: 'delete', action: 'deleted', share: 0.03 },
+];
+
+/** `count` split by the moves' shares, remainders to the largest fractions: the same split every round. */
+const sharesCache = new Map();
+function shares(count) {
+  let split = sharesCache.get(count);
+  if (split) return split;
+  const exact = CHURN_MOVES.map((m) => m.share * count);
+  split = exact.map(Math.floor);
+  let left = count - split.reduce((a, b) => a + b, 0);
+  const order = exact.map((x, k) => [x - Math.floor(x), k]).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+  for (const [, k] of order) if (left-- > 0) split[k]++;
+  if (sharesCache.size < 64) sharesCache.set(count, split);
+  return split;
+}
+
+/** What the churn's failing deploys leave in last_error: the kind of text a real deployment shows. */
+const CHURN_FAILURES = [
+  'Deploy step deploy.write_image failed: Image download timed out after 3 attempts',
+  'Timeout reached while waiting for callback for node',
+  'Deploy step deploy.prepare_instance_boot failed: Failed to set boot device: IPMI call failed: chassis bootdev pxe',
+  "Agent returned error for deploy step {'step': 'write_image', 'priority': 80, 'argsinfo': None, 'interface': 'deploy'}: No space left on device",
+];
+
 /** What churn flips. */
 const FLIP = { available: 'manageable', manageable: 'available' };
 
+/**
+ * Marks a step flow on a plan (for node history): it starts on entering
+ * phase `at` and ends when the last phase (at rest) is reached. A scripted
+ * failure or hold cuts the plan before its end, so no end is written then.
+ */
+function flow(name, phases, { at = 0, steps } = {}) {
+  phases[at].flowStart = name;
+  if (steps !== undefined) phases[at].steps = steps;
+  phases[phases.length - 1].flowEnd = name;
+  return phases;
+}
+
+/** The flow a hold interrupted, to end when `unhold` resumes it. */
+const HOLD_FLOW = { 'deploy hold': 'deployment', 'service hold': 'servicing' };
+
 /** The phases `verb` walks from the node's current state, real Ironic's sequence. */
-function phasesFor(verb, node, d) {
+function phasesFor(verb, node, d, body = {}) {
   const { provision_state: state, target_provision_state: target } = node.rec;
   switch (verb) {
     case 'deploy':
     case 'rebuild':
-      return [...withWait('deploying', 'wait call-back', 'active', d), rest('active')];
+      return flow('deployment', [...withWait('deploying', 'wait call-back', 'active', d), rest('active')]);
     case 'provide':
-      return [...withWait('cleaning', 'clean wait', 'available', d), rest('available')];
+      return flow('automated_cleaning', [...withWait('cleaning', 'clean wait', 'available', d), rest('available')]);
     case 'clean':
-      return [...withWait('cleaning', 'clean wait', 'manageable', d), rest('manageable')];
+      return flow('manual_cleaning', [...withWait('cleaning', 'clean wait', 'manageable', d), rest('manageable')], { steps: body.clean_steps });
     case 'delete': {
       const cleaning = withWait('cleaning', 'clean wait', 'available', d);
       cleaning[0].apply = clearInstance;
-      return [phase('deleting', 'available', d('deleting')), ...cleaning, rest('available')];
+      return flow('automated_cleaning', [phase('deleting', 'available', d('deleting')), ...cleaning, rest('available')], { at: 1 });
     }
     case 'manage':
       return state === 'enroll'
@@ -244,15 +313,20 @@ function phasesFor(verb, node, d) {
     case 'unrescue':
       return [phase('unrescuing', 'active', d('unrescuing')), rest('active')];
     case 'service':
-      return [...withWait('servicing', 'service wait', 'active', d), rest('active')];
+      return flow('servicing', [...withWait('servicing', 'service wait', 'active', d), rest('active')], { steps: body.service_steps });
     case 'abort': {
       if (state === 'service failed') return [rest('active')];
       const failed = FAIL_STATE[state];
-      return [rest(failed, target, { last_error: ABORT_ERROR[failed] })];
+      const end = rest(failed, target, { last_error: ABORT_ERROR[failed] });
+      // The rescue abort journals its text as an INFO event (manager.py _do_node_rescue_abort); the others write none.
+      if (failed === 'rescue failed') end.note = { event_type: 'rescue', event: ABORT_ERROR[failed] };
+      return [end];
     }
     case 'unhold': {
       const [wait, work] = RESUME[state];
-      return [phase(wait, target, d(wait), false), phase(work, target, d(work)), rest(target)];
+      const end = rest(target);
+      end.flowEnd = HOLD_FLOW[state] ?? (target === 'manageable' ? 'manual_cleaning' : 'automated_cleaning');
+      return [phase(wait, target, d(wait), false), phase(work, target, d(work)), end];
     }
     default:
       throw new Error(`no plan for ${verb}`);
@@ -261,6 +335,9 @@ function phasesFor(verb, node, d) {
 
 const TRANSITION_OUTCOMES = ['fail', 'hold', 'delete', 'stall'];
 const TRANSITION_KEYS = new Set([...TRANSITION_OUTCOMES, 'node', 'action', 'at', 'after', 'times', 'maintenance']);
+/** A power rule's action: one PUT target, or `power` for any of them. */
+const POWER_RULE_KEYS = new Set(['node', 'action', 'fail', 'stall', 'after', 'times', 'maintenance']);
+const isPowerAction = (action) => action === 'power' || Object.hasOwn(POWER_TARGETS, action);
 
 /** Reshape `phases` by a scripted outcome; false when the rule does not fit this transition. */
 function applyOutcome(phases, rule, verb, toClock) {
@@ -286,7 +363,7 @@ function applyOutcome(phases, rule, verb, toClock) {
   } else {
     const failed = FAIL_STATE[at.state];
     const last_error = typeof rule.fail === 'string' ? rule.fail : `Simulated failure of "${rule.action ?? verb}" in state ${at.state}`;
-    const extra = { last_error };
+    const extra = { last_error, failure: true }; // the error handler journals an ERROR event
     if (rule.maintenance) Object.assign(extra, { maintenance: true, fault: FAULT_OF[failed] ?? null });
     phases.push(rest(failed, STABLE.has(failed) ? null : at.target, extra));
   }
@@ -299,6 +376,12 @@ function checkTransitionRule(rule) {
   if (rule.times !== undefined && !(Number.isInteger(rule.times) && rule.times >= 1)) throw new Error('"times" must be an integer >= 1');
   const outcomes = TRANSITION_OUTCOMES.filter((k) => rule[k] !== undefined && rule[k] !== false);
   if (outcomes.length !== 1) throw new Error(`a transition rule needs exactly one of ${TRANSITION_OUTCOMES.join(', ')}: ${JSON.stringify(rule)}`);
+  if (isPowerAction(rule.action)) {
+    // Power actions have no states to walk: they fail or hang, after their duration or `after`.
+    for (const k of Object.keys(rule)) if (!POWER_RULE_KEYS.has(k)) throw new Error(`"${k}" does not apply to power actions: ${JSON.stringify(rule)}`);
+    if (rule.after !== undefined && !(rule.after >= 0)) throw new Error('"after" must be a non-negative number of milliseconds');
+    return { ...rule, event: rule.action, power: true, used: 0 };
+  }
   const event = rule.action === undefined || rule.action === '*' ? '*' : VERBS[rule.action];
   if (!event) throw new Error(`unknown action "${rule.action}" in transition rule`);
   if (rule.hold && event !== '*' && !HOLD_WORK[event]) throw new Error(`action "${rule.action}" has no hold state`);
@@ -332,6 +415,30 @@ function checkTiming(timing = {}) {
 const matchesNode = (spec, node) =>
   spec === undefined || spec === '*' ||
   (Array.isArray(spec) ? spec.includes(node.rec.name) || spec.includes(node.rec.uuid) : spec === node.rec.name || spec === node.rec.uuid);
+
+/** `nodeHistory`: false ([conductor] node_history = False) or { steps, maxEntries }. */
+function checkNodeHistory(spec) {
+  if (spec === undefined || spec === true) return {};
+  if (spec === false) return { enabled: false };
+  if (spec === null || typeof spec !== 'object') throw new Error('"nodeHistory" is false or { steps, maxEntries }');
+  for (const k of Object.keys(spec)) if (k !== 'steps' && k !== 'maxEntries') throw new Error(`unknown key "${k}" in nodeHistory (known: steps, maxEntries)`);
+  if (spec.steps !== undefined && typeof spec.steps !== 'boolean') throw new Error('nodeHistory "steps" is true or false');
+  if (spec.maxEntries !== undefined && !(Number.isInteger(spec.maxEntries) && spec.maxEntries >= 1)) throw new Error('nodeHistory "maxEntries" must be an integer >= 1');
+  return { ...spec };
+}
+
+/** `churn`: { every (sim ms, 2000), fraction (of the fleet) or count (nodes) } a round; null when absent. */
+function checkChurn(spec) {
+  if (spec === undefined || spec === null || spec === false) return null;
+  if (typeof spec !== 'object' || Array.isArray(spec)) throw new Error('"churn" is { every, fraction } or { every, count }');
+  for (const k of Object.keys(spec)) if (!['every', 'fraction', 'count'].includes(k)) throw new Error(`unknown key "${k}" in churn (known: every, fraction, count)`);
+  const every = spec.every ?? 2000;
+  if (!(every > 0)) throw new Error('churn "every" must be a positive number of milliseconds');
+  if ((spec.fraction === undefined) === (spec.count === undefined)) throw new Error('churn needs one of "fraction" and "count"');
+  if (spec.fraction !== undefined && !(spec.fraction > 0 && spec.fraction <= 1)) throw new Error('churn "fraction" must be in (0, 1]');
+  if (spec.count !== undefined && !(Number.isInteger(spec.count) && spec.count >= 0)) throw new Error('churn "count" must be an integer >= 0');
+  return { every, fraction: spec.fraction, count: spec.count };
+}
 
 // ---------------------------------------------------------------- the demo fleet
 
@@ -414,8 +521,17 @@ export class World {
     this.requestIds = rng(seed, 'request');
     this.loadStamps = rng(seed, 'stamps');
     this.churns = 0;
+    // Both histories are bounded in all (oldest dropped first): a churning demo fleet writes thousands of entries a second.
+    const historyLimit = scenario.historyLimit ?? o.historyLimit ?? 500_000;
+    if (!(Number.isInteger(historyLimit) && historyLimit >= 1)) throw new Error('historyLimit must be an integer >= 1');
+    this.historyBudget = new Budget(historyLimit);
+    this.nodeHistory = new NodeHistory({ seed, budget: historyLimit, ...checkNodeHistory(scenario.nodeHistory) });
+    this.churnSpec = checkChurn(scenario.churn);
+    this.churnMoveRounds = 0;
+    this.churnInstances = rng(seed, 'churn instances');
     for (const def of defs) this.addNode(def, 0, 'load');
     this.index('provision_updated_at'); // the change feed's order, ready before the first page
+    if (this.churnSpec) this.heap.push(this.toClock(this.churnSpec.every), { kind: 'churn', gen: 0 }, 0);
   }
 
   now() { return this.clock.now(); }
@@ -472,6 +588,8 @@ export class World {
       const { due, ref, gen, commit } = heap.pop();
       if (ref.gen !== gen) continue; // superseded
       if (ref.kind === 'allocation') this.processAllocation(ref, due);
+      else if (ref.kind === 'power') this.finishPower(ref, due);
+      else if (ref.kind === 'churn') this.churnRound(ref, due);
       else if (commit) this.commit(ref, commit, due);
       else this.enterPhase(ref, ref.plan.i + 1, due);
     }
@@ -513,7 +631,8 @@ export class World {
       rec.created_at = this.stamp(t); // a new node was never moved nor updated: both stamps null, as in Ironic
     }
     // rev counts changes to rec: rendered documents are cached against it (api.mjs).
-    const node = { kind: 'node', id: this.nextId++, rec, timing: checkTiming(def.timing), plan: null, gen: 0, actions: 0, rev: 0 };
+    // power: the power action in progress; events: its node history rows (history.mjs).
+    const node = { kind: 'node', id: this.nextId++, rec, timing: checkTiming(def.timing), plan: null, gen: 0, actions: 0, rev: 0, power: null, powerActions: 0, events: null };
     this.nodes.set(rec.uuid, node);
     if (rec.name !== null) this.names.set(rec.name, node);
     this.order.push(node);
@@ -526,6 +645,8 @@ export class World {
     const history = this.historyOf(node);
     node.gen++;
     node.plan = null;
+    this.cancelPower(node);
+    this.nodeHistory.drop(node);
     this.nodes.delete(node.rec.uuid);
     if (node.rec.name !== null) this.names.delete(node.rec.name);
     this.order.splice(this.orderIndex(node.id), 1);
@@ -533,7 +654,7 @@ export class World {
     for (const slot of ['fullCache', 'subsetCache']) if (node[slot]) this.cachedChars -= node[slot].text.length;
     const alloc = node.rec.allocation_uuid && this.allocations.get(node.rec.allocation_uuid);
     if (alloc) this.removeAllocation(alloc);
-    history.entries.push({ t, deleted: true, action });
+    this.addEntry(history, { t, deleted: true, action });
   }
 
   /** After any change to a node's record: its documents are stale, its place in the sorted indexes may move. */
@@ -635,17 +756,31 @@ export class World {
     return history;
   }
 
-  /** A history entry of the node as it is; `committed`: when a late change became visible. */
-  record(node, t, action, committed) {
+  /**
+   * A history entry of the node as it is; `committed`: when a late change
+   * became visible. A power action's entries also show the power state.
+   */
+  record(node, t, action, committed, power = false) {
     const r = node.rec;
     const entry = {
       t, provision_state: r.provision_state, target_provision_state: r.target_provision_state,
       last_error: r.last_error, action,
     };
+    if (power) Object.assign(entry, { power_state: r.power_state, target_power_state: r.target_power_state });
     if (committed !== undefined && committed !== t) entry.committed = committed;
     let history = this.histories.get(r.uuid);
     if (!history) this.histories.set(r.uuid, history = { uuid: r.uuid, name: r.name, entries: [] });
+    this.addEntry(history, entry);
+  }
+
+  addEntry(history, entry) {
     history.entries.push(entry);
+    this.historyBudget.added(entry, history.entries);
+  }
+
+  /** A node history row (GET /v1/nodes/{id}/history) stamped `stamp` (as stored) by the node's conductor. */
+  journal(node, stamp, fields) {
+    return this.nodeHistory.add(node, stamp, conductorOf(node.rec), fields);
   }
 
   /** Durations for one transition of `node`, drawn from a stream of its own. */
@@ -655,14 +790,21 @@ export class World {
     return (state) => this.toClock(draw(spec[state], rand));
   }
 
-  startPlan(node, verb, action, t) {
+  /**
+   * Start `verb` on `node` at `t`. `body`: the PUT's (steps for the history);
+   * `rules: false` skips the transition rules (churn), `outcome` is a rule of
+   * the caller's own.
+   */
+  startPlan(node, verb, action, t, { body, rules = true, outcome } = {}) {
     this.historyOf(node);
     node.actions++;
-    const phases = phasesFor(verb, node, this.durations(node));
-    for (const rule of this.transitions) {
-      if (rule.times !== undefined && rule.used >= rule.times) continue;
+    const phases = phasesFor(verb, node, this.durations(node), body);
+    const toClock = (ms) => this.toClock(ms);
+    if (outcome) applyOutcome(phases, outcome, verb, toClock);
+    for (const rule of rules ? this.transitions : []) {
+      if (rule.power || (rule.times !== undefined && rule.used >= rule.times)) continue;
       if ((rule.event !== '*' && rule.event !== verb) || !matchesNode(rule.node, node)) continue;
-      if (applyOutcome(phases, rule, verb, (ms) => this.toClock(ms))) { rule.used++; break; }
+      if (applyOutcome(phases, rule, verb, toClock)) { rule.used++; break; }
     }
     if (phases[0].ms !== undefined) node.rec.last_error = null; // a new operation starts afresh
     node.gen++;
@@ -690,9 +832,16 @@ export class World {
     if (p.delete) return this.removeNode(node, t, action);
     const r = node.rec;
     const from = r.provision_state;
+    // Written by the conductor before the state machine moves on: the row shows the working state it ends.
+    const before = { state: from, target: r.target_provision_state, since: r.provision_updated_at };
+    if (p.failure) {
+      this.journal(node, stamp, { severity: 'ERROR', event_type: FAILURE_EVENT_TYPE[from] ?? from, event: p.last_error, ...before });
+    } else if (p.flowEnd && this.nodeHistory.steps) {
+      this.journal(node, stamp, { severity: 'INFO', ...flowEvent(p.flowEnd, 'end'), ...before });
+    }
     r.provision_state = p.state;
     r.target_provision_state = p.target;
-    r.reservation = p.lock ? conductorOf(r) : null;
+    r.reservation = p.lock || node.power ? conductorOf(r) : null; // a power action in progress keeps the lock
     if (p.last_error !== undefined) r.last_error = p.last_error;
     if (p.maintenance) {
       r.maintenance = true;
@@ -701,6 +850,9 @@ export class World {
     }
     p.apply?.(this, node);
     this.stampProvision(r, from, stamp);
+    const after = { state: r.provision_state, target: r.target_provision_state, since: r.provision_updated_at };
+    if (p.flowStart && this.nodeHistory.steps) this.journal(node, stamp, { severity: 'INFO', ...flowEvent(p.flowStart, 'start', p.steps), ...after });
+    if (p.note) this.journal(node, stamp, { severity: 'INFO', ...p.note, ...after });
     this.changed(node);
     this.record(node, t, action, now);
     if (p.ms === undefined) node.plan = null; // at rest
@@ -819,7 +971,141 @@ export class World {
     }
     if (target === 'clean' && !body.clean_steps?.length) throw new ApiError(400, '"clean_steps" is required when setting target provision state to clean');
     if (target === 'service' && !body.service_steps?.length) throw new ApiError(400, '"service_steps" is required when setting target provision state to service');
-    this.startPlan(node, verb, target, t);
+    this.startPlan(node, verb, target, t, { body });
+  }
+
+  // ------------------------------------------------------------ power
+
+  /**
+   * PUT /v1/nodes/{id}/states/power once its arguments are read (api.mjs):
+   * NodeStatesController.power's checks in its order, then the conductor's
+   * lock. `ident` is the node as the client named it (Ironic's texts say so).
+   */
+  power(node, { target, timeout }, minor, t, ident) {
+    const r = node.rec;
+    if ((SOFT_POWER.has(target) || timeout) && minor < 27) throw notAcceptable(); // a timeout of 0 is falsy: it gets the 400 below
+    if (timeout != null && timeout < 1) throw new ApiError(400, 'timeout has to be positive integer');
+    const refuse = (state) => new ApiError(400, `The requested action "${pyFormat(target)}" can not be performed on node "${ident}" while it is in state "${pyFormat(state)}".`);
+    if (!Object.hasOwn(POWER_TARGETS, target)) throw refuse(r.power_state);
+    // "Don't change power state for nodes being cleaned"
+    if (r.provision_state === 'cleaning' || r.provision_state === 'clean wait') throw refuse(r.provision_state);
+    if ((target === 'power off' || target === 'soft power off') && r.disable_power_off) {
+      throw new ApiError(409, `Failed to set node power state to ${target}.`);
+    }
+    if (r.reservation) throw nodeLocked(r);
+    this.startPower(node, target, t);
+  }
+
+  /**
+   * The conductor's change_node_power_state: target_power_state set (on for
+   * the reboots), last_error cleared and the lock held until the action ends
+   * (a target already reached ends the same way, power_state unchanged).
+   */
+  startPower(node, target, t) {
+    const r = node.rec;
+    this.historyOf(node);
+    const rand = rng(this.seed, 'power', r.uuid, node.powerActions++);
+    let ms = this.toClock(draw({ ...this.timing, ...node.timing }.power, rand));
+    let rule = null;
+    for (const candidate of this.transitions) {
+      if (!candidate.power || (candidate.times !== undefined && candidate.used >= candidate.times)) continue;
+      if ((candidate.event !== 'power' && candidate.event !== target) || !matchesNode(candidate.node, node)) continue;
+      candidate.used++;
+      rule = candidate;
+      break;
+    }
+    if (rule?.after != null) ms = this.toClock(rule.after);
+    r.target_power_state = POWER_TARGETS[target];
+    r.last_error = null;
+    r.reservation = conductorOf(r);
+    r.updated_at = this.stamp(t);
+    node.power = { kind: 'power', node, gen: 0, target, rule };
+    this.changed(node);
+    this.record(node, t, target, undefined, true);
+    if (!rule?.stall) this.heap.push(t + ms, node.power, 0); // a stalled action never ends: target kept, node locked
+  }
+
+  /** node_power_action's end: the new power state, or (a failure) the target dropped and last_error set. */
+  finishPower(task, t) {
+    const { node, rule } = task;
+    const r = node.rec;
+    const stamp = this.stamp(t);
+    node.power = null;
+    if (rule?.fail) {
+      const cause = typeof rule.fail === 'string' ? rule.fail : 'Simulated power driver failure';
+      const error = `Failed to change power state to '${r.target_power_state}' by '${task.target}': ${cause}`;
+      r.target_power_state = null;
+      this.journal(node, stamp, {
+        severity: 'ERROR', event_type: POWER_EVENT_TYPE, event: error,
+        state: r.provision_state, target: r.target_provision_state, since: r.provision_updated_at,
+      });
+      r.last_error = error;
+      if (rule.maintenance) { // what the power state sync does after repeated failures
+        r.maintenance = true;
+        r.fault = 'power failure';
+        r.maintenance_reason = error;
+      }
+    } else {
+      r.power_state = r.target_power_state;
+      r.target_power_state = null;
+    }
+    const phase = node.plan?.phases[node.plan.i];
+    r.reservation = phase?.lock ? conductorOf(r) : null; // a provision working state keeps its lock
+    r.updated_at = stamp;
+    this.changed(node);
+    this.record(node, t, task.target, undefined, true);
+  }
+
+  cancelPower(node) {
+    if (!node.power) return;
+    node.power.gen++;
+    node.power = null;
+  }
+
+  // ------------------------------------------------------------ the demo churn
+
+  /** A round of the scenario's churn, due at `t`; the next one is due `every` later. */
+  churnRound(ref, t) {
+    const { every, fraction, count } = this.churnSpec;
+    this.churnMoves(count ?? Math.round(fraction * this.order.length), t);
+    this.heap.push(t + this.toClock(every), ref, ref.gen);
+  }
+
+  /**
+   * `count` idle nodes (no transition, no lock, not in maintenance), picked
+   * from the seed, start a provision action at `t` as an operator or Nova
+   * would: deploys and undeploys mostly, some manage/provide, a few deploys
+   * that fail and failed nodes undeployed. The shares move as many nodes
+   * out of each state as into it, so the fleet's mix holds over time. They
+   * walk the working states with the scenario's timing (transition rules
+   * do not apply). Returns what started.
+   */
+  churnMoves(count, t = this.now()) {
+    if (!Number.isInteger(count) || count < 0) throw new Error('churn needs "count", an integer >= 0');
+    const rand = rng(this.seed, 'churn moves', this.churnMoveRounds++);
+    const buckets = {};
+    for (const m of CHURN_MOVES) buckets[m.from] = { nodes: [], taken: 0 };
+    for (const node of this.order) {
+      const r = node.rec;
+      const bucket = buckets[r.provision_state];
+      if (bucket && !node.plan && !node.power && !r.reservation && !r.maintenance) bucket.nodes.push(node);
+    }
+    const started = [];
+    CHURN_MOVES.forEach((move, k) => {
+      const bucket = buckets[move.from];
+      const wanted = Math.min(shares(count)[k], bucket.nodes.length - bucket.taken);
+      for (let n = 0; n < wanted; n++) { // a partial Fisher-Yates shuffle of the bucket, shared by its moves
+        const i = bucket.taken++;
+        const j = i + Math.floor(rand() * (bucket.nodes.length - i));
+        const node = bucket.nodes[j];
+        bucket.nodes[j] = bucket.nodes[i];
+        if (move.verb === 'deploy') node.rec.instance_uuid = uuidFrom(this.churnInstances); // Nova sets it before deploying
+        const outcome = move.fail ? { fail: CHURN_FAILURES[Math.floor(rand() * CHURN_FAILURES.length)] } : undefined;
+        this.startPlan(node, move.verb, 'churn', t, { rules: false, outcome });
+        started.push({ uuid: node.rec.uuid, name: node.rec.name, from: move.from, action: move.action, fails: Boolean(move.fail) });
+      }
+    });
+    return { t, started };
   }
 
   /** Control API: set fields at once (cancels any transition in progress). */
@@ -842,8 +1128,11 @@ export class World {
     }
     node.gen++;
     node.plan = null;
+    const powering = node.power !== null;
+    this.cancelPower(node);
     const from = r.provision_state;
     Object.assign(r, fields, stamps);
+    if (powering && !('target_power_state' in fields)) r.target_power_state = null; // the cancelled action will not end it
     if (fields.provision_state !== undefined && !('target_provision_state' in fields)) {
       r.target_provision_state = TARGET_OF[r.provision_state] ?? null;
     }

@@ -49,6 +49,7 @@ export function createSimulator(options = {}) {
     requestLog: null,
     hung: new Set(),
     timers: new Set(),
+    ticker: null,
 
     /** Replace the world by `scenario`; on a bad scenario, throw and keep the old one. */
     load(scenario = {}) {
@@ -58,6 +59,20 @@ export function createSimulator(options = {}) {
       world.lateCommit = (node, state) => faults.commitDelay(node.rec, state);
       Object.assign(sim, { world, faults, requestLog: new RequestLog(opts.logLimit) });
       current = scenario;
+      sim.tick();
+    },
+    /**
+     * A churning fleet on a real clock is kept up to date by a timer, one
+     * round at a time: lazily, an hour without requests would come due all
+     * at once on the next one.
+     */
+    tick() {
+      clearInterval(sim.ticker);
+      sim.ticker = null;
+      const { churnSpec, clock, timeScale } = sim.world;
+      if (!churnSpec || clock.manual) return;
+      sim.ticker = setInterval(() => sim.world.advance(), Math.max(10, churnSpec.every / timeScale));
+      sim.ticker.unref(); // never what keeps a process alive
     },
     /** Back to the last scenario loaded (the clock restarts at 0, the log empties). */
     reset() {
@@ -78,7 +93,7 @@ export function createSimulator(options = {}) {
     history(ident) {
       if (ident !== undefined) return findHistory(ident);
       sim.world.advance();
-      return [...sim.world.histories.values()].filter((h) => h.entries.length > 1 || h.entries[0].action !== 'load');
+      return [...sim.world.histories.values()].filter((h) => h.entries.length > 1 || h.entries[0]?.action !== 'load');
     },
     /** The stored node with its transition plan (timestamps in sim-clock ms). */
     node(ident) {
@@ -118,9 +133,23 @@ export function createSimulator(options = {}) {
     /**
      * `count` nodes in `states` (default available and manageable), picked from the seed,
      * flip available <-> manageable now: { t, changed: [{ uuid, name, from, to, visible }] }.
+     * With `moves: true`, `count` idle nodes start the demo churn's provision actions instead
+     * (a scenario's `churn` does this every round): { t, started: [{ uuid, name, from, action, fails }] }.
      */
-    churn(options) {
+    churn(options = {}) {
+      if (options.moves) {
+        const { moves, count, ...rest } = options;
+        if (Object.keys(rest).length) throw new Error(`churn with moves takes only count, not ${Object.keys(rest).join(', ')}`);
+        sim.world.advance();
+        return sim.world.churnMoves(count);
+      }
       return sim.world.churn(options);
+    },
+    /** The node history rows (GET /v1/nodes/{id}/history) of a node, oldest first, timestamps in sim ms. */
+    events(ident) {
+      sim.world.advance();
+      const node = sim.world.findNode(ident);
+      return node ? [...(node.events ?? [])] : undefined;
     },
     later(fn, ms) {
       const timer = setTimeout(() => {
@@ -131,6 +160,8 @@ export function createSimulator(options = {}) {
     },
     /** Ends delayed and hung requests (their sockets are destroyed). */
     async close() {
+      clearInterval(sim.ticker);
+      sim.ticker = null;
       for (const timer of sim.timers) clearTimeout(timer);
       sim.timers.clear();
       for (const res of sim.hung) res.socket?.destroy();
