@@ -1,5 +1,9 @@
 // `npm start`: builds pkg/ (what is missing or stale; see build.mjs) and
 // serves the console on 127.0.0.1 until Ctrl-C.
+//   --fleet N     (`npm start -- --fleet 100000`) the embedded simulator plays a
+//                 data centre of N nodes (1 to 1,000,000) in racks, about 1 % of
+//                 them starting a provision action every 2 s (www/demo-fleet.mjs);
+//                 without it, the 24-node demo fleet
 //   PORT          the port (default 8000)
 //   IRONIC_URL    proxy /v1 to this Ironic instead of the embedded simulator
 //   IRONIC_TOKEN  a Keystone token for it, added by the server (never sent to the page)
@@ -9,13 +13,24 @@
 //                 the package renews it
 import { ROOT, run, main } from './lib.mjs';
 import { startConsoleServer } from '../www/server.mjs';
+import { demoFleet } from '../www/demo-fleet.mjs';
 
 await main('start', async () => {
+  // Arguments first: a mistake shows before the build runs.
+  const fleet = fleetSize(process.argv.slice(2));
+  if (fleet !== undefined && (process.env.IRONIC_URL || Object.keys(process.env).some((name) => name.startsWith('OS_')))) {
+    throw new Error('--fleet is for the embedded simulator: unset IRONIC_URL and the OS_* variables, or drop --fleet');
+  }
   run(process.execPath, ['scripts/build.mjs'], { cwd: ROOT });
 
   const port = Number(process.env.PORT ?? 8000);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${process.env.PORT}`);
-  const upstream = await ironic(process.env);
+  const upstream = fleet === undefined
+    ? await ironic(process.env)
+    : {
+      options: { scenario: demoFleet({ size: fleet }) },
+      says: `is the Ironic simulator with a demo fleet of ${fleet.toLocaleString('en')} nodes, about 1 % of them starting a provision action every 2 s`,
+    };
   const server = await startConsoleServer({ port, ...upstream.options }).catch((e) => {
     throw e.code === 'EADDRINUSE' ? new Error(`port ${port} is in use: set PORT to another one`) : e;
   });
@@ -31,6 +46,26 @@ await main('start', async () => {
     });
   }
 });
+
+/** `--fleet N` (or `--fleet=N`): a whole number of nodes from 1 to 1,000,000; undefined without it. */
+function fleetSize(args) {
+  let raw;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--fleet') {
+      raw = args[++i];
+      if (raw === undefined) throw new Error('--fleet needs a number of nodes, e.g. --fleet 100000');
+    } else if (arg.startsWith('--fleet=')) {
+      raw = arg.slice('--fleet='.length);
+    } else {
+      throw new Error(`unknown argument ${arg} (known: --fleet N)`);
+    }
+  }
+  if (raw === undefined) return undefined;
+  const size = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!(size >= 1 && size <= 1_000_000)) throw new Error(`--fleet needs a whole number of nodes from 1 to 1000000, not "${raw}"`);
+  return size;
+}
 
 /**
  * Where /v1 goes: IRONIC_URL (and IRONIC_TOKEN); else, when any OS_* variable
