@@ -318,6 +318,7 @@ function route(ctx, minor) {
     if (parts.length === 6 && parts[4] === 'states' && parts[5] === 'provision') {
       return method === 'PUT' ? setProvisionState(ctx, minor, ident) : methodNotAllowed();
     }
+    if (parts.length === 5 && parts[4] === 'states') return get ? getStates(ctx, minor, ident) : methodNotAllowed();
     if (parts.length === 6 && parts[4] === 'states' && parts[5] === 'power') {
       return method === 'PUT' ? setPowerState(ctx, minor, ident) : methodNotAllowed();
     }
@@ -595,6 +596,17 @@ function setProvisionState({ world, body, base }, minor, ident) {
     body: '',
     node: node.rec.uuid,
   };
+}
+
+/** GET /v1/nodes/{id}/states (where the state PUTs' Location points): node_states_convert. */
+function getStates({ world }, minor, ident) {
+  const node = findNodeOr404(world, ident);
+  const fields = ['console_enabled', 'last_error', 'power_state', 'provision_state', 'target_power_state', 'target_provision_state', 'provision_updated_at'];
+  if (minor >= 12) fields.push('raid_config', 'target_raid_config');
+  if (minor >= 75) fields.push('boot_mode', 'secure_boot');
+  const doc = {};
+  for (const f of fields) doc[f] = fieldValue(world, node.rec, f, minor);
+  return { ...json(200, minor, doc), node: node.rec.uuid };
 }
 
 /**

@@ -288,3 +288,19 @@ test('over HTTP through /__sim: a power rule posted to the transitions works lik
   sim.advance(500);
   assert.match((await state('on')).last_error, /by 'power off': no answer$/);
 });
+
+test('GET /v1/nodes/{id}/states, where the Location points, shows the power and provision states', async () => {
+  await start({ epoch: '2026-01-01T00:00:00Z', nodes: [{ name: 'n', provision_state: 'available', provision_updated_at: '2025-12-31T23:00:00Z' }] });
+  const res = await accepted('n', 'power on');
+  const states = await api.get(new URL(res.headers.location).pathname);
+  assert.equal(states.status, 200);
+  assert.deepEqual(states.json, {
+    console_enabled: false, last_error: null, power_state: 'power off', provision_state: 'available',
+    target_power_state: 'power on', target_provision_state: null, provision_updated_at: '2025-12-31T23:00:00+00:00',
+    raid_config: {}, target_raid_config: {}, boot_mode: null, secure_boot: null,
+  });
+  assert.deepEqual(Object.keys((await api.get('/v1/nodes/n/states', { version: '1.11' })).json),
+    ['console_enabled', 'last_error', 'power_state', 'provision_state', 'target_power_state', 'target_provision_state', 'provision_updated_at']);
+  assert.equal((await api.get('/v1/nodes/n/states', { version: '1.1' })).json.provision_state, null, 'available reads None before 1.2');
+  assert.equal((await api.get('/v1/nodes/nope/states')).status, 404);
+});
