@@ -51,12 +51,19 @@ export const FLOWS = {
 
 /** The INFO event of a flow's start or successful end (log_step_flow_history). */
 export function flowEvent(flow, status, steps) {
+  // Without steps of the caller's the text is always the same: made once (a churning fleet writes thousands).
+  const key = steps === undefined ? `${flow} ${status}` : null;
+  const known = key && fixedEvents.get(key);
+  if (known) return known;
   const words = flow.replace(/_/g, ' ');
   const list = pyRepr(FLOWS[flow][status](steps));
-  return status === 'start'
+  const made = status === 'start'
     ? { event_type: `${flow}_start`, event: `Starting ${words} with steps=${list}` }
     : { event_type: `${flow}_end`, event: `${titleCase(words)} completed successfully with steps=${list}` };
+  if (key) fixedEvents.set(key, Object.freeze(made));
+  return made;
 }
+const fixedEvents = new Map();
 
 /** Python's str.title(): "automated cleaning" -> "Automated Cleaning". */
 const titleCase = (s) => s.replace(/[A-Za-z]+/g, (w) => w[0].toUpperCase() + w.slice(1).toLowerCase());
