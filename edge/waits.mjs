@@ -24,7 +24,7 @@
 // { type: 'outage', error } for each round lost.
 
 /** The methods a wait is made of: those `client.checkpoint` takes. */
-const METHODS = ['provision', 'waitForProvisionState', 'createAllocation', 'waitForAllocation'];
+const METHODS = ['provision', 'waitForProvisionState', 'setPowerState', 'waitForPowerState', 'waitForReservation', 'createAllocation', 'waitForAllocation'];
 
 /** A request body larger than this is refused (a checkpoint of 10,000 UUIDs is about 450 KB). */
 const MAX_BODY = 1024 * 1024;

@@ -217,6 +217,12 @@ export interface WaitTuning {
    * not yet sent (a rescue password) is in it until sent. What the callback throws is ignored.
    */
   onCheckpoint?: (checkpoint: string) => void;
+  /**
+   * After the wait, each node that failed gets `history` in its report entry: its last 5 node history events,
+   * oldest first (`GET /v1/nodes/{id}/history`, API 1.78; one request per failed node, made even when the wait ended
+   * at its deadline). Where there are none to give, `historyError` says why.
+   */
+  diagnose?: boolean;
 }
 
 export interface ProvisionOptions extends WaitTuning {
@@ -243,6 +249,31 @@ export interface WaitOptions extends WaitTuning {
   timeout?: number;
 }
 
+/** `setPowerState`'s actions (openstacksdk's names; Ironic's `rebooting` and `soft rebooting` are taken too). */
+export type PowerAction = 'power on' | 'power off' | 'reboot' | 'soft power off' | 'soft reboot';
+
+/** The options of the power and lock waits: those of every wait but the provision-state rules and `listMode`. */
+export type NodeFieldWaitTuning = Omit<WaitTuning, 'holdIsTerminal' | 'failOnUnexpectedState' | 'listMode'>;
+
+export interface PowerOptions extends NodeFieldWaitTuning {
+  /** `false`/absent: send only. `true` or 0: wait without limit. N: wait up to N seconds. */
+  wait?: boolean | number;
+  /** Ironic's own time limit for the action, whole seconds (`timeout` in the request; API 1.27). */
+  powerTimeout?: number;
+}
+
+/** One event of a node's history, as Ironic gives it (API 1.78; later versions add fields). */
+export interface NodeHistoryEvent {
+  uuid: string;
+  created_at: string;
+  severity: string;
+  event_type: string;
+  event: string;
+  conductor?: string | null;
+  user?: string | null;
+  [field: string]: unknown;
+}
+
 export interface NodeReport {
   node: string;
   outcome: Outcome;
@@ -254,6 +285,10 @@ export interface NodeReport {
   polls?: number;
   /** Seconds from the start of the wait until this node settled. */
   elapsed?: number;
+  /** With `diagnose`, a failed node's last history events, oldest first. */
+  history?: NodeHistoryEvent[];
+  /** With `diagnose`, why a failed node has no `history` (an older Ironic, a failed request). */
+  historyError?: string;
 }
 
 export interface WaitReport {
@@ -327,6 +362,29 @@ export class IronicClient {
   provision(nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): Promise<WaitReport>;
   /** Waits until every node is in `expectedState` (lower-cased), fails, or time runs out. */
   waitForProvisionState(nodes: string | string[], expectedState: string, options?: WaitOptions): Promise<WaitReport>;
+  /**
+   * Sends the power action to each node (`PUT /v1/nodes/{id}/states/power`) and, with `wait`, waits until it is
+   * over: `target_power_state` cleared with the node in the power state the action ends in (`power on` for
+   * the reboots) is `reached`; cleared short of it with a `last_error` is `failed`. Report entries' `state` is the
+   * power state, `targetState` the target power state.
+   */
+  setPowerState(nodes: string | string[], action: PowerAction, options?: PowerOptions): Promise<WaitReport>;
+  /** Waits until every node is in `state` with no power action under way, a power action fails, or time runs out. */
+  waitForPowerState(
+    nodes: string | string[],
+    state: 'power on' | 'power off',
+    options?: NodeFieldWaitTuning & { timeout?: number },
+  ): Promise<WaitReport>;
+  /**
+   * Waits until no conductor holds each node's lock (`reservation` null); nothing fails. Report entries' `state` is
+   * the conductor holding it when last seen (null once released).
+   */
+  waitForReservation(
+    nodes: string | string[],
+    options?: Omit<NodeFieldWaitTuning, 'diagnose'> & { timeout?: number },
+  ): Promise<WaitReport>;
+  /** A node's history (API 1.78): its events as Ironic lists them, oldest first (one page: Ironic keeps 300 a node by default). */
+  getNodeHistory(node: string, options?: CallOptions): Promise<NodeHistoryEvent[]>;
   /** Creates an allocation and, with `wait`, waits until it is active. */
   createAllocation(
     fields: AllocationFields,
@@ -365,6 +423,9 @@ export class IronicClient {
    */
   checkpoint(method: 'provision', nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): string;
   checkpoint(method: 'waitForProvisionState', nodes: string | string[], expectedState: string, options?: WaitOptions): string;
+  checkpoint(method: 'setPowerState', nodes: string | string[], action: PowerAction, options?: PowerOptions): string;
+  checkpoint(method: 'waitForPowerState', nodes: string | string[], state: 'power on' | 'power off', options?: NodeFieldWaitTuning & { timeout?: number }): string;
+  checkpoint(method: 'waitForReservation', nodes: string | string[], options?: Omit<NodeFieldWaitTuning, 'diagnose'> & { timeout?: number }): string;
   checkpoint(method: 'createAllocation', fields: AllocationFields, options?: CallOptions & { wait?: boolean | number; pollInterval?: number }): string;
   checkpoint(method: 'waitForAllocation', id: string, options?: WaitOptions): string;
   /**

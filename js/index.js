@@ -458,6 +458,22 @@ export class IronicClient {
     return this.#call('waitForProvisionState', () => WAIT_ARGUMENTS.waitForProvisionState(nodes, expectedState), options);
   }
 
+  async setPowerState(nodes, target, options) {
+    return this.#call('run', () => ['setPowerState', ...WAIT_ARGUMENTS.setPowerState(nodes, target)], options);
+  }
+
+  async waitForPowerState(nodes, state, options) {
+    return this.#call('run', () => ['waitForPowerState', ...WAIT_ARGUMENTS.waitForPowerState(nodes, state)], options);
+  }
+
+  async waitForReservation(nodes, options) {
+    return this.#call('run', () => ['waitForReservation', ...WAIT_ARGUMENTS.waitForReservation(nodes)], options);
+  }
+
+  async getNodeHistory(node, options) {
+    return this.#call('run', () => ['getNodeHistory', identifier('node', node), undefined], options);
+  }
+
   async createAllocation(fields, options) {
     return this.#call('createAllocation', () => WAIT_ARGUMENTS.createAllocation(fields), options);
   }
@@ -553,12 +569,12 @@ export class IronicClient {
 
   /**
    * The checkpoint of a call, made without sending anything: `method` is
-   * one of the waits (provision, waitForProvisionState, createAllocation,
-   * waitForAllocation), `args` its arguments as it takes them.
+   * one of the waits (WAIT_ARGUMENTS' keys), `args` its arguments as it
+   * takes them.
    */
   checkpoint(method, ...args) {
     const read = WAIT_ARGUMENTS[typeof method === 'string' ? method : ''];
-    if (!read) throw refuse('method must be provision, waitForProvisionState, createAllocation or waitForAllocation');
+    if (!read) throw refuse(`method must be one of ${Object.keys(WAIT_ARGUMENTS).join(', ')}`);
     // As the method reads them: its arguments (`read.length` of them), then its options.
     const given = [...read(...args.slice(0, read.length)), readOptions('options', args[read.length])];
     try {
@@ -594,6 +610,10 @@ const WAIT_ARGUMENTS = {
     strings('nodes', nodes),
     identifier('expectedState', expected, 'expectedState must be a provision state'),
   ],
+  setPowerState: (nodes, target) => [strings('nodes', nodes), identifier('target', target, 'target must be a power action')],
+  waitForPowerState: (nodes, state) => [strings('nodes', nodes), identifier('state', state, "state must be 'power on' or 'power off'")],
+  // Two arguments before the options, as the wasm reads every node wait.
+  waitForReservation: (nodes) => [strings('nodes', nodes), undefined],
   createAllocation: (fields) => [allocationFields(fields)],
   waitForAllocation: (id) => [identifier('id', id)],
 };

@@ -36,6 +36,10 @@ export async function main(name, fn) {
 // gzip -9, as in wasm-toolchain.md, so figures compare with its table.
 export const PKG = join(ROOT, 'pkg');
 export const WASM_FILE = 'ironic_wait_bg.wasm';
+// 156 KB since issue 22's power and lock waits and `diagnose` (+5.7 KB of
+// wasm gzip: their decision rows, the power PUT, a phase that reads failed
+// nodes' history, the options and the one export they share; measured on
+// the build before and after). The 80 KB of issue 19 is not met either.
 // 150 KB since issue 11's Keystone logins (+14.0 KB of wasm gzip: login,
 // renewal and catalog code, a serde view per part of Keystone's answer).
 // 136 KB since issue 10 (was 96, and 80 before issue 8): the design card's
@@ -45,7 +49,7 @@ export const WASM_FILE = 'ironic_wait_bg.wasm';
 // visitor per view), options through serde +11.3, reports through serde +3.3,
 // gloo-net and gloo-timers +2.5. The README's performance section has the
 // figures; the issue's target of 45 KB is not reached.
-export const BUDGET_GZIP = 150 * 1024;
+export const BUDGET_GZIP = 156 * 1024;
 
 export function gzipSize(bytes) {
   return gzipSync(bytes, { level: zlib.Z_BEST_COMPRESSION }).length;

@@ -48,7 +48,7 @@ use crate::ironic::requests::{self, Scope};
 use crate::ironic::MAX_PAGE_SIZE;
 use crate::poll::wait::Wait;
 use crate::poll::{ListMode, Loop, WaitId};
-use crate::verdict::Seen;
+use crate::verdict::{Seen, Watched};
 
 /// Milliseconds on the caller's clock.
 pub type Millis = u64;
@@ -82,6 +82,9 @@ pub struct WaitOptions {
     pub idents: Vec<String>,
     /// The state to reach; lower-cased by [`Engine::new`].
     pub expected: String,
+    /// For nodes: the field the wait watches (`expected` is a power state
+    /// for [`Watched::PowerState`], and unused for `Reservation`).
+    pub watched: Watched,
     /// Seconds; 0 means no limit.
     pub timeout: f64,
     /// Seconds between the end of one round of checks and the next (with
@@ -115,6 +118,9 @@ pub struct WaitOptions {
     /// Seconds one request may take before it counts as a timed-out
     /// connection (and is retried); 0 means no limit.
     pub request_timeout: f64,
+    /// After the wait, each failed node's last history events are read
+    /// (see `client::call`).
+    pub diagnose: bool,
 }
 
 impl WaitOptions {
@@ -160,6 +166,7 @@ impl WaitOptions {
             subject: Subject::Node,
             idents,
             expected: expected.to_string(),
+            watched: Watched::ProvisionState,
             timeout: 0.0,
             poll_interval: 2.0,
             auto: false,
@@ -175,6 +182,7 @@ impl WaitOptions {
             fields: true,
             retry: RetryPolicy::default(),
             request_timeout: REQUEST_TIMEOUT,
+            diagnose: false,
         }
     }
 

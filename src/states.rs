@@ -6,6 +6,7 @@
 //! python-ironicclient does.
 
 use crate::error::Error;
+use crate::verdict::Watched;
 
 /// Every provision state Ironic's state machine knows, in `states.py` order.
 pub const PROVISION_STATES: [&str; 32] = [
@@ -91,15 +92,32 @@ pub struct Action {
     /// The state `--wait` waits for, with its poll interval in seconds;
     /// `None` where python-ironicclient offers no `--wait`.
     pub wait: Option<(&'static str, u32)>,
+    /// What its wait watches: the provision state, or for a power action
+    /// (`PUT /v1/nodes/{id}/states/power`) the power state.
+    pub watched: Watched,
 }
 
 const fn waits(name: &'static str, target: &'static str, expected: &'static str, interval: u32) -> Action {
-    Action { name, target, wait: Some((expected, interval)) }
+    Action { name, target, wait: Some((expected, interval)), watched: Watched::ProvisionState }
 }
 
 const fn no_wait(name: &'static str) -> Action {
-    Action { name, target: name, wait: None }
+    Action { name, target: name, wait: None, watched: Watched::ProvisionState }
 }
+
+const fn power(name: &'static str, target: &'static str, expected: &'static str) -> Action {
+    Action { name, target, wait: Some((expected, SHORT_ACTION_POLL_INTERVAL_SECS)), watched: Watched::PowerState }
+}
+
+/// The power actions, by openstacksdk's names (`reboot`) with Ironic's
+/// targets (`rebooting`); each waits for the power state it ends in.
+pub const POWER_ACTIONS: [Action; 5] = [
+    power("power on", "power on", "power on"),
+    power("power off", "power off", "power off"),
+    power("reboot", "rebooting", "power on"),
+    power("soft power off", "soft power off", "power off"),
+    power("soft reboot", "soft rebooting", "power on"),
+];
 
 /// The action table. `deploy`/`undeploy` are OSC's names for the `active`
 /// and `deleted` targets; `abort` and `unhold` have no `--wait`.
@@ -125,6 +143,15 @@ impl Action {
     /// Looks an action up by name (exact, lower-case, as Ironic spells it).
     pub fn named(name: &str) -> Result<&'static Action, Error> {
         ACTIONS.iter().find(|a| a.name == name).ok_or_else(|| Error::UnknownAction(name.to_string()))
+    }
+
+    /// Looks a power action up by its name or Ironic's target.
+    pub fn power(name: &str) -> Result<&'static Action, Error> {
+        POWER_ACTIONS.iter().find(|a| a.name == name || a.target == name).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "Unknown power action \"{name}\": power on, power off, reboot, soft power off or soft reboot"
+            ))
+        })
     }
 
     /// The expected state and poll interval (seconds), or the error the CLI

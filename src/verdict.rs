@@ -3,7 +3,9 @@
 //! Rows follow python-ironicclient's `_check_one_provision_state` and
 //! `AllocationManager.wait` top to bottom. Where it crashes (a missing or
 //! mistyped field), the row returns [`Error::InvalidBody`] naming the field,
-//! and, like it, only when the row actually needs that field.
+//! and, like it, only when the row actually needs that field. The power and
+//! lock rows ([`judge_power`], [`judge_reservation`]) are openstacksdk's
+//! waits, which python-ironicclient does not have.
 
 use crate::document::Document;
 use crate::error::{Error, Failure, Subject};
@@ -19,6 +21,29 @@ pub struct NodeRule<'a> {
     pub fail_on_unexpected_state: bool,
     /// End a node in a `* hold` state instead of waiting through it.
     pub hold_is_terminal: bool,
+}
+
+/// What a node wait watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Watched {
+    /// `provision_state`: python-ironicclient's decision table.
+    ProvisionState,
+    /// `power_state`, until a power action is over ([`judge_power`]).
+    PowerState,
+    /// `reservation`, until the conductor's lock is released.
+    Reservation,
+}
+
+impl Watched {
+    /// The node fields its checks read beyond the provision state's
+    /// ([`crate::ironic::NODE_WAIT_FIELDS`]).
+    pub fn fields(self) -> &'static str {
+        match self {
+            Watched::ProvisionState => "",
+            Watched::PowerState => "power_state,target_power_state",
+            Watched::Reservation => "reservation",
+        }
+    }
 }
 
 /// What one body says about the wait.
@@ -130,6 +155,50 @@ pub fn judge_allocation<D: Document>(ident: &str, body: &D) -> Result<(Verdict, 
         }
         _ => Ok((Verdict::Waiting, seen)),
     }
+}
+
+/// Judges a node's power state against `expected` (`power on` or `power
+/// off`). A power action is over when Ironic clears `target_power_state`:
+/// the node reached `expected` then, or, with a `last_error` and another
+/// power state, the action failed (openstacksdk's `wait_for_power_state`
+/// compares `power_state` alone, so it waits out a failure until its
+/// timeout). A reboot keeps `power on` throughout, so only the cleared
+/// target says it is done. Without a target and without an error the node
+/// is left to change by other means: it is waited for.
+pub fn judge_power<D: Document>(ident: &str, body: &D, expected: &str) -> Result<(Verdict, Seen), Error> {
+    let node = read(body)?;
+    let field = Field { subject: Subject::Node, ident };
+    let target = node.get("target_power_state");
+    let last_error = node.get("last_error");
+    let seen = Seen {
+        state: field.required("power_state", &node.get("power_state"))?.as_string(),
+        target_state: field.required("target_power_state", &target)?.as_string(),
+        last_error: last_error.as_ref().and_then(text),
+    };
+    let verdict = match (&seen.target_state, seen.state.as_deref() == Some(expected), &seen.last_error) {
+        (Some(_), _, _) => Verdict::Waiting,
+        (None, true, _) => Verdict::Reached,
+        (None, false, Some(_)) => Verdict::Failed(Failure {
+            subject: Subject::Node,
+            ident: ident.to_string(),
+            expected: expected.to_string(),
+            state: seen.state.clone().unwrap_or_else(|| "None".into()),
+            last_error: seen.last_error.clone(),
+            unexpected_stable: false,
+        }),
+        (None, false, None) => Verdict::Waiting,
+    };
+    Ok((verdict, seen))
+}
+
+/// Judges a node's conductor lock: released (`reservation` null) is
+/// reached; nothing fails. `state` shows the conductor that holds it.
+pub fn judge_reservation<D: Document>(ident: &str, body: &D) -> Result<(Verdict, Seen), Error> {
+    let node = read(body)?;
+    let reservation = node.get("reservation");
+    let holder = Field { subject: Subject::Node, ident }.required("reservation", &reservation)?;
+    let verdict = if holder.truthy() { Verdict::Waiting } else { Verdict::Reached };
+    Ok((verdict, Seen { state: holder.as_string(), ..Seen::default() }))
 }
 
 /// Field access that turns python-ironicclient's crashes into typed errors.
@@ -351,5 +420,64 @@ mod tests {
             allocation(json!({"state": null})).unwrap_err().to_string(),
             "Invalid response for allocation a1: state is null"
         );
+    }
+
+    fn power(v: Value, expected: &str) -> Result<Verdict, Error> {
+        judge_power("n1", &v, expected).map(|(verdict, _)| verdict)
+    }
+
+    #[test]
+    fn a_power_action_is_over_when_its_target_is_cleared() {
+        let on = |state: Value, target: Value, error: Value| {
+            power(json!({"power_state": state, "target_power_state": target, "last_error": error}), "power on")
+        };
+        assert_eq!(on(json!("power on"), json!(null), json!(null)), Ok(Verdict::Reached));
+        // A reboot: on throughout, done only when the target goes.
+        assert_eq!(on(json!("power on"), json!("power on"), json!(null)), Ok(Verdict::Waiting));
+        assert_eq!(on(json!("power off"), json!("power on"), json!(null)), Ok(Verdict::Waiting));
+        // Not there, nothing under way, no error: someone else may act.
+        assert_eq!(on(json!("power off"), json!(null), json!(null)), Ok(Verdict::Waiting));
+        // Reached, with an old error left: reached.
+        assert_eq!(on(json!("power on"), json!(null), json!("old")), Ok(Verdict::Reached));
+        let failed = on(json!("power off"), json!(null), json!("IPMI timed out")).unwrap();
+        let Verdict::Failed(f) = failed else { panic!("{failed:?}") };
+        assert_eq!(
+            (f.expected.as_str(), f.state.as_str(), f.last_error.as_deref()),
+            ("power on", "power off", Some("IPMI timed out"))
+        );
+        // A node with no power state yet (enroll) that failed.
+        let Verdict::Failed(f) = on(json!(null), json!(null), json!("no BMC")).unwrap() else { panic!() };
+        assert_eq!(f.state, "None");
+        assert_eq!(
+            Error::StateTransitionFailed(f).to_string(),
+            "Node n1 failed to reach state power on. It's in state None, and has error: no BMC"
+        );
+    }
+
+    #[test]
+    fn power_fields_are_required_and_the_body_an_object() {
+        let e = power(json!({"power_state": "power on"}), "power on").unwrap_err();
+        assert_eq!(e, invalid("target_power_state", "is missing"));
+        assert_eq!(power(json!({}), "power on").unwrap_err(), invalid("power_state", "is missing"));
+        assert!(matches!(power(json!([]), "power on"), Err(Error::InvalidResponse(_))));
+        let (_, seen) = judge_power(
+            "n1",
+            &json!({"power_state": "power off", "target_power_state": "power on", "last_error": null}),
+            "power on",
+        )
+        .unwrap();
+        assert_eq!(
+            seen,
+            Seen { state: Some("power off".into()), target_state: Some("power on".into()), last_error: None }
+        );
+    }
+
+    #[test]
+    fn a_lock_is_waited_for_until_released() {
+        let lock = |v: Value| judge_reservation("n1", &v);
+        assert_eq!(lock(json!({"reservation": null})), Ok((Verdict::Reached, Seen::default())));
+        let held = lock(json!({"reservation": "conductor-1"})).unwrap();
+        assert_eq!(held, (Verdict::Waiting, Seen { state: Some("conductor-1".into()), ..Seen::default() }));
+        assert_eq!(lock(json!({})).unwrap_err(), invalid("reservation", "is missing"));
     }
 }

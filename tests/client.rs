@@ -1866,3 +1866,134 @@ fn a_watch_ends_with_the_error_of_a_listing_that_failed_and_refuses_a_scope_too_
     assert!(matches!(h.error(call), Error::UnsupportedVersion(_)), "{:?}", h.error(call));
     clean(&h);
 }
+
+// ---- power, locks and diagnosis ------------------------------------------------
+
+/// A power action on `idents`, waiting up to `timeout` seconds.
+fn power(idents: &[&str], name: &str, timeout: f64, diagnose: bool) -> CallSpec {
+    let action = states::Action::power(name).unwrap();
+    let idents = strings(idents);
+    let requests =
+        idents.iter().map(|i| requests::provision::<Value>(i, action, &ProvisionArgs::default()).unwrap()).collect();
+    let (expected, _) = action.wait().unwrap();
+    let wait =
+        WaitOptions { timeout, watched: action.watched, diagnose, ..WaitOptions::nodes(idents.clone(), expected) };
+    let settle = Settle::FirstFailure;
+    CallSpec::Provision { action: action.name, idents, requests, wait: Some(wait), concurrency: 1, settle }
+}
+
+fn power_state(state: &str, target: Option<&str>, last_error: Option<&str>) -> Reply {
+    ok(json!({"uuid": uuid_of("a"), "name": "a", "provision_state": "active", "target_provision_state": null,
+        "power_state": state, "target_power_state": target, "last_error": last_error}))
+}
+
+const POWER_PATH: &str =
+    "/v1/nodes/a?fields=uuid,name,provision_state,target_provision_state,last_error,power_state,target_power_state";
+
+#[test]
+fn a_reboot_is_over_when_its_target_power_state_is_cleared() {
+    let mut h = Harness::new(pinned("1.80"));
+    h.on("PUT /v1/nodes/a/states/power", vec![at_once(accepted())]);
+    // On throughout the reboot: only the cleared target ends it.
+    h.on(
+        &format!("GET {POWER_PATH}"),
+        vec![at_once(power_state("power on", Some("power on"), None)), at_once(power_state("power on", None, None))],
+    );
+    let call = h.start(power(&["a"], "reboot", 10.0, false));
+    h.run();
+    assert_eq!(
+        h.trace(),
+        ["0 PUT /v1/nodes/a/states/power".to_string(), format!("0 GET {POWER_PATH}"), format!("2000 GET {POWER_PATH}")]
+    );
+    assert_eq!(h.sends()[0].body.as_deref(), Some(r#"{"target":"rebooting"}"#));
+    let report = report_of(h.answer(call));
+    assert_eq!(outcomes(&report.waited), [("a", "reached")]);
+    assert_eq!(report.waited[0].seen.state.as_deref(), Some("power on"));
+    assert!(report.histories.is_empty(), "no diagnosis asked for");
+    clean(&h);
+}
+
+#[test]
+fn a_failed_power_action_is_a_failure_and_diagnose_reads_the_last_history_events() {
+    let mut h = Harness::new(pinned("1.80"));
+    h.on("PUT /v1/nodes/a/states/power", vec![at_once(accepted())]);
+    h.on(&format!("GET {POWER_PATH}"), vec![at_once(power_state("power on", None, Some("IPMI: no answer")))]);
+    let events: Vec<Value> = (1..=7).map(|i| json!({"uuid": format!("e{i}"), "event": format!("event {i}")})).collect();
+    h.on("GET /v1/nodes/a/history", vec![at_once(ok(json!({ "history": events })))]);
+    let call = h.start(power(&["a"], "power off", 10.0, true));
+    h.run();
+    assert_eq!(
+        h.trace(),
+        [
+            "0 PUT /v1/nodes/a/states/power".to_string(),
+            format!("0 GET {POWER_PATH}"),
+            "0 GET /v1/nodes/a/history".to_string(),
+        ]
+    );
+    let Err((e, Some(report))) = h.answer(call) else { panic!("{:?}", h.answer(call)) };
+    assert_eq!(
+        e.to_string(),
+        "Node a failed to reach state power off. It's in state power on, and has error: IPMI: no answer"
+    );
+    assert_eq!(outcomes(&report.waited), [("a", "failed")]);
+    let kept: Vec<&str> = match &report.histories[..] {
+        [Some(Ok(events))] => events.iter().map(|e| e["uuid"].as_str().unwrap()).collect(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(kept, ["e3", "e4", "e5", "e6", "e7"], "the last five, oldest first");
+    assert_eq!(report.requests, 3);
+    clean(&h);
+}
+
+#[test]
+fn diagnose_asks_nothing_of_an_ironic_without_history_and_a_bad_answer_is_an_error_of_its_own() {
+    // 1.50: no history endpoint; the failure stands, explained.
+    let mut h = Harness::new(pinned("1.50"));
+    h.on("PUT /v1/nodes/a/states/power", vec![at_once(accepted())]);
+    h.on(&format!("GET {POWER_PATH}"), vec![at_once(power_state("power off", None, Some("BMC")))]);
+    let call = h.start(power(&["a"], "power on", 10.0, true));
+    h.run();
+    assert_eq!(h.sends().len(), 2);
+    let Err((_, Some(report))) = h.answer(call) else { panic!() };
+    match &report.histories[..] {
+        [Some(Err(e))] => assert_eq!(e.to_string(), "Node history needs API version 1.78; the server speaks 1.50"),
+        other => panic!("{other:?}"),
+    }
+    // Garbage for a history: the wait's failure is kept, the history is an error.
+    let mut h = Harness::new(pinned("1.80"));
+    h.on("PUT /v1/nodes/a/states/power", vec![at_once(accepted())]);
+    h.on(&format!("GET {POWER_PATH}"), vec![at_once(power_state("power off", None, Some("BMC")))]);
+    h.on("GET /v1/nodes/a/history", vec![at_once(ok(json!({"history": [1, 2]})))]);
+    let call = h.start(power(&["a"], "power on", 10.0, true));
+    h.run();
+    let Err((Error::StateTransitionFailed(_), Some(report))) = h.answer(call) else { panic!("{:?}", h.answer(call)) };
+    assert!(matches!(&report.histories[..], [Some(Err(Error::InvalidResponse(_)))]));
+    clean(&h);
+}
+
+#[test]
+fn a_lock_wait_asks_for_the_reservation_and_ends_when_it_is_released() {
+    let mut h = Harness::new(pinned("1.80"));
+    let path = format!("GET /v1/nodes/a?fields={NODE_WAIT_FIELDS},reservation");
+    let locked = |by: Value| {
+        ok(json!({"uuid": uuid_of("a"), "name": "a", "provision_state": "active",
+        "target_provision_state": null, "last_error": null, "reservation": by}))
+    };
+    h.on(
+        &path,
+        vec![
+            at_once(locked(json!("conductor-1"))),
+            at_once(locked(json!("conductor-1"))),
+            at_once(locked(json!(null))),
+        ],
+    );
+    let wait = WaitOptions {
+        watched: ironic_wait::verdict::Watched::Reservation,
+        ..WaitOptions::nodes(strings(&["a"]), "unlocked")
+    };
+    let call = h.start(CallSpec::Wait(wait));
+    h.run();
+    assert_eq!(h.sends().iter().map(|s| s.at).collect::<Vec<_>>(), [0, 2000, 4000]);
+    assert_eq!(outcomes(&report_of(h.answer(call)).waited), [("a", "reached")]);
+    clean(&h);
+}

@@ -19,7 +19,8 @@ use crate::ironic::requests::{self, Scope};
 use crate::poll::wait::Wait as Waiting;
 use crate::poll::watch::{Change, Once, WatchOptions};
 use crate::poll::{ListMode, Loop, WaitId};
-use crate::verdict::Seen;
+use crate::states::POWER_ACTIONS;
+use crate::verdict::{Seen, Watched};
 
 use super::exchange::{Context, Exchange};
 use super::session::{Gate, Session};
@@ -30,6 +31,8 @@ use super::{Action, CallId, ExchangeId, Outgoing, RequestId};
 pub enum CallSpec {
     /// One document (`getNode`): it must be an object.
     Get(Request),
+    /// A node's history (`getNodeHistory`, API 1.78): its list of events.
+    History(Request),
     /// The node list: every page, on the client's loop (a one-shot list,
     /// see [`crate::poll::watch`]); or one page of `limit`, on its own.
     List {
@@ -62,6 +65,16 @@ pub enum CallSpec {
     /// Node changes, until aborted or a listing fails (see
     /// [`crate::poll::watch`]).
     Watch(WatchOptions),
+}
+
+/// The method a wait of these options is made by (a checkpoint names it).
+pub(super) fn wait_method(options: &WaitOptions) -> &'static str {
+    match (options.subject, options.watched) {
+        (Subject::Allocation, _) => "waitForAllocation",
+        (_, Watched::ProvisionState) => "waitForProvisionState",
+        (_, Watched::PowerState) => "waitForPowerState",
+        (_, Watched::Reservation) => "waitForReservation",
+    }
 }
 
 /// What a call settles with.
@@ -97,7 +110,14 @@ pub struct CallReport<D> {
     pub requests: u32,
     pub retries: u32,
     pub elapsed_ms: Millis,
+    /// With `diagnose`, per waited target: a failed one's last
+    /// [`HISTORY_EVENTS`] history events, oldest first, or why there are
+    /// none; empty without.
+    pub histories: Vec<Option<Result<Vec<D>, Error>>>,
 }
+
+/// The history events a diagnosis keeps of each failed node.
+pub const HISTORY_EVENTS: usize = 5;
 
 /// Where each target of a [`CallReport`] is, in the caller's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,9 +160,9 @@ const OWN: ExchangeId = ExchangeId(0);
 
 #[derive(Debug)]
 pub(super) enum Phase<D> {
-    /// One request: a document (`getNode`), or a page of the node list
-    /// (`page`: `listNodes` with `limit`).
-    Get(Exchange, bool),
+    /// One request: a document (`getNode`), a page of the node list
+    /// (`listNodes` with `limit`), or a node's history.
+    Get(Exchange, Got),
     Version,
     Authenticate {
         refused: Option<String>,
@@ -155,7 +175,31 @@ pub(super) enum Phase<D> {
     Wait(Box<Wait<D>>),
     /// A watcher, on the loop once the version is known.
     Watch(Box<WatchOptions>, Option<WaitId>),
+    /// After a wait with `diagnose`: the failed nodes' histories are read,
+    /// then the call settles with its answer.
+    Diagnose(Box<Diagnose<D>>),
     Over,
+}
+
+/// What a [`Phase::Get`] answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Got {
+    Document,
+    Page,
+    History,
+}
+
+#[derive(Debug)]
+pub(super) struct Diagnose<D> {
+    answer: Settled<D>,
+    /// Waited targets whose history is still to be asked for.
+    unsent: Vec<(usize, Request)>,
+    in_flight: Vec<(usize, Exchange)>,
+    concurrency: usize,
+    /// The call's requests and retries when the report was made: those
+    /// after are the diagnosis', added to it.
+    sent: u32,
+    retries: u32,
 }
 
 #[derive(Debug)]
@@ -249,10 +293,11 @@ impl<D: Document> Call<D> {
             waited: None,
         };
         call.phase = match spec {
-            CallSpec::Get(request) => Phase::Get(call.exchange(request, true), false),
+            CallSpec::Get(request) => Phase::Get(call.exchange(request, true), Got::Document),
+            CallSpec::History(request) => Phase::Get(call.exchange(request, true), Got::History),
             CallSpec::List { fields, limit: Some(limit), scope } => {
                 let request = requests::list_nodes(fields.as_deref(), limit, None, &scope, false);
-                Phase::Get(call.exchange(request, true), true)
+                Phase::Get(call.exchange(request, true), Got::Page)
             }
             CallSpec::List { fields, limit: None, scope } => Phase::Watch(
                 Box::new(WatchOptions {
@@ -272,7 +317,8 @@ impl<D: Document> Call<D> {
             CallSpec::Authenticate { refused } => Phase::Authenticate { refused },
             CallSpec::Provision { action, idents, requests, wait, concurrency, settle } => {
                 call.deadline = deadline_of(&wait);
-                call.method = Some("provision");
+                let power = POWER_ACTIONS.iter().any(|a| a.name == action);
+                call.method = Some(if power { "setPowerState" } else { "provision" });
                 call.action = Some(action);
                 Phase::Puts(Puts {
                     resumed: false,
@@ -287,10 +333,7 @@ impl<D: Document> Call<D> {
             }
             CallSpec::Wait(options) => {
                 call.deadline = deadline(now, options.timeout);
-                call.method = Some(match options.subject {
-                    Subject::Node => "waitForProvisionState",
-                    Subject::Allocation => "waitForAllocation",
-                });
+                call.method = Some(wait_method(&options));
                 Phase::Wait(Box::new(Wait::new(options, Vec::new(), false)))
             }
             CallSpec::CreateAllocation { request, wait } => {
@@ -326,6 +369,7 @@ impl<D: Document> Call<D> {
         match &self.phase {
             Phase::Get(x, _) | Phase::Post { exchange: x, .. } => vec![x],
             Phase::Puts(p) => p.in_flight.iter().map(|(_, x)| x).collect(),
+            Phase::Diagnose(d) => d.in_flight.iter().map(|(_, x)| x).collect(),
             _ => Vec::new(),
         }
     }
@@ -335,6 +379,7 @@ impl<D: Document> Call<D> {
         match &mut self.phase {
             Phase::Get(x, _) | Phase::Post { exchange: x, .. } => vec![x],
             Phase::Puts(p) => p.in_flight.iter_mut().map(|(_, x)| x).collect(),
+            Phase::Diagnose(d) => d.in_flight.iter_mut().map(|(_, x)| x).collect(),
             _ => Vec::new(),
         }
     }
@@ -351,6 +396,7 @@ impl<D: Document> Call<D> {
             // there before it); once joined, the loop keeps its time.
             Phase::Wait(w) if w.member.is_none() => d.filter(|&d| self.gate_since.is_none_or(|s| s < d)),
             Phase::Watch(..) => None,
+            Phase::Diagnose(_) => self.exchanges().iter().filter_map(|x| x.wake_at(None)).min(),
             _ => self.exchanges().iter().filter_map(|x| x.wake_at(d)).min(),
         }
     }
@@ -522,6 +568,12 @@ impl<D: Document> Call<D> {
             Phase::Post { .. } => self.step_post(session, out, poll, now),
             Phase::Wait(_) => return self.step_wait(session, out, poll, now),
             Phase::Watch(..) => return self.step_watch(session, out, poll, now),
+            Phase::Diagnose(_) => {
+                if let Some(answer) = self.step_diagnose(session, out, now) {
+                    self.settle(answer, session, out, poll, now);
+                }
+                return;
+            }
             Phase::Over => None,
         };
         match result {
@@ -558,16 +610,22 @@ impl<D: Document> Call<D> {
     }
 
     fn step_get(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) -> Option<Result<Answer<D>, Error>> {
+        if let (Phase::Get(_, Got::History), Some(v)) = (&self.phase, session.version) {
+            if v < Microversion::HISTORY {
+                return Some(Err(history_unsupported(v)));
+            }
+        }
         let mut cx = self.cx(session, out, now);
-        let Phase::Get(x, page) = &mut self.phase else { return None };
+        let Phase::Get(x, got) = &mut self.phase else { return None };
         let body = json_answer::<D>(x, &mut cx, &mut self.retries)?;
         Some(body.and_then(|body| {
-            match (*page, body.python_type()) {
-                (true, _) => Pager::default()
+            match (*got, body.python_type()) {
+                (Got::Page, _) => Pager::default()
                     .page(&body, false)
                     .map(|(entries, _)| Answer::Documents(entries.into_iter().map(|e| e.body).collect())),
-                (false, "dict") => Ok(Answer::Document(body)),
-                (false, other) => Err(not_an_object(other)),
+                (Got::History, _) => history_events(&body).map(Answer::Documents),
+                (Got::Document, "dict") => Ok(Answer::Document(body)),
+                (Got::Document, other) => Err(not_an_object(other)),
             }
         }))
     }
@@ -683,6 +741,7 @@ impl<D: Document> Call<D> {
                     requests: self.sent(out),
                     retries: self.retries,
                     elapsed_ms: now.saturating_sub(self.started),
+                    histories: Vec::new(),
                 })))
             }
         }
@@ -855,7 +914,7 @@ impl<D: Document> Call<D> {
                 .flatten()
                 .chain(&report.targets)
                 .all(|t| matches!(t.outcome, Outcome::Reached | Outcome::Accepted));
-        let call_report = CallReport {
+        let mut call_report = CallReport {
             subject: options.subject,
             settled,
             waited: report.targets,
@@ -863,6 +922,11 @@ impl<D: Document> Call<D> {
             requests: self.sent(out).saturating_add(report.requests),
             retries: self.retries.saturating_add(report.retries),
             elapsed_ms: report.elapsed_ms,
+            histories: Vec::new(),
+        };
+        let diagnosis = match options.diagnose {
+            true => diagnosis(&mut call_report, session.version.unwrap_or(Microversion::FIELDS)),
+            false => Vec::new(),
         };
         let answer = match (report.error, created) {
             (Some(e), _) => Err((e, Some(call_report))),
@@ -872,8 +936,93 @@ impl<D: Document> Call<D> {
             }
             (None, false) => Ok(Answer::Report(call_report)),
         };
-        self.settle(answer, session, out, poll, now);
+        if diagnosis.is_empty() {
+            return self.settle(answer, session, out, poll, now);
+        }
+        let concurrency = options.concurrency.max(1);
+        let (sent, retries) = (self.sent(out), self.retries);
+        let d = Diagnose { answer, unsent: diagnosis, in_flight: Vec::new(), concurrency, sent, retries };
+        self.phase = Phase::Diagnose(Box::new(d));
+        self.step(session, out, poll, now);
+        self.requests = self.sent(out);
     }
+
+    /// The histories' GETs, as many at once as the wait's concurrency;
+    /// the answer once all are in. They are the report's, not the wait's:
+    /// a wait that ended at its deadline still has its failures explained.
+    fn step_diagnose(&mut self, session: &mut Session, out: &mut Outgoing, now: Millis) -> Option<Settled<D>> {
+        let mut cx = self.cx(session, out, now);
+        cx.deadline = None;
+        let Phase::Diagnose(d) = &mut self.phase else { return None };
+        loop {
+            while d.in_flight.len() < d.concurrency {
+                let Some((target, request)) = d.unsent.pop() else { break };
+                self.next_exchange += 1;
+                d.in_flight.push((target, Exchange::new(ExchangeId(self.next_exchange), request, true)));
+            }
+            let mut answered = None;
+            for (k, (_, x)) in d.in_flight.iter_mut().enumerate() {
+                if let Some(answer) = json_answer::<D>(x, &mut cx, &mut self.retries) {
+                    answered = Some((k, answer));
+                    break;
+                }
+            }
+            let Some((k, answer)) = answered else { break };
+            let (target, _) = d.in_flight.swap_remove(k);
+            let events = answer.and_then(|body| history_events(&body));
+            let report = match &mut d.answer {
+                Ok(Answer::Report(r) | Answer::Created { report: Some(r), .. }) | Err((_, Some(r))) => r,
+                _ => return None,
+            };
+            report.histories[target] = Some(events.map(|mut e| e.split_off(e.len().saturating_sub(HISTORY_EVENTS))));
+        }
+        if !(d.unsent.is_empty() && d.in_flight.is_empty()) {
+            return None;
+        }
+        let (sent, retries) = (self.sent(out), self.retries);
+        let Phase::Diagnose(mut d) = std::mem::replace(&mut self.phase, Phase::Over) else { return None };
+        if let Ok(Answer::Report(r) | Answer::Created { report: Some(r), .. }) | Err((_, Some(r))) = &mut d.answer {
+            r.requests = r.requests.saturating_add(sent - d.sent);
+            r.retries = r.retries.saturating_add(retries - d.retries);
+        }
+        Some(d.answer)
+    }
+}
+
+fn history_unsupported(version: Microversion) -> Error {
+    Error::UnsupportedVersion(format!("Node history needs API version 1.78; the server speaks {version}"))
+}
+
+/// A node history answer's events (`{"history": [...]}`), as the server
+/// ordered them (oldest first).
+fn history_events<D: Document>(body: &D) -> Result<Vec<D>, Error> {
+    match body.get("history").and_then(|h| h.items()) {
+        Some(events) if events.iter().all(|e| e.python_type() == "dict") => Ok(events),
+        _ => Err(Error::InvalidResponse("A node history answer must have a list of event objects".into())),
+    }
+}
+
+/// The history GETs a diagnosis makes: one per failed waited target. Each
+/// of those gets its entry in `report.histories`, an error at once where
+/// the server has no history to give.
+fn diagnosis<D>(report: &mut CallReport<D>, version: Microversion) -> Vec<(usize, Request)> {
+    let mut gets = Vec::new();
+    report.histories = report.waited.iter().map(|_| None).collect();
+    for (i, t) in report.waited.iter().enumerate() {
+        if !matches!(t.outcome, Outcome::Failed(_) | Outcome::UnexpectedStable(_)) {
+            continue;
+        }
+        let request = match version < Microversion::HISTORY {
+            true => Err(history_unsupported(version)),
+            false => requests::node_history(&t.ident),
+        };
+        match request {
+            Ok(r) => gets.push((i, r)),
+            Err(e) => report.histories[i] = Some(Err(e)),
+        }
+    }
+    gets.reverse();
+    gets
 }
 
 /// Where a call's own version gate stands (see [`Call::version_gate`]):

@@ -31,9 +31,9 @@ use crate::ironic::requests::{self, ProvisionArgs, Scope};
 use crate::poll::wait::Wait as Waiting;
 use crate::poll::{ListMode, Loop};
 use crate::states::Action;
-use crate::verdict::Seen;
+use crate::verdict::{Seen, Watched};
 
-use super::call::{Call, CallSpec, Phase, Puts, Wait};
+use super::call::{wait_method, Call, CallSpec, Phase, Puts, Wait};
 use super::session::Session;
 use super::CallId;
 
@@ -101,6 +101,8 @@ pub struct SavedWait {
     /// `pollInterval: 'auto'`, and its budget (0: the default).
     pub auto: bool,
     pub budget: u64,
+    /// Failed nodes' history is read at the end (absent: not).
+    pub diagnose: bool,
 }
 
 /// An outcome (`is`: its name in reports), with what it carries: a
@@ -152,6 +154,7 @@ impl SavedWait {
             scope: w.scope.filters().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             auto: w.auto,
             budget: w.budget as u64,
+            diagnose: w.diagnose,
         }
     }
 
@@ -178,6 +181,7 @@ impl SavedWait {
                 .map_err(|key| invalid(format_args!("wait.scope.{key} is not known")))?,
             auto: self.auto,
             budget: self.budget.min(1_000_000_000) as f64,
+            diagnose: self.diagnose,
             // The targets are the checkpoint's (an allocation's base has one,
             // empty).
             idents: Vec::new(),
@@ -402,6 +406,7 @@ impl Checkpoint {
                     ("scope", list(w.scope.iter().map(|(k, v)| list([text(k), text(v)].into_iter())))),
                     ("auto", w.auto.to_string()),
                     ("budget", w.budget.to_string()),
+                    ("diagnose", w.diagnose.to_string()),
                 ]),
             ));
         }
@@ -495,6 +500,10 @@ impl Checkpoint {
                 budget: match w.get("budget") {
                     Some(_) => number(&w, "wait.budget")?,
                     None => 0,
+                },
+                diagnose: match w.get("diagnose") {
+                    Some(_) => boolean(&w, "wait.diagnose")?,
+                    None => false,
                 },
             }),
             None => None,
@@ -768,19 +777,28 @@ impl<D: Document> Call<D> {
         // No endpoint yet (a login finds it): checked once found.
         call.endpoint = session.config.endpoint.is_none().then(|| cp.endpoint.clone());
         call.phase = match cp.method.as_str() {
-            "provision" => call.restore_provision(cp, started)?,
-            "waitForProvisionState" | "waitForAllocation" => {
-                let nodes = cp.method == "waitForProvisionState";
-                call.method = Some(if nodes { "waitForProvisionState" } else { "waitForAllocation" });
+            "provision" | "setPowerState" => call.restore_provision(cp, started)?,
+            method @ ("waitForProvisionState" | "waitForAllocation" | "waitForPowerState" | "waitForReservation") => {
                 let saved = cp.wait.as_ref().ok_or_else(|| invalid("a wait has its options"))?;
-                let base = match nodes {
-                    true => WaitOptions::nodes(Vec::new(), &saved.expected),
-                    false => WaitOptions::allocation(String::new()),
+                let watched = match method {
+                    "waitForPowerState" => Watched::PowerState,
+                    "waitForReservation" => Watched::Reservation,
+                    _ => Watched::ProvisionState,
                 };
-                if !nodes && saved.expected != "active" {
-                    return Err(invalid("an allocation wait waits for active"));
+                let base = match method {
+                    "waitForAllocation" => WaitOptions::allocation(String::new()),
+                    _ => WaitOptions { watched, ..WaitOptions::nodes(Vec::new(), &saved.expected) },
+                };
+                let valid = match (method, saved.expected.as_str()) {
+                    ("waitForAllocation", e) | ("waitForReservation", e) => e == base.expected,
+                    ("waitForPowerState", e) => e == "power on" || e == "power off",
+                    _ => true,
+                };
+                if !valid {
+                    return Err(invalid("the wait's expected state is not its method's"));
                 }
                 let options = saved.options(base)?;
+                call.method = Some(wait_method(&options));
                 call.wait_phase(cp, options, Vec::new(), false, started)?
             }
             "createAllocation" => {
@@ -819,8 +837,9 @@ impl<D: Document> Call<D> {
 
     fn restore_provision(&mut self, cp: &Checkpoint, started: Millis) -> Result<Phase<D>, Error> {
         let name = cp.action.as_deref().ok_or_else(|| invalid("a provision has its action"))?;
-        let action = Action::named(name).map_err(invalid)?;
-        self.method = Some("provision");
+        let power = cp.method == "setPowerState";
+        let action = if power { Action::power(name) } else { Action::named(name) }.map_err(invalid)?;
+        self.method = Some(if power { "setPowerState" } else { "provision" });
         self.action = Some(action.name);
         let wait = match &cp.wait {
             Some(saved) => {
@@ -828,7 +847,8 @@ impl<D: Document> Call<D> {
                 if saved.expected != expected {
                     return Err(invalid("the wait's expected state is not the action's"));
                 }
-                Some(saved.options(WaitOptions::nodes(Vec::new(), expected))?)
+                let base = WaitOptions { watched: action.watched, ..WaitOptions::nodes(Vec::new(), expected) };
+                Some(saved.options(base)?)
             }
             None => None,
         };
@@ -969,6 +989,7 @@ fn provision_request<D: Document>(node: &str, action: &Action, body: &str) -> Re
         runbook: text("runbook")?,
         rescue_password: text("rescue_password")?,
         disable_ramdisk,
+        power_timeout: b.get("timeout").and_then(|t| t.as_u64()),
     };
     let request = requests::provision(node, action, &args).map_err(|e| invalid(format_args!("a PUT: {e}")))?;
     // Anything else in the body would be dropped: refuse instead.

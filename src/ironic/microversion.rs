@@ -25,6 +25,8 @@ impl Microversion {
     pub const LATEST_KNOWN: Microversion = Microversion::new(1, 115);
     /// `fields` on node GETs and lists.
     pub const FIELDS: Microversion = Microversion::new(1, 8);
+    /// `GET /v1/nodes/{id}/history`.
+    pub const HISTORY: Microversion = Microversion::new(1, 78);
 
     /// Parses `"1.38"`; anything else is `None`.
     pub fn parse(text: &str) -> Option<Microversion> {

@@ -8,6 +8,7 @@ use crate::http::encode::query_escape;
 use crate::http::{Method, Request};
 use crate::ironic::microversion::Microversion;
 use crate::states::Action;
+use crate::verdict::Watched;
 
 /// An identifier checked and percent-encoded as exactly one path segment:
 /// `a/b`, `?`, `#` and `%` are escaped, and `.`/`..`/empty are refused since
@@ -172,6 +173,12 @@ pub fn get_allocation(ident: &str) -> Result<Request, Error> {
     Ok(Request::get(format!("/v1/allocations/{}", path_segment(ident)?)))
 }
 
+/// `GET /v1/nodes/{ident}/history` (API 1.78): one page, the server's
+/// largest (it keeps 300 events a node by default).
+pub fn node_history(ident: &str) -> Result<Request, Error> {
+    Ok(Request::get(format!("/v1/nodes/{}/history", path_segment(ident)?)))
+}
+
 /// The optional parts of a provision request, as the caller gave them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProvisionArgs<D> {
@@ -183,6 +190,8 @@ pub struct ProvisionArgs<D> {
     pub runbook: Option<String>,
     pub rescue_password: Option<String>,
     pub disable_ramdisk: Option<bool>,
+    /// A power action's time limit in Ironic, whole seconds (`timeout`, 1.27).
+    pub power_timeout: Option<u64>,
 }
 
 impl<D> Default for ProvisionArgs<D> {
@@ -195,14 +204,16 @@ impl<D> Default for ProvisionArgs<D> {
             runbook: None,
             rescue_password: None,
             disable_ramdisk: None,
+            power_timeout: None,
         }
     }
 }
 
-/// `PUT /v1/nodes/{ident}/states/provision`. The CLI's argument rules are
-/// checked here so a mistake is a clear error before anything is sent; and
-/// unlike python-ironicclient, nothing given is silently dropped (it sends
-/// `configdrive` and drops `clean_steps`/`rescue_password` beside it).
+/// `PUT /v1/nodes/{ident}/states/provision`, or `.../states/power` for a
+/// power action. The CLI's argument rules are checked here so a mistake is
+/// a clear error before anything is sent; and unlike python-ironicclient,
+/// nothing given is silently dropped (it sends `configdrive` and drops
+/// `clean_steps`/`rescue_password` beside it).
 pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs<D>) -> Result<Request, Error> {
     let name = action.name;
     let only_for = |given: bool, option: &str, targets: &[&str]| {
@@ -218,6 +229,10 @@ pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs
     only_for(args.runbook.is_some(), "runbook", &["clean", "service"])?;
     only_for(args.disable_ramdisk.is_some(), "disableRamdisk", &["clean", "service"])?;
     only_for(args.rescue_password.is_some(), "rescuePassword", &["rescue"])?;
+    let power = action.watched == Watched::PowerState;
+    if args.power_timeout.is_some() && !power {
+        return Err(Error::InvalidArgument(format!("powerTimeout cannot be used with {name}")));
+    }
     let steps = match action.target {
         "clean" => Some(("cleanSteps", &args.clean_steps)),
         "service" => Some(("serviceSteps", &args.service_steps)),
@@ -262,9 +277,12 @@ pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs
     if let Some(disable) = args.disable_ramdisk {
         body.push(("disable_ramdisk", (if disable { "true" } else { "false" }).into()));
     }
+    if let Some(seconds) = args.power_timeout {
+        body.push(("timeout", seconds.to_string()));
+    }
     Ok(Request {
         method: Method::Put,
-        path: format!("/v1/nodes/{}/states/provision", path_segment(ident)?),
+        path: format!("/v1/nodes/{}/states/{}", path_segment(ident)?, if power { "power" } else { "provision" }),
         body: Some(document::object(&body)),
     })
 }

@@ -37,6 +37,7 @@ use crate::ironic::answers;
 use crate::ironic::paging::Pager;
 use crate::ironic::requests::{self, Scope};
 use crate::ironic::{MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
+use crate::verdict::Watched;
 
 use feed::{entry_stamp, EntryStamp, Feed};
 pub use feed::{Stamp, COMMIT_LAG_MS, RECONCILE_MS};
@@ -571,7 +572,13 @@ impl<D: Document> Loop<D> {
         for &id in joined {
             let key = match (self.wait(id), self.watcher(id)) {
                 (Some(w), _) if w.subject() == Subject::Node => {
-                    GroupKey { scope: w.options.scope.clone(), mode: w.options.list_mode, extra_fields: String::new() }
+                    let watched = w.options.watched;
+                    GroupKey {
+                        scope: w.options.scope.clone(),
+                        // The feed follows provision state changes alone.
+                        mode: if watched == Watched::ProvisionState { w.options.list_mode } else { ListMode::Full },
+                        extra_fields: watched.fields().to_string(),
+                    }
                 }
                 (_, Some(w)) => GroupKey {
                     scope: w.options.scope.clone(),
@@ -849,10 +856,17 @@ impl<D: Document> Loop<D> {
             if job.served.is_empty() {
                 continue;
             }
-            let fields = self.waits.iter().all(|(_, w)| w.options.fields).then_some(NODE_WAIT_FIELDS);
+            // The fields every wait it serves judges by.
+            let mut fields = NODE_WAIT_FIELDS.to_string();
+            for watched in [Watched::PowerState, Watched::Reservation] {
+                if job.served.iter().any(|(w, _)| self.wait(*w).is_some_and(|w| w.options.watched == watched)) {
+                    fields = format!("{fields},{}", watched.fields());
+                }
+            }
+            let fields = self.waits.iter().all(|(_, w)| w.options.fields).then_some(fields);
             // Identifiers were checked when their waits joined.
             let request = match job.subject {
-                Subject::Node => requests::get_node(&job.ident, fields),
+                Subject::Node => requests::get_node(&job.ident, fields.as_deref()),
                 Subject::Allocation => requests::get_allocation(&job.ident),
             };
             if let Ok(request) = request {

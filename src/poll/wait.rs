@@ -24,7 +24,7 @@ use crate::engine::{
     Event, Millis, Outcome, Report, Resumed, SavedTarget, Settle, TargetReport, WaitOptions, LATE_TIMER_MS,
 };
 use crate::error::{Error, HttpError, Seconds, Subject};
-use crate::verdict::{judge_allocation, judge_node, NodeRule, Seen, Verdict};
+use crate::verdict::{judge_allocation, judge_node, judge_power, judge_reservation, NodeRule, Seen, Verdict, Watched};
 
 /// `pollInterval: 'auto'` never runs rounds more often than this.
 pub const MIN_AUTO_INTERVAL_MS: Millis = 250;
@@ -454,16 +454,19 @@ impl<D: Document> Wait<D> {
             Check::NotFound(e) => return Some(self.polled(index, Outcome::NotFound(e))),
             Check::Failed(e) => return Some(self.polled(index, Outcome::Error(e))),
             Check::Body(body) => {
-                let judged = match self.options.subject {
-                    Subject::Node => {
+                let expected = &self.options.expected;
+                let judged = match (self.options.subject, self.options.watched) {
+                    (Subject::Allocation, _) => judge_allocation(&target.ident, &body),
+                    (_, Watched::PowerState) => judge_power(&target.ident, &body, expected),
+                    (_, Watched::Reservation) => judge_reservation(&target.ident, &body),
+                    (_, Watched::ProvisionState) => {
                         let rule = NodeRule {
-                            expected: &self.options.expected,
+                            expected,
                             fail_on_unexpected_state: self.options.fail_on_unexpected_state,
                             hold_is_terminal: self.options.hold_is_terminal,
                         };
                         judge_node(&target.ident, &body, &rule)
                     }
-                    Subject::Allocation => judge_allocation(&target.ident, &body),
                 };
                 match judged {
                     Ok((verdict, seen)) => (verdict, seen, body),

@@ -202,6 +202,7 @@ macro_rules! wait_tuning {
             ("signal", Value),
             ("onProgress", Value),
             ("onCheckpoint", Value),
+            ("diagnose", Flag),
             $($extra),*
         ]
     };
@@ -221,6 +222,39 @@ pub const PROVISION: &[(&str, Kind)] = wait_tuning![
 
 /// `waitForProvisionState(nodes, expectedState, options)`.
 pub const WAIT_FOR_NODES: &[(&str, Kind)] = wait_tuning![("timeout", Number)];
+
+/// The options of the power and lock waits: no provision-state rules, and
+/// no list mode (the change feed follows provision states alone).
+macro_rules! node_field_wait {
+    ($($extra:expr),*) => {
+        &[
+            ("pollInterval", Interval),
+            ("budget", Number),
+            ("settle", Text),
+            ("concurrency", Number),
+            ("listThreshold", Number),
+            ("scope", Value),
+            ("signal", Value),
+            ("onProgress", Value),
+            ("onCheckpoint", Value),
+            $($extra),*
+        ]
+    };
+}
+
+/// `setPowerState(nodes, target, options)`.
+pub const SET_POWER_STATE: &[(&str, Kind)] =
+    node_field_wait![("wait", Wait), ("powerTimeout", Number), ("diagnose", Flag)];
+
+/// `waitForPowerState(nodes, state, options)`.
+pub const WAIT_FOR_POWER: &[(&str, Kind)] = node_field_wait![("timeout", Number), ("diagnose", Flag)];
+
+/// `waitForReservation(nodes, options)`: a lock fails no node, so there is
+/// nothing to diagnose.
+pub const WAIT_FOR_RESERVATION: &[(&str, Kind)] = node_field_wait![("timeout", Number)];
+
+/// `getNodeHistory(node, options)`.
+pub const GET_NODE_HISTORY: &[(&str, Kind)] = &[("signal", Value)];
 
 /// `createAllocation(fields, options)`.
 pub const CREATE_ALLOCATION: &[(&str, Kind)] = &[
@@ -297,6 +331,7 @@ pub fn wait_options(opts: &Options, base: WaitOptions) -> Result<WaitOptions, Er
         list_threshold: whole_number(opts.number("listThreshold"), "listThreshold", base.list_threshold)?,
         list_mode: list_mode(opts)?,
         scope: scope(opts)?,
+        diagnose: opts.flag("diagnose").unwrap_or(false),
         ..base
     })
 }

@@ -136,6 +136,17 @@ pub fn entry(target: &TargetReport<Json>, subject: Subject) -> JsValue {
     })
 }
 
+/// A failed node's diagnosis on its entry: `history`, its last events, or
+/// `historyError`, why there are none.
+pub fn add_history(entry: &JsValue, history: &Result<Vec<Json>, Error>) {
+    let (key, value): (&str, JsValue) = match history {
+        Ok(events) => ("history", events.iter().map(|e| e.0.clone()).collect::<Array>().into()),
+        Err(e) => ("historyError", e.to_string().into()),
+    };
+    // An entry is a plain object of ours: setting a property cannot fail.
+    let _ = js_sys::Reflect::set(entry, &key.into(), &value);
+}
+
 /// A wait's report, from its entries (in the caller's order).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

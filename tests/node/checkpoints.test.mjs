@@ -220,7 +220,7 @@ test('checkpoint() is synchronous, sends nothing, and refuses what the method wo
   assert.equal(JSON.parse(texts[3]).post.resource_class, 'gold');
 
   const refused = [
-    [() => client.checkpoint('getNode', 'n1'), /method must be provision, waitForProvisionState, createAllocation or waitForAllocation/],
+    [() => client.checkpoint('getNode', 'n1'), /method must be one of provision, waitForProvisionState, setPowerState, waitForPowerState, waitForReservation, createAllocation, waitForAllocation/],
     [() => client.checkpoint(undefined), /method must be/],
     [() => client.checkpoint('resume', texts[0]), /method must be/],
     [() => client.checkpoint('provision', 'n1', 'abort', { wait: true }), /Action abort cannot be waited on/],

@@ -12,6 +12,7 @@ use crate::ironic::requests::{self, ProvisionArgs, Scope};
 use crate::ironic::MAX_PAGE_SIZE;
 use crate::poll::watch::WatchOptions;
 use crate::states::Action;
+use crate::verdict::Watched;
 use crate::wasm::document::Json;
 use crate::wasm::js;
 use crate::wasm::options::{self, allocation_body, settle_option, wait_options, whole_number, Options, Wait};
@@ -50,8 +51,17 @@ pub fn resumed(text: &JsValue, opts: &Options, step: bool) -> Result<(Checkpoint
 }
 
 pub fn provision(nodes: &JsValue, action: &JsValue, opts: Options) -> Prepared {
+    put_and_wait(nodes, Action::named(&js::text(action).unwrap_or_default())?, opts)
+}
+
+/// `setPowerState(nodes, target, options)`: provision's PUTs and wait, to
+/// `states/power`, waiting for the power state the action ends in.
+pub fn set_power_state(nodes: &JsValue, target: &JsValue, opts: Options) -> Prepared {
+    put_and_wait(nodes, Action::power(&js::text(target).unwrap_or_default())?, opts)
+}
+
+fn put_and_wait(nodes: &JsValue, action: &'static Action, opts: Options) -> Prepared {
     let idents = js::strings(nodes, "nodes")?;
-    let action = Action::named(&js::text(action).unwrap_or_default())?;
     // JSON data of our own already: js/index.js cloned each as it goes on
     // the wire (`jsonData`), the one place that checks it.
     let json = |name| opts.value(name).map(Json);
@@ -63,6 +73,10 @@ pub fn provision(nodes: &JsValue, action: &JsValue, opts: Options) -> Prepared {
         runbook: opts.text("runbook"),
         rescue_password: opts.text("rescuePassword"),
         disable_ramdisk: opts.flag("disableRamdisk"),
+        power_timeout: match opts.number("powerTimeout") {
+            Some(n) => Some(whole_number(Some(n), "powerTimeout", 0)? as u64),
+            None => None,
+        },
     };
     if idents.is_empty() {
         return Err(Error::InvalidArgument("nodes must name at least one node".into()));
@@ -72,7 +86,11 @@ pub fn provision(nodes: &JsValue, action: &JsValue, opts: Options) -> Prepared {
     let wait = match opts.wait("wait") {
         Some(Wait::Seconds(timeout)) => {
             let (expected, interval) = action.wait()?;
-            let base = WaitOptions { poll_interval: interval as f64, ..WaitOptions::nodes(idents.clone(), expected) };
+            let base = WaitOptions {
+                poll_interval: interval as f64,
+                watched: action.watched,
+                ..WaitOptions::nodes(idents.clone(), expected)
+            };
             let mut w = options::cadence(&opts, wait_options(&opts, base)?);
             w.timeout = timeout;
             w.check()?;
@@ -86,14 +104,31 @@ pub fn provision(nodes: &JsValue, action: &JsValue, opts: Options) -> Prepared {
     Ok((spec, caller(&opts)))
 }
 
-pub fn wait_for_nodes(nodes: &JsValue, expected: &JsValue, opts: Options) -> Prepared {
+/// `waitForProvisionState(nodes, expectedState, options)`,
+/// `waitForPowerState(nodes, state, options)` and
+/// `waitForReservation(nodes, options)`.
+pub fn wait_for_nodes(nodes: &JsValue, watched: Watched, state: &JsValue, opts: Options) -> Prepared {
     let idents = js::strings(nodes, "nodes")?;
-    let expected =
-        js::text(expected).ok_or_else(|| Error::InvalidArgument("expectedState must be a provision state".into()))?;
-    let mut w = options::cadence(&opts, wait_options(&opts, WaitOptions::nodes(idents, &expected))?);
+    let state = js::text(state);
+    let expected = match (watched, state.as_deref()) {
+        (Watched::Reservation, _) => "unlocked",
+        (Watched::ProvisionState, Some(s)) | (Watched::PowerState, Some(s @ ("power on" | "power off"))) => s,
+        (Watched::ProvisionState, None) => {
+            return Err(Error::InvalidArgument("expectedState must be a provision state".into()))
+        }
+        _ => return Err(Error::InvalidArgument("state must be 'power on' or 'power off'".into())),
+    };
+    let base = WaitOptions { watched, ..WaitOptions::nodes(idents, expected) };
+    let mut w = options::cadence(&opts, wait_options(&opts, base)?);
     w.timeout = opts.number("timeout").unwrap_or(0.0);
     w.check()?;
     Ok((CallSpec::Wait(w), caller(&opts)))
+}
+
+/// `getNodeHistory(node, options)`: the one page of its events.
+pub fn get_node_history(id: &JsValue, opts: Options) -> Prepared {
+    let id = js::text(id).ok_or_else(|| Error::InvalidArgument("node must be a string".into()))?;
+    Ok((CallSpec::History(requests::node_history(&id)?), caller(&opts)))
 }
 
 pub fn create_allocation(fields: &JsValue, opts: Options) -> Prepared {

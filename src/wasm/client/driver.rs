@@ -450,7 +450,13 @@ fn report_to_js(r: CallReport<Json>, handle: &mut Handle) -> JsValue {
                 Slot::Waited(i) => handle.entries.get_mut(i).and_then(Option::take),
                 Slot::Settled(_) => None,
             };
-            made.or_else(|| r.target(slot).map(|t| report::entry(t, subject))).unwrap_or(JsValue::NULL)
+            let entry = made.or_else(|| r.target(slot).map(|t| report::entry(t, subject))).unwrap_or(JsValue::NULL);
+            if let (Slot::Waited(i), true) = (slot, r.histories.len() > 0) {
+                if let Some(Some(history)) = r.histories.get(i) {
+                    report::add_history(&entry, history);
+                }
+            }
+            entry
         })
         .collect();
     let totals = Totals { ok: r.ok, requests: r.requests, retries: r.retries, elapsed_ms: r.elapsed_ms };

@@ -24,11 +24,33 @@ use crate::error::Error;
 use crate::http::retry::RetryPolicy;
 use crate::ironic::microversion::Requested;
 use crate::tables;
+use crate::verdict::Watched;
 use driver::{Begin, Caller, Driver};
 
 mod auth;
 mod calls;
 mod driver;
+
+/// The options a method of [`RawClient::run`] takes.
+fn later_options(method: &str) -> Option<&'static [(&'static str, Kind)]> {
+    Some(match method {
+        "setPowerState" => options::SET_POWER_STATE,
+        "waitForPowerState" => options::WAIT_FOR_POWER,
+        "waitForReservation" => options::WAIT_FOR_RESERVATION,
+        "getNodeHistory" => options::GET_NODE_HISTORY,
+        _ => return None,
+    })
+}
+
+/// A method of [`RawClient::run`], its arguments read.
+fn later_method(method: &str, a: &JsValue, b: &JsValue, o: Options) -> Result<(CallSpec, Caller), Error> {
+    match method {
+        "setPowerState" => calls::set_power_state(a, b, o),
+        "waitForPowerState" => calls::wait_for_nodes(a, Watched::PowerState, b, o),
+        "waitForReservation" => calls::wait_for_nodes(a, Watched::Reservation, b, o),
+        _ => calls::get_node_history(a, o),
+    }
+}
 
 /// The low-level client behind `IronicClient` (js/index.js).
 #[wasm_bindgen]
@@ -59,7 +81,19 @@ impl RawClient {
 
     #[wasm_bindgen(js_name = waitForProvisionState)]
     pub fn wait_for_provision_state(&self, nodes: JsValue, expected: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::WAIT_FOR_NODES, &|o| start(calls::wait_for_nodes(&nodes, &expected, o)))
+        let watched = Watched::ProvisionState;
+        self.call(&options, options::WAIT_FOR_NODES, &|o| start(calls::wait_for_nodes(&nodes, watched, &expected, o)))
+    }
+
+    /// The power and lock methods and `getNodeHistory`, by name (one
+    /// export for the four keeps the package's glue small): `a` and `b`
+    /// are the method's arguments before its options.
+    pub fn run(&self, method: JsValue, a: JsValue, b: JsValue, options: JsValue) -> Promise {
+        let method = js::text(&method).unwrap_or_default();
+        let Some(known) = later_options(&method) else {
+            return Promise::reject(&report::error(&Error::InvalidArgument("unknown method".into()), None));
+        };
+        self.call(&options, known, &|o| start(later_method(&method, &a, &b, o)))
     }
 
     #[wasm_bindgen(js_name = createAllocation)]
@@ -109,12 +143,19 @@ impl RawClient {
             let read = |given: &JsValue, known| Options::read(given, "options", "Option ", known);
             let (spec, _) = match js::text(&method).as_deref() {
                 Some("provision") => calls::provision(&a, &b, read(&c, options::PROVISION)?)?,
-                Some("waitForProvisionState") => calls::wait_for_nodes(&a, &b, read(&c, options::WAIT_FOR_NODES)?)?,
+                Some("waitForProvisionState") => {
+                    calls::wait_for_nodes(&a, Watched::ProvisionState, &b, read(&c, options::WAIT_FOR_NODES)?)?
+                }
                 Some("createAllocation") => calls::create_allocation(&a, read(&b, options::CREATE_ALLOCATION)?)?,
                 Some("waitForAllocation") => calls::wait_for_allocation(&a, read(&b, options::WAIT_FOR_ALLOCATION)?)?,
+                Some(m @ ("setPowerState" | "waitForPowerState" | "waitForReservation")) => {
+                    later_method(m, &a, &b, read(&c, later_options(m).unwrap_or_default())?)?
+                }
                 _ => {
                     return Err(Error::InvalidArgument(
-                        "method must be provision, waitForProvisionState, createAllocation or waitForAllocation".into(),
+                        "method must be a wait's: provision, waitForProvisionState, setPowerState, \
+                         waitForPowerState, waitForReservation, createAllocation or waitForAllocation"
+                            .into(),
                     ))
                 }
             };
