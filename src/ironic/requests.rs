@@ -173,10 +173,11 @@ pub fn get_allocation(ident: &str) -> Result<Request, Error> {
     Ok(Request::get(format!("/v1/allocations/{}", path_segment(ident)?)))
 }
 
-/// `GET /v1/nodes/{ident}/history` (API 1.78): one page, the server's
+/// `GET /v1/nodes/{ident}/history?detail=true` (API 1.78; `detail` adds
+/// `event_type`, `conductor`, `user`): one page, the server's
 /// largest (it keeps 300 events a node by default).
 pub fn node_history(ident: &str) -> Result<Request, Error> {
-    Ok(Request::get(format!("/v1/nodes/{}/history", path_segment(ident)?)))
+    Ok(Request::get(format!("/v1/nodes/{}/history?detail=true", path_segment(ident)?)))
 }
 
 /// The optional parts of a provision request, as the caller gave them.
