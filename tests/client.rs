@@ -1927,7 +1927,7 @@ fn a_failed_power_action_is_a_failure_and_diagnose_reads_the_last_history_events
         [
             "0 PUT /v1/nodes/a/states/power".to_string(),
             format!("0 GET {POWER_PATH}"),
-            "0 GET /v1/nodes/a/history".to_string(),
+            "0 GET /v1/nodes/a/history?detail=true".to_string(),
         ]
     );
     let Err((e, Some(report))) = h.answer(call) else { panic!("{:?}", h.answer(call)) };
