@@ -98,8 +98,10 @@ export const pyFormat = (v) => (typeof v === 'string' ? v : pyRepr(v));
  * skipped.
  */
 export class Budget {
-  constructor(limit) {
+  /** `pinned(item)`: an item outside the budget, which may stand first in a list before the counted ones. */
+  constructor(limit, pinned = () => false) {
     this.limit = limit;
+    this.pinned = pinned;
     this.count = 0;
     this.items = [];
     this.owners = [];
@@ -119,8 +121,9 @@ export class Budget {
     const item = this.items[i];
     const owner = this.owners[i];
     this.items[i] = this.owners[i] = undefined;
-    if (owner[0] === item) {
-      owner.shift();
+    const at = owner[0] === item ? 0 : owner[1] === item && this.pinned(owner[0]) ? 1 : -1;
+    if (at >= 0) {
+      owner.splice(at, 1);
       this.count--;
     }
     if (this.head > 65536 && this.head * 2 > this.items.length) { // amortised: keep the queue short
@@ -138,13 +141,15 @@ export class Budget {
  * periodic task, the simulator at once.
  */
 export class NodeHistory {
-  constructor({ seed, enabled = true, steps = true, maxEntries = 300, budget = 500_000 }) {
+  constructor({ seed, enabled = true, steps = true, maxEntries = 300, budget = 300_000 }) {
     this.enabled = enabled;
     this.steps = steps;
     this.maxEntries = maxEntries;
     this.uuids = rng(seed, 'node history');
     this.nextId = 1;
-    this.budget = new Budget(budget);
+    // The rows of nodes loaded failed: outside the budget, so a long churn does not take them.
+    this.loaded = new Set();
+    this.budget = new Budget(budget, (ev) => this.loaded.has(ev));
   }
 
   /**
@@ -152,7 +157,7 @@ export class NodeHistory {
    * with the node's provision state as it is when written and the seconds
    * since provision_updated_at (duration_seconds, an int() of them).
    */
-  add(node, stamp, conductor, { severity, event_type, event, state, target, since }) {
+  add(node, stamp, conductor, { severity, event_type, event, state, target, since }, { loaded = false } = {}) {
     if (!this.enabled) return undefined;
     const ev = {
       id: this.nextId++,
@@ -171,18 +176,21 @@ export class NodeHistory {
     };
     const events = (node.events ??= []);
     events.push(ev);
-    if (events.length > this.maxEntries) {
-      events.shift();
-      this.budget.count--;
-    }
-    this.budget.added(ev, events);
+    if (events.length > this.maxEntries) this.forget(events.shift());
+    if (loaded) this.loaded.add(ev);
+    else this.budget.added(ev, events);
     return ev;
+  }
+
+  /** A row left its node's list (the budget's queue skips it when it comes up). */
+  forget(ev) {
+    if (!this.loaded.delete(ev)) this.budget.count--;
   }
 
   /** A deleted node's rows go with it (the table's rows reference the node). */
   drop(node) {
     if (!node.events) return;
-    this.budget.count -= node.events.length;
+    for (const ev of node.events) this.forget(ev);
     node.events.length = 0;
   }
 

@@ -262,6 +262,13 @@ const CHURN_FAILURES = [
   "Agent returned error for deploy step {'step': 'write_image', 'priority': 80, 'argsinfo': None, 'interface': 'deploy'}: No space left on device",
 ];
 
+/** The working state a failure state comes from (FAIL_STATE backwards, the first one): what a loaded failed node's ERROR row shows. */
+const FAILED_FROM = {
+  enroll: 'verifying', 'deploy failed': 'deploying', error: 'deleting', 'clean failed': 'cleaning',
+  'inspect failed': 'inspecting', 'adopt failed': 'adopting', 'rescue failed': 'rescuing',
+  'unrescue failed': 'unrescuing', 'service failed': 'servicing',
+};
+
 /** What churn flips. */
 const FLIP = { available: 'manageable', manageable: 'available' };
 
@@ -522,7 +529,7 @@ export class World {
     this.loadStamps = rng(seed, 'stamps');
     this.churns = 0;
     // Both histories are bounded in all (oldest dropped first): a churning demo fleet writes thousands of entries a second.
-    const historyLimit = scenario.historyLimit ?? o.historyLimit ?? 500_000;
+    const historyLimit = scenario.historyLimit ?? o.historyLimit ?? 300_000;
     if (!(Number.isInteger(historyLimit) && historyLimit >= 1)) throw new Error('historyLimit must be an integer >= 1');
     this.historyBudget = new Budget(historyLimit);
     this.nodeHistory = new NodeHistory({ seed, budget: historyLimit, ...checkNodeHistory(scenario.nodeHistory) });
@@ -638,7 +645,25 @@ export class World {
     this.order.push(node);
     for (const index of this.indexes.values()) index.insert(node);
     if (action !== 'load') this.record(node, t, action); // a loaded node's history starts when it is first needed
+    else if (rec.last_error) this.journalLoaded(node);
     return node;
+  }
+
+  /**
+   * A node loaded with last_error failed before the simulator started: its
+   * node history has the ERROR row Ironic wrote then, stamped when it last
+   * moved (by the power sync, `monitoring`, for a power failure fault).
+   */
+  journalLoaded(node) {
+    const r = node.rec;
+    const monitoring = r.fault === 'power failure';
+    const working = monitoring ? undefined : FAILED_FROM[r.provision_state];
+    if (!monitoring && !working) return; // last_error on a stable node (a manage out of a failed state keeps it): no failure to journal here
+    const stamp = (monitoring ? r.updated_at : r.provision_updated_at) ?? r.created_at;
+    this.nodeHistory.add(node, stamp, conductorOf(r), {
+      severity: 'ERROR', event_type: monitoring ? 'monitoring' : FAILURE_EVENT_TYPE[working], event: r.last_error,
+      state: monitoring ? r.provision_state : working, target: monitoring ? r.target_provision_state : TARGET_OF[working] ?? null, since: null,
+    }, { loaded: true });
   }
 
   removeNode(node, t, action) {

@@ -331,3 +331,37 @@ test('a run is deterministic: the same seed and requests give the same rows, uui
   assert.equal(await run(), a);
   await start();
 });
+
+test('a node loaded failed has the ERROR row Ironic wrote when it failed, which the budget never drops', async () => {
+  await start({
+    historyLimit: 3,
+    nodes: [
+      ...NODES,
+      { name: 'df', provision_state: 'deploy failed', last_error: 'image gone', provision_updated_at: '2025-12-31T23:00:00Z' },
+      { name: 'cf', provision_state: 'clean failed', last_error: 'disk frozen', maintenance: true, fault: 'clean failure' },
+      { name: 'pf', provision_state: 'active', last_error: 'During sync_power_state, ...', maintenance: true, fault: 'power failure', updated_at: '2025-12-31T22:00:00Z' },
+      { name: 'kept', provision_state: 'manageable', last_error: 'an old error a manage kept' },
+    ],
+  });
+  const row = async (node) => (await history(node, '?detail=true')).json.history.map((e) => [e.created_at, e.severity, e.event_type, e.event, e.state, e.target_provision_state, e.duration_seconds]);
+  assert.deepEqual(await row('df'), [['2025-12-31T23:00:00+00:00', 'ERROR', 'deploying', 'image gone', 'deploying', 'active', null]]);
+  assert.deepEqual((await row('cf')).map((r) => r.slice(1, 6)), [['ERROR', 'cleaning', 'disk frozen', 'cleaning', 'available']]);
+  assert.deepEqual(await row('pf'), [['2025-12-31T22:00:00+00:00', 'ERROR', 'monitoring', 'During sync_power_state, ...', 'active', null, null]]);
+  assert.deepEqual(await row('kept'), [], 'a stable node keeping an old last_error: no failure to journal');
+  for (let i = 0; i < 3; i++) {
+    await accepted('df', 'deleted');
+    sim.advance(400);
+    await accepted('df', 'active');
+    sim.advance(400);
+    await accepted('free', 'active');
+    sim.advance(400);
+    await accepted('free', 'deleted');
+    sim.advance(400);
+  }
+  const df = sim.events('df');
+  assert.equal(df[0].event, 'image gone', 'outside the budget: still first');
+  assert.equal(df.length + sim.events('free').length, 4, 'three counted rows in all, and the loaded one');
+  assert.equal(sim.world.nodeHistory.budget.count, 3);
+  sim.deleteNode('df');
+  assert.equal(sim.world.nodeHistory.loaded.size, 2, 'a deleted node\'s rows go with it');
+});
