@@ -16,7 +16,7 @@
 // change feed always has something new. Seeded: the same size and seed
 // give the same fleet and the same churn.
 
-import { rng } from '../sim/rng.mjs';
+import { rng, uuidFrom } from '../sim/rng.mjs';
 
 const TIMING = {
   verifying: [1500, 3000],
@@ -143,8 +143,9 @@ const FAILURES = [
     error: () => 'Clean step erase_devices failed: Failed to erase device /dev/nvme1n1: nvme format exited with 1: NVMe status: Invalid Format (0x410a)',
   },
   {
-    provision_state: 'active', maintenance: true, fault: 'power failure',
-    error: (bmc) => `During sync_power_state, max retries exceeded for node, node state power on does not match expected state 'None'. Updating DB state to 'None' Switching node to maintenance mode. Error: IPMI call failed: power status (BMC ${bmc} did not answer)`,
+    // The power sync's text names the node's UUID, so these nodes get theirs here; it set power_state to what it read: None.
+    provision_state: 'active', maintenance: true, fault: 'power failure', power_state: null,
+    error: (bmc, uuid) => `During sync_power_state, max retries exceeded for node ${uuid}, node state None does not match expected state 'power on'. Updating DB state to 'None' Switching node to maintenance mode. Error: IPMI call failed: power status (BMC ${bmc} did not answer)`,
   },
   {
     provision_state: 'error',
@@ -162,7 +163,8 @@ const FAILURES = [
  */
 function largeFleet(size, seed) {
   const rand = rng(seed, 'demo fleet');
-  const owners = rng(seed, 'demo fleet owners'); // a stream of its own: the states keep their draws
+  const owners = rng(seed, 'demo fleet owners'); // streams of their own: the states keep their draws
+  const uuids = rng(seed, 'demo fleet uuids');
   const racks = Math.ceil(size / PER_RACK);
   const width = Math.max(2, String(racks).length);
   const nodes = new Array(size);
@@ -199,7 +201,11 @@ function largeFleet(size, seed) {
       const failure = FAILURES[Math.floor(rand() * FAILURES.length)];
       const bmc = `10.${DATACENTRES.indexOf(group) + 1}.${Math.floor(r / 250)}.${(r % 250) + 1}`;
       node.provision_state = failure.provision_state;
-      node.last_error = failure.error(bmc);
+      if ('power_state' in failure) {
+        node.uuid = uuidFrom(uuids);
+        node.power_state = failure.power_state;
+      }
+      node.last_error = failure.error(bmc, node.uuid);
       if (failure.maintenance) {
         node.maintenance = true;
         node.maintenance_reason = node.last_error;

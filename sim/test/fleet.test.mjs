@@ -74,7 +74,10 @@ test('demoFleet({ size }): racks of 40 named rackNN-nodeNNN, spread over groups,
   for (const n of failed) {
     assert.ok(['deploy failed', 'clean failed', 'active', 'error'].includes(n.provision_state), n.provision_state);
     if (n.provision_state === 'clean failed') assert.deepEqual([n.maintenance, n.fault], [true, 'clean failure']);
-    if (n.provision_state === 'active') assert.deepEqual([n.maintenance, n.fault], [true, 'power failure']);
+    if (n.provision_state === 'active') {
+      assert.deepEqual([n.maintenance, n.fault, n.power_state], [true, 'power failure', null], 'the power sync wrote what it read');
+      assert.ok(n.last_error.includes(`for node ${n.uuid},`), n.last_error);
+    }
   }
   assert.equal(JSON.stringify(demoFleet({ size: 2000 })), JSON.stringify({ timing, nodes, churn }), 'the same seed, the same fleet');
   assert.notEqual(JSON.stringify(demoFleet({ size: 2000, seed: 2 }).nodes), JSON.stringify(nodes));
@@ -144,7 +147,14 @@ test('churn: every 2 s about 1 % of the fleet starts a provision action, by shar
     assert.ok(Math.abs(after[s] - before[s]) < 0.06 * 5000, `${s}: ${before[s]} -> ${after[s]} (${JSON.stringify(after)})`);
   }
   assert.ok(Math.abs((after['deploy failed'] ?? 0) - before['deploy failed']) <= 10, `deploy failed: ${before['deploy failed']} -> ${after['deploy failed']}`);
-  const errors = sim.world.order.flatMap((n) => n.events ?? []).filter((e) => e.severity === 'ERROR');
+  const rows = sim.world.order.flatMap((n) => n.events ?? []);
+  // The nodes loaded failed have the ERROR row Ironic wrote then (churn leaves error, clean failed and power failures alone).
+  const loaded = rows.filter((e) => e.created_at < 0);
+  assert.deepEqual(new Set(loaded.map((e) => e.event_type)), new Set(['deploying', 'cleaning', 'monitoring', 'unprovision']));
+  for (const n of sim.world.order.filter((x) => ['clean failed', 'error'].includes(x.rec.provision_state) || x.rec.fault === 'power failure')) {
+    assert.deepEqual(n.events.filter((e) => e.created_at < 0).map((e) => [e.severity, e.event]), [['ERROR', n.rec.last_error]], n.rec.name);
+  }
+  const errors = rows.filter((e) => e.severity === 'ERROR' && e.created_at > 0);
   assert.ok(errors.length >= 50 && errors.every((e) => e.event_type === 'deploying'), `${errors.length} deploy failures journaled`);
 });
 
