@@ -3,7 +3,7 @@
 // node. Ironic writes an ERROR event wherever it sets last_error (the error
 // handlers of each operation, and a failed power action), and, with
 // `[conductor] record_step_flows_in_history` (True by default since Ironic
-// 2025.2), an INFO event when a deploy, cleaning or servicing step flow
+// 31.0), an INFO event when a deploy, cleaning or servicing step flow
 // starts and ends. The texts, event types and fields below are those of
 // ironic/conductor/utils.py (node_history_record, log_step_flow_history) and
 // of a running Ironic 39 with fake-hardware.
