@@ -23,6 +23,7 @@ import { notFoundRoute } from './api.mjs';
  * @param {string} [options.timestampResolution='microsecond'] how timestamps are stored: 'microsecond' (SQLite),
  *   'second' (whole seconds, truncated: MariaDB) or 'second-rounded' (MySQL's default rounding)
  * @param {number} [options.logLimit=100000] request log entries kept
+ * @param {number} [options.historyLimit=300000] entries kept in all by each history (the simulator's, Ironic's node history)
  */
 export function createSimulator(options = {}) {
   const opts = { seed: 1, timeScale: 1, nodes: 0, logLimit: 100_000, ...options };
