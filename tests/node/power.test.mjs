@@ -159,3 +159,40 @@ test('a power wait checkpoints and resumes: no PUT twice, the same end', async (
   assert.equal(planned.method, 'waitForPowerState');
   assert.equal(JSON.parse(client.checkpoint('waitForReservation', 'n1', { timeout: 5 })).method, 'waitForReservation');
 });
+
+test('an abort is final: the promise rejects with its reason and nothing is sent after it', async () => {
+  const client = await start({ nodes: nodes({ n1: 'active' }), transitions: [{ node: 'n1', action: 'power', stall: true }] });
+  const controller = new AbortController();
+  const reason = { why: 'operator left' };
+  const call = client.setPowerState('n1', 'power off', {
+    wait: 30, pollInterval: 0.1, signal: controller.signal, onProgress: () => controller.abort(reason),
+  });
+  await assert.rejects(call, (e) => e === reason);
+  const sent = ironic.seen.length;
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.equal(ironic.seen.length, sent);
+  assert.ok(ironic.seen.every((r) => !r.cancelled || r.method === 'GET'));
+});
+
+test('a power wait and a provision wait on one node share the loop: one GET a round, with the fields of both', async () => {
+  const client = await start({ nodes: nodes({ n1: 'available' }), timing: { deploying: 1500 } });
+  await client.provision('n1', 'deploy');
+  const controller = new AbortController();
+  const options = { timeout: 30, pollInterval: 0.2, signal: controller.signal };
+  const both = Promise.allSettled([
+    client.waitForProvisionState('n1', 'active', options),
+    // Off while available, with no action under way: it waits.
+    client.waitForPowerState('n1', 'power on', options),
+  ]);
+  const [provision] = await Promise.all([both.then((r) => r[0]), new Promise((resolve) => setTimeout(resolve, 2500))]);
+  assert.equal(provision.value?.nodes[0].outcome, 'reached', JSON.stringify(provision));
+  controller.abort();
+  await both;
+  const gets = ironic.requests('GET', '/v1/nodes/n1');
+  assert.ok(gets.length >= 3, `${gets.length} GETs`);
+  // While both waited, every GET asked for both waits' fields: one request served both.
+  const shared = gets.filter((r) => /target_provision_state/.test(r.url) && /target_power_state/.test(r.url));
+  assert.ok(shared.length >= 3, gets.map((r) => r.url).join('\n'));
+  const apart = gets.filter((r) => /target_provision_state/.test(r.url) && !/power_state/.test(r.url));
+  assert.equal(apart.length, 0, 'no GET for the provision wait alone while the power wait was on the loop');
+});
