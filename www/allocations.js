@@ -1,13 +1,16 @@
 // Allocations: create one (resource class, optional traits and name) and
-// wait until Ironic makes it active or gives up with an error.
+// wait until Ironic makes it active or gives up with an error. The hub runs
+// the wait (so it is kept across reloads like the others); this panel shows
+// the allocation waits of every tab.
 import { el, byId, shortId, seconds, badge } from './dom.js';
 import { errorBlock } from './errors.js';
 
 const ALLOCATION_KIND = { allocating: 'working', active: 'active', error: 'failed' };
 
-export function createAllocations({ client, table }) {
+export function createAllocations({ hub, table }) {
   const form = byId('alloc-form');
   const list = byId('alloc-rows');
+  const items = new Map(); // wait id -> li
 
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
@@ -17,43 +20,49 @@ export function createAllocations({ client, table }) {
     const name = byId('alloc-name').value.trim();
     if (name) fields.name = name;
     const t = Number(byId('alloc-timeout').value);
-
-    const item = { label: name || `${fields.resourceClass}${traits.length ? ` + ${traits.join(', ')}` : ''}`, state: 'allocating' };
-    item.li = el('li', { class: 'alloc-row' });
-    list.prepend(item.li);
-    const started = performance.now();
-    draw(item);
+    const label = name || `${fields.resourceClass}${traits.length ? ` + ${traits.join(', ')}` : ''}`;
     try {
-      const { allocation, report } = await client.createAllocation(fields, {
-        wait: t > 0 ? t : true,
-        pollInterval: 0.5,
-        onProgress: (e) => draw(Object.assign(item, { uuid: e.allocation ?? item.uuid, state: e.state, lastError: e.lastError })),
-      });
-      const body = report?.allocation.body ?? allocation;
-      Object.assign(item, { uuid: body.uuid, state: body.state, lastError: body.last_error, node: body.node_uuid });
+      await hub.request('run', { kind: 'allocation', fields, label, expected: 'active', options: { wait: t > 0 ? t : true, pollInterval: 0.5 } });
     } catch (e) {
-      if (e?.name === 'StateTransitionFailed') Object.assign(item, { uuid: e.allocation, state: e.state, lastError: e.lastError });
-      else Object.assign(item, { state: null, problem: e });
+      const li = el('li', { class: 'alloc-row', 'data-state': 'not created' });
+      li.append(el('div', { class: 'run-line' }, [el('span', { class: 'run-name', text: label }), badge('not created', 'failed')]), errorBlock(e, 'Allocation'));
+      list.prepend(li);
     }
-    item.elapsed = (performance.now() - started) / 1000;
-    draw(item);
-    table.refresh();
   });
 
-  function draw(item) {
-    const node = item.node && table.node(item.node);
-    const state = item.state ?? 'not created';
-    item.li.dataset.state = state;
-    item.li.replaceChildren(
+  function show(w) {
+    if (w.kind !== 'allocation') return;
+    let li = items.get(w.id);
+    if (!li) {
+      li = el('li', { class: 'alloc-row' });
+      items.set(w.id, li);
+      list.prepend(li);
+    }
+    const row = w.rows?.[0] ?? {};
+    const uuid = w.allocation?.uuid ?? null;
+    const nodeUuid = w.allocation?.node ?? null;
+    const node = nodeUuid && table.node(nodeUuid);
+    const state = row.state ?? (w.status === 'running' ? 'allocating' : 'not created');
+    li.dataset.state = state;
+    li.dataset.waitId = w.id;
+    const ended = w.status !== 'running';
+    li.replaceChildren(
       el('div', { class: 'run-line' }, [
-        el('span', { class: 'run-name', text: item.label }),
-        item.uuid ? el('code', { class: 'run-uuid', title: item.uuid, text: shortId(item.uuid) }) : '',
+        el('span', { class: 'run-name', text: w.label }),
+        uuid ? el('code', { class: 'run-uuid', title: uuid, text: shortId(uuid) }) : '',
         badge(state, ALLOCATION_KIND[state] ?? 'failed'),
-        item.elapsed != null ? el('span', { class: 'run-elapsed', text: seconds(item.elapsed) }) : '',
+        ended ? el('span', { class: 'run-elapsed', text: seconds(((w.endedAt ?? Date.now()) - w.startedAt) / 1000) }) : '',
       ]),
-      item.node ? el('p', { class: 'alloc-node' }, ['Node: ', el('strong', { text: node?.name ?? item.node })]) : '',
-      item.lastError ? el('p', { class: 'run-error', text: item.lastError }) : '',
-      item.problem ? errorBlock(item.problem, 'Allocation') : '',
+      nodeUuid ? el('p', { class: 'alloc-node' }, ['Node: ', el('strong', { text: node?.name ?? nodeUuid })]) : '',
+      row.lastError ? el('p', { class: 'run-error', text: row.lastError }) : '',
+      w.error ? errorBlock(w.error, 'Allocation') : '',
     );
   }
+
+  hub.on('wait', ({ wait }) => show(wait));
+  hub.on('forget', ({ id }) => {
+    items.get(id)?.remove();
+    items.delete(id);
+  });
+  for (const w of hub.hello.waits) show(w);
 }

@@ -1,40 +1,51 @@
-// The console's entry: loads the ironic-wait package from /pkg/ (its browser
-// entry instantiates the wasm), talks to Ironic at this page's own origin
-// (the console server serves the simulator or proxies a real Ironic there),
-// and wires the node table, the action/wait panel and allocations together.
+// The console's entry. The ironic-wait client lives in the hub (hub.js), a
+// SharedWorker every tab of this console shares (or, where there is none, a
+// hub in this page): this page draws the node table, the action form, the
+// wait panels, allocations and a node's detail, and talks to the hub. The
+// console server's token, read from this page, goes to the hub in memory.
 import { byId, setText } from './dom.js';
 import { catchStrays, report } from './errors.js';
+import { connect } from './connection.js';
 import { createNodeTable } from './nodes.js';
 import { createRunPanel } from './run.js';
 import { createAllocations } from './allocations.js';
+import { createDetail } from './detail.js';
 import { useStateRules } from './states.js';
 
 catchStrays();
 start();
 
 async function start() {
-  let pkg;
+  // The console server accepts API requests and writes only with the token it put in this page.
+  const token = document.querySelector('meta[name="console-token"]')?.content ?? '';
+  let hub;
   try {
-    pkg = await import('/pkg/web.js');
+    hub = await connect(token);
   } catch (e) {
-    report(new Error(`The ironic-wait package could not be loaded from /pkg/ (${e.message}). Build it with \`npm run build\` (\`npm start\` does).`), 'Start-up');
+    report(e, 'Start-up');
     return;
   }
-  const { IronicClient, version, tables } = pkg;
-  setText(byId('version'), version());
-  useStateRules(tables());
-
-  // The console server accepts writes only with the token it put in this page.
-  const headers = { 'X-Console-Token': document.querySelector('meta[name="console-token"]')?.content ?? '' };
-  const client = new IronicClient({ endpoint: location.origin, headers });
-  // The table refreshes every two seconds: a failure shows at once and the
-  // next refresh is the retry.
-  const tableClient = new IronicClient({ endpoint: location.origin, headers, maxRetries: 0, requestTimeout: 15 });
+  const { version, tables, features, microversion } = hub.hello;
+  setText(byId('version'), version);
+  setText(byId('hub-mode'), hub.mode === 'shared' ? 'one for all tabs (SharedWorker)' : 'in this tab (no SharedWorker)');
+  document.body.dataset.hub = hub.mode;
+  useStateRules(tables);
+  hub.on('error', (msg) => report(msg.error, msg.context));
 
   let runs = null;
-  const table = createNodeTable({ client: tableClient, onSelection: (nodes) => runs?.setSelection(nodes) });
-  runs = createRunPanel({ client, table });
-  createAllocations({ client, table });
+  const detail = createDetail({ hub });
+  const table = createNodeTable({ hub, tables, onSelection: (s) => runs?.setSelection(s), onOpen: (uuid) => detail.open(uuid) });
+  runs = createRunPanel({ hub, table, features, waitsList: byId('waits') });
+  createAllocations({ hub, table });
+
+  const showVersion = (v, error) => {
+    setText(byId('microversion'), v ?? (error ? 'unknown' : '…'));
+    table.setMicroversion(v);
+    runs.setMicroversion(v);
+    if (error) report(error, 'Microversion negotiation');
+  };
+  if (microversion) showVersion(microversion);
+  hub.on('microversion', (msg) => showVersion(msg.microversion, msg.error));
 
   // What /v1 is: the embedded simulator, or a real Ironic behind the server's proxy.
   const config = await fetch('/console.json').then((r) => r.json()).catch(() => ({}));
@@ -46,19 +57,11 @@ async function start() {
     const reset = byId('reset-demo');
     reset.hidden = false;
     reset.addEventListener('click', async () => {
-      const r = await fetch('/__sim/reset', { method: 'POST', headers }).catch((e) => e);
+      const r = await fetch('/__sim/reset', { method: 'POST', headers: { 'X-Console-Token': token } }).catch((e) => e);
       if (!(r instanceof Response) || !r.ok) report(r instanceof Error ? r : new Error(`HTTP ${r.status}`), 'Reset');
       table.refresh();
     });
   }
-
-  client.microversion().then(
-    (v) => setText(byId('microversion'), v),
-    (e) => {
-      setText(byId('microversion'), 'unknown');
-      report(e, 'Microversion negotiation');
-    },
-  );
-  await table.refresh();
+  await table.ready;
   document.body.dataset.ready = 'true';
 }

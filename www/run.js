@@ -1,17 +1,23 @@
-// The action form and the wait panel: one `client.provision` call per run
-// (settle: 'all', so every node gets its own outcome), a live row per node
-// fed by progress events, and Cancel, which aborts the wait (not the action).
+// The action form and the wait panels. An action (or a power button) on the
+// selection asks the hub to start a wait (settle 'all': every node gets its
+// own outcome); the hub runs it and tells every tab how it goes, so each
+// tab has a panel per wait, several at once, each with its counts, its chart
+// of outcomes over time, Cancel, and a row per node (or, past ROWS_MAX
+// nodes, its failures).
 import { el, setText, byId, shortId, seconds, badge } from './dom.js';
 import { errorBlock } from './errors.js';
-import { ACTIONS, EXAMPLE_STEPS, OUTCOMES, stepOf, stateKind } from './states.js';
+import { ACTIONS, EXAMPLE_STEPS, OUTCOMES, POWER_ACTIONS, stepOf, stateKind } from './states.js';
+import { drawStacked, legend } from './chart.js';
 
 // Summary counters; those after the first four only show when not zero.
 const GROUPS = [
   ['waiting', 'waiting'], ['reached', 'reached'], ['failed', 'failed'], ['timed-out', 'timed out'],
   ['cancelled', 'cancelled'], ['sent', 'sent'], ['other', 'other'],
 ];
+// The wait chart's series: [index in a series point, name, class].
+const SERIES = [[2, 'reached', 'area-reached'], [1, 'waiting', 'area-waiting'], [3, 'failed', 'area-failed'], [4, 'other', 'area-other']];
 
-export function createRunPanel({ client, table }) {
+export function createRunPanel({ hub, table, features, waitsList }) {
   const form = byId('action-form');
   const action = byId('action');
   const timeout = byId('timeout');
@@ -19,17 +25,18 @@ export function createRunPanel({ client, table }) {
   const steps = byId('steps');
   const password = byId('rescue-password');
   const runButton = byId('run');
-  const cancel = byId('cancel');
-  const status = byId('run-status');
-  const list = byId('run-rows');
-  const summary = byId('run-summary');
+  const actionStatus = byId('action-status');
 
-  let selection = [];
-  let run = null; // the current or last run
+  let selection = { count: 0, names: [] };
+  let microversion = null;
+  const panels = new Map(); // wait id -> { wait, article, ... }
 
   action.replaceChildren(...Object.entries(ACTIONS).map(([value, a]) => el('option', { value, text: a.label })));
   action.addEventListener('change', actionChanged);
   actionChanged();
+
+  const powerButtons = [...document.querySelectorAll('#power-buttons button[data-power]')];
+  for (const b of powerButtons) b.addEventListener('click', () => power(b.dataset.power));
 
   function actionChanged() {
     const a = ACTIONS[action.value];
@@ -37,176 +44,248 @@ export function createRunPanel({ client, table }) {
     byId('steps-field').hidden = !needsSteps;
     if (needsSteps) steps.value = JSON.stringify(EXAMPLE_STEPS[a.needs]);
     byId('password-field').hidden = a.needs !== 'rescuePassword';
-    timeout.disabled = poll.disabled = !a.path;
     setText(byId('action-note'), a.path
       ? `Waits for ${a.path.at(-1)}: ${a.path.join(' → ')}`
       : 'Sent without waiting: Ironic gives this action no state to wait for.');
   }
 
   function canRun() {
-    runButton.disabled = selection.length === 0 || Boolean(run?.active);
+    runButton.disabled = selection.count === 0;
+    const minor = Number(/^1\.(\d+)$/.exec(microversion ?? '')?.[1] ?? 0);
+    for (const b of powerButtons) {
+      const soft = b.dataset.power.startsWith('soft');
+      b.disabled = selection.count === 0 || !features.power || (soft && microversion !== null && minor < 27);
+      b.title = !features.power ? 'This build of ironic-wait has no setPowerState'
+        : soft && microversion !== null && minor < 27 ? `Soft power actions need Ironic API 1.27; this Ironic speaks ${microversion}` : '';
+    }
   }
+  byId('power-note').hidden = features.power;
 
-  function setSelection(nodes) {
-    selection = nodes;
-    const names = nodes.map((n) => n.name ?? shortId(n.uuid));
-    setText(byId('selection'), nodes.length === 0
+  function setSelection(s) {
+    selection = s;
+    const { count, names } = s;
+    setText(byId('selection'), count === 0
       ? 'No nodes selected: tick them in the table.'
-      : `${nodes.length} selected: ${names.slice(0, 6).join(', ')}${names.length > 6 ? ', …' : ''}`);
+      : `${count.toLocaleString('en')} selected: ${names.slice(0, 6).join(', ')}${count > 6 ? ', …' : ''}`);
     canRun();
   }
 
-  /** The options of `client.provision` from the form, or throws a readable Error. */
+  function setMicroversion(v) {
+    microversion = v;
+    canRun();
+  }
+
+  /** The wait options from the form, or throws a readable Error. */
   function options(a) {
-    const o = { settle: 'all', holdIsTerminal: true };
-    if (a.path) {
+    const o = {};
+    if (!a || a.path) {
       const t = Number(timeout.value);
       o.wait = t > 0 ? t : true;
       o.pollInterval = Number(poll.value) || 1;
     }
-    if (a.needs === 'cleanSteps' || a.needs === 'serviceSteps') {
+    if (a?.needs === 'cleanSteps' || a?.needs === 'serviceSteps') {
       try {
         o[a.needs] = JSON.parse(steps.value);
       } catch (e) {
         throw Object.assign(new Error(`The steps are not valid JSON: ${e.message}`), { name: 'InvalidArgumentError' });
       }
     }
-    if (a.needs === 'rescuePassword') {
+    if (a?.needs === 'rescuePassword') {
       o.rescuePassword = password.value;
       password.value = ''; // sent once, not kept in the page
     }
     return o;
   }
 
-  form.addEventListener('submit', async (event) => {
+  async function start(body, name) {
+    actionStatus.replaceChildren();
+    const nodes = table.selection();
+    if (nodes.length === 0) return;
+    try {
+      await hub.request('run', { ...body, nodes, scope: table.scope(), label: `${name} · ${nodes.length.toLocaleString('en')} node(s)${describe()}` });
+    } catch (e) {
+      actionStatus.replaceChildren(errorBlock(e, `${name} not sent`));
+    }
+  }
+  const describe = () => {
+    const d = table.describeScope();
+    return d ? ` of ${d}` : '';
+  };
+
+  form.addEventListener('submit', (event) => {
     event.preventDefault();
-    if (run?.active || selection.length === 0) return;
+    if (selection.count === 0) return;
     const name = action.value;
     const a = ACTIONS[name];
-    let opts;
+    let o;
     try {
-      opts = options(a);
+      o = options(a);
     } catch (e) {
-      status.replaceChildren(errorBlock(e, `${name} not sent`));
+      actionStatus.replaceChildren(errorBlock(e, `${name} not sent`));
       return;
     }
-    await start(name, a, selection, opts);
+    start({ kind: 'provision', action: name, options: o, expected: a.path?.at(-1) ?? null, path: a.path }, name);
   });
 
-  cancel.addEventListener('click', () => run?.controller.abort());
+  function power(target) {
+    if (selection.count === 0) return;
+    const expected = POWER_ACTIONS[target];
+    start({ kind: 'power', action: target, options: options(null), expected, path: [expected] }, target);
+  }
 
-  async function start(name, a, nodes, opts) {
-    const controller = new AbortController();
-    const started = performance.now();
-    const now = () => (performance.now() - started) / 1000;
-    const rows = new Map(nodes.map((n) => [n.uuid, {
-      uuid: n.uuid, name: n.name, state: n.provision_state, lastError: null, pos: -1, outcome: null, elapsed: null, seen: [],
-    }]));
-    const current = (run = { active: true, controller, watching: false });
-    canRun();
-    cancel.disabled = !a.path;
-    list.replaceChildren(...[...rows.values()].map((r) => (r.li = el('li', { class: 'run-row', 'data-uuid': r.uuid }))));
-    rows.forEach((r) => drawRow(r, a.path, now));
-    status.replaceChildren(a.path ? `Sending ${name} to ${nodes.length} node(s) and waiting for ${a.path.at(-1)}…` : `Sending ${name}…`);
-    drawSummary(rows);
-    const ticker = setInterval(() => rows.forEach((r) => r.outcome || drawRow(r, a.path, now)), 250);
+  // ---------------------------------------------------------- the panels
 
-    opts.signal = controller.signal;
-    opts.onProgress = (e) => {
-      const r = rows.get(e.node);
-      if (!r) return;
-      Object.assign(r, { state: e.state, lastError: e.lastError });
-      if (r.seen.at(-1) !== e.state) r.seen.push(e.state);
-      if (a.path) r.pos = stepOf(a.path, e.state, r.pos);
-      if (e.done) Object.assign(r, { outcome: e.outcome, elapsed: now() });
-      if (!current.watching) {
-        current.watching = true;
-        if (a.path) status.replaceChildren(`Waiting for ${rows.size} node(s) to reach ${a.path.at(-1)}…`);
-      }
-      table.patch(r.uuid, { provision_state: e.state, target_provision_state: e.targetState, last_error: e.lastError });
-      drawRow(r, a.path, now);
-      drawSummary(rows);
-    };
+  function show(w) {
+    if (w.kind === 'allocation') return;
+    let p = panels.get(w.id);
+    if (!p) {
+      p = { article: el('article', { class: 'wait-panel', 'data-wait-id': w.id }) };
+      panels.set(w.id, p);
+      waitsList.prepend(p.article);
+      byId('waits-empty').hidden = true;
+    }
+    p.wait = w;
+    draw(p);
+  }
 
-    try {
-      const report = await client.provision(nodes.map((n) => n.uuid), name, opts);
-      for (const n of report.nodes) {
-        const r = rows.get(n.node);
-        if (!r) continue;
-        r.outcome = n.outcome;
-        if (n.state !== undefined) r.state = n.state;
-        if (n.lastError !== undefined) r.lastError = n.lastError;
-        // A refused PUT or a failed check: Ironic's error, with its request id.
-        r.error = n.error ?? null;
-        r.elapsed ??= now();
-      }
-      status.replaceChildren(finished(name, a, rows, now()));
-    } catch (e) {
-      const cancelled = e?.name === 'AbortError';
-      for (const r of rows.values()) r.outcome ??= cancelled ? 'aborted' : 'not-watched';
-      if (cancelled) {
-        status.replaceChildren(el('span', { class: 'notice', text: `Cancelled after ${seconds(now())}: this page stopped waiting, `
-          + `but the ${name} action goes on in Ironic. The node table keeps showing where the nodes are.` }));
-      } else {
-        status.replaceChildren(errorBlock(e, `${name} failed`));
-      }
-    } finally {
-      clearInterval(ticker);
-      current.active = false;
-      cancel.disabled = true;
-      canRun();
-      rows.forEach((r) => drawRow(r, a.path, now));
-      drawSummary(rows);
-      table.refresh();
+  function forget(id) {
+    panels.get(id)?.article.remove();
+    panels.delete(id);
+    byId('waits-empty').hidden = panels.size > 0;
+  }
+
+  const now = (w) => ((w.endedAt ?? Date.now()) - w.startedAt) / 1000;
+
+  function draw(p) {
+    const w = p.wait;
+    const running = w.status === 'running';
+    const article = p.article;
+    article.dataset.status = w.status;
+    article.dataset.kind = w.kind;
+    article.dataset.saved = String(w.saved);
+    article.dataset.persisted = String(w.persisted);
+    article.dataset.resumed = String(w.resumed);
+    if (!p.head) {
+      p.title = el('h3', { class: 'wait-title' });
+      p.meta = el('p', { class: 'wait-meta muted' });
+      p.cancel = el('button', { type: 'button', class: 'wait-cancel', text: 'Cancel wait', 'aria-describedby': 'cancel-hint' });
+      p.cancel.addEventListener('click', () => hub.send('cancel', { id: p.wait.id }));
+      p.dismiss = el('button', { type: 'button', class: 'wait-dismiss quiet', text: 'Dismiss' });
+      p.dismiss.addEventListener('click', () => forget(p.wait.id));
+      p.head = el('div', { class: 'wait-head' }, [el('div', {}, [p.title, p.meta]), p.cancel, p.dismiss]);
+      p.status = el('div', { class: 'run-status', 'aria-live': 'polite' });
+      p.summary = el('ul', { class: 'summary', 'aria-label': 'Summary' });
+      p.chart = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+      p.chart.setAttribute('class', 'chart wait-chart');
+      p.legend = el('ul', { class: 'chart-legend', 'aria-hidden': 'true' });
+      p.failuresTitle = el('h4', { class: 'failures-title' });
+      p.rows = el('ol', { class: 'run-rows', 'aria-label': 'Nodes in this wait' });
+      article.append(p.head, p.status, p.summary, el('figure', { class: 'chart-box' }, [p.chart, p.legend]), p.failuresTitle, p.rows);
+    }
+    setText(p.title, w.label);
+    const bits = [`started ${new Date(w.startedAt).toLocaleTimeString()}`];
+    if (w.resumed) bits.push('taken up again from the checkpoint kept in this browser');
+    else if (w.persisted) bits.push('kept in this browser: a reload takes it up again');
+    setText(p.meta, bits.join(' · '));
+    p.cancel.hidden = !running || !w.expected;
+    p.cancel.disabled = !running;
+    p.dismiss.hidden = running;
+    p.status.replaceChildren(statusOf(w));
+    drawSummary(p.summary, w.counts);
+    drawStacked(p.chart, {
+      points: w.series.map(([t, ...v]) => ({ t, values: Object.fromEntries(SERIES.map(([i, name]) => [name, v[i - 1]])) })),
+      classOf: (k) => SERIES.find(([, name]) => name === k)[2],
+      order: (k) => SERIES.findIndex(([, name]) => name === k),
+      xLabel: (t) => seconds(t),
+      label: `Nodes of this wait by outcome over time: ${w.counts.reached} reached, ${w.counts.failed} failed, ${w.counts.waiting} waiting`,
+    });
+    legend(p.legend, SERIES.map(([i, name, cls]) => [name, w.series.at(-1)?.[i] ?? 0, cls]));
+    if (w.rows) {
+      p.failuresTitle.hidden = true;
+      p.rows.replaceChildren(...w.rows.map((r) => drawRow(r, w)));
+    } else {
+      p.failuresTitle.hidden = false;
+      const more = w.failedCount - w.failures.length;
+      setText(p.failuresTitle, w.failedCount === 0 ? 'No failures so far'
+        : `Failures: ${w.failedCount.toLocaleString('en')}${more > 0 ? ` (the first ${w.failures.length} shown)` : ''}`);
+      p.rows.replaceChildren(...w.failures.map((r) => drawRow(r, w)));
     }
   }
 
-  function finished(name, a, rows, elapsed) {
-    const all = [...rows.values()];
-    if (!a.path) return `${name} sent to ${all.length} node(s); Ironic gives it no state to wait for.`;
-    const reached = all.filter((r) => r.outcome === 'reached').length;
-    if (reached === all.length) return `All ${all.length} node(s) reached ${a.path.at(-1)} in ${seconds(elapsed)}.`;
-    return `${reached} of ${all.length} node(s) reached ${a.path.at(-1)}; see the rows below.`;
+  function statusOf(w) {
+    const expected = w.expected;
+    const n = w.total.toLocaleString('en');
+    const moved = w.series.length > 1 || w.counts.waiting < w.total;
+    switch (w.status) {
+      case 'running':
+        if (!expected) return `Sending ${w.action}…`;
+        return moved || w.resumed ? `Waiting for ${n} node(s) to reach ${expected}…` : `Sending ${w.action} to ${n} node(s) and waiting for ${expected}…`;
+      case 'cancelled':
+        return el('span', { class: 'notice', text: `Cancelled after ${seconds(now(w))}: the console stopped waiting, `
+          + `but the ${w.action} action goes on in Ironic. The node table keeps showing where the nodes are.` });
+      case 'failed':
+        return errorBlock(w.error, `${w.action} failed`);
+      default: {
+        if (!expected) return `${w.action} sent to ${n} node(s); Ironic gives it no state to wait for.`;
+        const reached = w.counts.reached;
+        if (reached === w.total) return `All ${n} node(s) reached ${expected} in ${seconds(now(w))}.`;
+        return `${reached.toLocaleString('en')} of ${n} node(s) reached ${expected}; see the ${w.rows ? 'rows' : 'failures'} below.`;
+      }
+    }
   }
 
-  function drawSummary(rows) {
-    const counts = Object.fromEntries(GROUPS.map(([g]) => [g, 0]));
-    for (const r of rows.values()) counts[outcomeOf(r)[1]] += 1;
-    summary.replaceChildren(...GROUPS.filter(([g], i) => i < 4 || counts[g] > 0).map(([g, text]) =>
-      el('li', { class: `count count-${g}`, 'data-group': g }, [el('strong', { text: String(counts[g]) }), ` ${text}`])));
+  function drawSummary(list, counts) {
+    list.replaceChildren(...GROUPS.filter(([g], i) => i < 4 || counts[g] > 0).map(([g, text]) =>
+      el('li', { class: `count count-${g}`, 'data-group': g }, [el('strong', { text: counts[g].toLocaleString('en') }), ` ${text}`])));
   }
 
-  return { setSelection };
+  // Unsettled rows' elapsed time goes on between the hub's updates.
+  setInterval(() => {
+    for (const p of panels.values()) {
+      if (p.wait.status !== 'running') continue;
+      for (const span of p.rows.querySelectorAll('.run-row[data-outcome="waiting"] .run-elapsed')) setText(span, seconds(now(p.wait)));
+    }
+  }, 250);
+
+  hub.on('wait', ({ wait }) => show(wait));
+  hub.on('forget', ({ id }) => forget(id));
+  for (const w of hub.hello.waits) show(w);
+
+  return { setSelection, setMicroversion };
 }
 
 /** [what a row says, its summary counter]. */
 const outcomeOf = (r) => (r.outcome ? OUTCOMES[r.outcome] ?? [r.outcome, 'other'] : ['waiting', 'waiting']);
 
 /** One node's row: name (UUID as its title), state, elapsed, outcome, the expected states as steps, and last_error in full. */
-function drawRow(r, path, now) {
+function drawRow(r, w) {
   const [outcome, group] = outcomeOf(r);
-  r.li.className = `run-row run-${group}`;
-  r.li.dataset.outcome = r.outcome ?? 'waiting';
-  r.li.dataset.state = r.state ?? '';
-  r.li.dataset.seen = r.seen.join(' > ');
+  const path = w.path;
+  const li = el('li', {
+    class: `run-row run-${group}`, 'data-uuid': r.uuid, 'data-outcome': r.outcome ?? 'waiting',
+    'data-state': r.state ?? '', 'data-seen': r.seen.join(' > '),
+  });
+  const elapsed = r.elapsed ?? ((w.endedAt ?? Date.now()) - w.startedAt) / 1000;
   const children = [
     el('div', { class: 'run-line' }, [
       el('span', { class: 'run-name', title: r.uuid, text: r.name ?? shortId(r.uuid) }),
-      badge(r.state, stateKind(r.state)),
-      el('span', { class: 'run-elapsed', text: seconds(r.elapsed ?? now()) }),
+      badge(r.state, w.kind === 'power' ? 'working' : stateKind(r.state)),
+      el('span', { class: 'run-elapsed', text: seconds(elapsed) }),
       el('span', { class: `outcome outcome-${group}`, text: outcome }),
     ]),
   ];
-  if (path) {
+  if (path && w.rows) {
+    const pos = r.seen.reduce((p, s) => stepOf(path, s, p), -1);
     const reached = r.outcome === 'reached';
     const failed = group === 'failed';
     children.push(el('ol', { class: 'steps', 'aria-label': `Expected states for ${r.name ?? r.uuid}` }, path.map((s, i) => {
-      const current = !reached && i === Math.max(r.pos, 0) && (r.pos >= 0 || failed);
-      const cls = reached || i < r.pos ? 'done' : current ? (failed ? 'failed' : 'current') : 'todo';
+      const current = !reached && i === Math.max(pos, 0) && (pos >= 0 || failed);
+      const cls = reached || i < pos ? 'done' : current ? (failed ? 'failed' : 'current') : 'todo';
       return el('li', { 'aria-current': cls === 'current' ? 'step' : null }, [el('span', { class: `step step-${cls}`, text: s })]);
     })));
   }
   if (r.lastError) children.push(el('p', { class: 'run-error', text: r.lastError }));
   if (r.error) children.push(errorBlock(r.error));
-  r.li.replaceChildren(...children);
+  li.append(...children);
+  return li;
 }
