@@ -2,7 +2,8 @@
 // against the embedded simulator (and once through the IRONIC_URL proxy):
 // runs with wait, failures, Cancel (checked in the simulator's request log),
 // allocations, readable errors, server text as text, and the page under its
-// CSP with no console errors.
+// CSP with no console errors. The hub, the large fleet, reloads and several
+// tabs are in fleet-console.test.mjs.
 //
 // The mid-wait screenshot goes to target/console/console.png; with
 // UPDATE_SCREENSHOTS=1 also to docs/console.png (the README's picture).
@@ -68,6 +69,12 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  // A wait left running would be taken up again by the next test's page (the
+  // hub keeps running waits in IndexedDB): cancel them, as a user would.
+  if (page && !page.isClosed()) {
+    for (const button of await page.locator('#waits .wait-cancel:visible').all()) await button.click().catch(() => {});
+    await page.waitForFunction(() => !document.querySelector('#waits .wait-panel[data-status="running"]'), null, { timeout: 5000 }).catch(() => {});
+  }
   await page?.close();
 });
 
@@ -80,7 +87,10 @@ async function open(scenario) {
 }
 
 const row = (name) => page.locator(`#node-rows tr[data-name="${name}"]`);
-const runRow = (uuid) => page.locator(`#run-rows > li[data-uuid="${uuid}"]`);
+// The newest wait's panel comes first.
+const PANEL = '#waits > .wait-panel:first-child';
+const runRow = (uuid) => page.locator(`${PANEL} .run-rows > li[data-uuid="${uuid}"]`);
+const runStatus = () => page.textContent(`${PANEL} .run-status`);
 const uuidOf = (name) => server.sim.node(name).uuid;
 
 /** Ticks the nodes, sets the form and presses Run. */
@@ -98,7 +108,7 @@ async function runAction(names, action, { timeout = 30, poll = 0.1, steps, passw
 async function settled(names) {
   const uuids = names.map(uuidOf);
   await page.waitForFunction(
-    (ids) => ids.every((id) => (document.querySelector(`#run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !== 'waiting'),
+    (ids) => ids.every((id) => (document.querySelector(`#waits > .wait-panel:first-child .run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !== 'waiting'),
     uuids,
   );
   const out = {};
@@ -106,7 +116,7 @@ async function settled(names) {
   return out;
 }
 
-const summary = () => page.$$eval('#run-summary li', (items) => Object.fromEntries(items.map((li) => [li.dataset.group, Number(li.querySelector('strong').textContent)])));
+const summary = () => page.$$eval(`${PANEL} .summary li`, (items) => Object.fromEntries(items.map((li) => [li.dataset.group, Number(li.querySelector('strong').textContent)])));
 
 test('manage with wait takes three nodes to manageable, through verifying', { timeout: TEST_TIMEOUT }, async () => {
   await open({
@@ -130,7 +140,7 @@ test('manage with wait takes three nodes to manageable, through verifying', { ti
       [['verifying', 'step step-done'], ['manageable', 'step step-done']]);
   }
   assert.deepEqual(await summary(), { waiting: 0, reached: 3, failed: 0, 'timed-out': 0 });
-  assert.match(await page.textContent('#run-status'), /^All 3 node\(s\) reached manageable in \d+\.\d s\.$/);
+  assert.match(await runStatus(), /^All 3 node\(s\) reached manageable in \d+\.\d s\.$/);
   await page.waitForFunction(() => ['e1', 'e2', 'e3'].every((n) =>
     document.querySelector(`#node-rows tr[data-name="${n}"]`).dataset.state === 'manageable'));
   assert.equal(await row('m1').getAttribute('data-state'), 'manageable');
@@ -139,16 +149,19 @@ test('manage with wait takes three nodes to manageable, through verifying', { ti
   assert.deepEqual(problems, []);
 });
 
-test('the table refreshes itself with one list request of the shown fields, and pauses while hidden', { timeout: TEST_TIMEOUT }, async () => {
+test('the table is fed by the hub\'s watches (no refresh timer, no request per node), and pauses while hidden', { timeout: TEST_TIMEOUT }, async () => {
   await open({ nodes: [{ name: 'n1', provision_state: 'enroll' }, { name: 'n2', provision_state: 'available' }] });
   const lists = () => server.sim.log({ method: 'GET', path: '/v1/nodes' });
-  while (lists().length < 2) await page.waitForTimeout(100);
-  // The shown fields, and the change feed's stamp: listNodes is served by
-  // the client's poll loop, whose listings carry it.
-  const shown = ['uuid', 'name', 'provision_state', 'target_provision_state', 'power_state', 'maintenance', 'last_error', 'resource_class'];
+  while (lists().length < 3) await page.waitForTimeout(100);
+  // Two watches of the scope on the client's loop: the change feed (its
+  // fields, stamp included), and one of the other columns, listed in full.
+  const feed = ['uuid', 'name', 'provision_state', 'target_provision_state', 'last_error', 'provision_updated_at'].sort();
+  const columns = [...feed, 'power_state', 'target_power_state', 'maintenance', 'resource_class', 'fault', 'conductor_group', 'owner', 'shard'].sort();
   for (const e of lists()) {
-    assert.deepEqual(new URLSearchParams(e.query).get('fields').split(',').sort(), [...shown, 'provision_updated_at'].sort());
+    const fields = new URLSearchParams(e.query).get('fields').split(',').sort();
+    assert.ok([feed.join(), columns.join()].includes(fields.join()), `fields of ${e.query}`);
   }
+  assert.ok(lists().some((e) => e.query.includes('sort_key=provision_updated_at')), 'the feed asks for what changed');
   assert.equal(server.sim.log({ method: 'GET', path: '/v1/nodes/*' }).length, 0, 'no request per node');
 
   // A change in Ironic shows up without a reload.
@@ -160,16 +173,17 @@ test('the table refreshes itself with one list request of the shown fields, and 
     document.dispatchEvent(new Event('visibilitychange'));
   });
   await page.waitForFunction(() => document.querySelector('#refresh-status').textContent === 'Paused while the page is hidden');
+  await page.waitForTimeout(300); // the hub hears of it
   const before = lists().length;
   const since = server.sim.now();
-  while (server.sim.now() < since + 3000) await page.waitForTimeout(100); // longer than the 2 s refresh period
-  assert.equal(lists().length, before, 'no refresh while hidden');
+  while (server.sim.now() < since + 3000) await page.waitForTimeout(100); // longer than the 2 s rounds
+  assert.equal(lists().length, before, 'no listing while the only tab showing the scope is hidden');
   await page.evaluate(() => {
     Object.defineProperty(document, 'hidden', { value: false, configurable: true });
     document.dispatchEvent(new Event('visibilitychange'));
   });
   await page.waitForFunction(() => /^Updated /.test(document.querySelector('#refresh-status').textContent));
-  assert.ok(lists().length > before, 'refreshes again once visible');
+  assert.ok(lists().length > before, 'lists again once visible');
   assert.deepEqual(problems, []);
 });
 
@@ -192,7 +206,7 @@ test('a failing node shows its last_error in full, next to one that succeeds', {
   assert.equal(await bad.locator('.step-failed').textContent(), 'verifying');
   assert.equal(await runRow(uuidOf('good')).locator('.run-error').count(), 0);
   assert.deepEqual(await summary(), { waiting: 0, reached: 1, failed: 1, 'timed-out': 0 });
-  assert.match(await page.textContent('#run-status'), /1 of 2 node\(s\) reached manageable/);
+  assert.match(await runStatus(), /1 of 2 node\(s\) reached manageable/);
   await page.waitForFunction((text) => document.querySelector('#node-rows tr[data-name="bad"] .col-last-error').textContent === text, lastError);
   assert.deepEqual(problems, []);
 });
@@ -205,20 +219,19 @@ test('Cancel aborts the wait: no request for the node after it, and the action g
   });
   await runAction(['slow'], 'manage', { timeout: 0 });
   const slow = runRow(uuidOf('slow'));
-  await page.waitForFunction(() => document.querySelector('#run-rows > li')?.dataset.state === 'verifying');
-  await page.waitForFunction(() => !document.querySelector('#cancel').disabled);
+  await page.waitForFunction(() => document.querySelector('#waits .run-rows > li')?.dataset.state === 'verifying');
   // Let it poll a few times, so the check below means something.
   const polls = () => server.sim.log({ method: 'GET', node: 'slow' });
   while (polls().length < 3) await page.waitForTimeout(50);
 
-  await page.click('#cancel');
-  await page.waitForFunction(() => document.querySelector('#run-rows > li').dataset.outcome === 'aborted');
+  await page.click(`${PANEL} .wait-cancel`);
+  await page.waitForFunction(() => document.querySelector('#waits .run-rows > li').dataset.outcome === 'aborted');
   const cancelledAt = server.sim.now();
-  assert.match(await page.textContent('#run-status'), /this page stopped waiting, but the manage action goes on in Ironic/);
+  assert.match(await runStatus(), /the console stopped waiting, but the manage action goes on in Ironic/);
   assert.equal(await slow.locator('.outcome').textContent(), 'cancelled');
-  assert.equal(await page.isDisabled('#cancel'), true);
+  assert.equal(await page.isHidden(`${PANEL} .wait-cancel`), true, 'nothing left to cancel');
 
-  // Fifteen poll intervals of silence; the table's own list refreshes go on.
+  // Fifteen poll intervals of silence; the table's own listings go on.
   while (server.sim.now() < cancelledAt + 1500) await page.waitForTimeout(100);
   const late = polls().filter((e) => e.t > cancelledAt);
   assert.deepEqual(late, [], 'no request for the node after Cancel');
@@ -232,8 +245,8 @@ test('clean takes its steps and rescue its password from the form; bad steps are
     nodes: [{ name: 'm1', provision_state: 'manageable' }, { name: 'a1', provision_state: 'active' }],
   });
   await runAction(['m1'], 'clean', { steps: '[{"interface": "deploy", "step": "erase_devices_metadata"}' });
-  await page.waitForSelector('#run-status .error-block');
-  assert.equal(await page.textContent('#run-status .error-block strong'), 'clean not sent: Not sent: invalid input');
+  await page.waitForSelector('#action-status .error-block');
+  assert.equal(await page.textContent('#action-status .error-block strong'), 'clean not sent: Not sent: invalid input');
   assert.equal(server.sim.log({ method: 'PUT' }).length, 0);
 
   await page.fill('#steps', '[{"interface": "deploy", "step": "erase_devices_metadata"}]');
@@ -280,11 +293,17 @@ test('server text is text: markup in a name and in last_error shows literally an
   await page.selectOption('#action', 'manage');
   await page.fill('#poll', '0.1');
   await page.click('#run');
-  const r = page.locator('#run-rows > li').first();
-  await page.waitForFunction(() => document.querySelector('#run-rows > li')?.dataset.outcome === 'unexpected-stable');
+  const r = page.locator('#waits .run-rows > li').first();
+  await page.waitForFunction(() => document.querySelector('#waits .run-rows > li')?.dataset.outcome === 'unexpected-stable');
   assert.equal(await r.locator('.run-name').textContent(), name);
   assert.equal(await r.locator('.run-error').textContent(), failure);
   await page.waitForFunction((text) => document.querySelector('#node-rows .col-last-error').textContent === text, failure);
+  assert.equal(await page.locator('body img, body b, main script').count(), 0, 'no element was made from server text');
+  // Its detail too: the fields and the history panel.
+  await tr.locator('.col-name button').click();
+  await page.waitForSelector('#detail-panel[data-loaded="true"]');
+  assert.equal(await page.textContent('#detail-title'), name);
+  assert.equal(await page.textContent('#detail-fields .field-name'), name);
   assert.equal(await page.locator('body img, body b, main script').count(), 0, 'no element was made from server text');
   assert.deepEqual(problems, [], 'no dialog, no error');
 });
@@ -296,20 +315,21 @@ test('client errors are readable messages: HTTP errors with their request id, un
     // The page's first list answer is cut in half.
     faults: [{ path: '/v1/nodes', method: 'GET', kind: 'malformed', count: 1 }],
   });
-  await page.waitForFunction(() => /Refresh failed: Ironic's answer cannot be used/.test(document.querySelector('#refresh-status').textContent));
-  await page.waitForSelector('#node-rows tr[data-name="busy"]'); // the next refresh recovers
-  assert.match(await page.textContent('#refresh-status'), /^Updated /);
+  await page.waitForFunction(() => /Listing failed: Ironic's answer cannot be used/.test(document.querySelector('#refresh-status').textContent));
+  await page.waitForSelector('#node-rows tr[data-name="busy"]'); // the other watch of the table lists it
+  // The failed watch's retry, a moment later, recovers.
+  await page.waitForFunction(() => /^Updated /.test(document.querySelector('#refresh-status').textContent));
 
   // A refused PUT is that node's outcome, with Ironic's words and request id.
   await runAction(['busy'], 'manage');
   const row = runRow(uuidOf('busy'));
-  await page.waitForSelector(`#run-rows li[data-uuid="${uuidOf('busy')}"][data-outcome="error"] .error-block`);
+  await page.waitForSelector(`#waits .run-rows li[data-uuid="${uuidOf('busy')}"][data-outcome="error"] .error-block`);
   assert.equal(await row.locator('.error-block strong').textContent(), 'Ironic answered HTTP 400');
   assert.equal(await row.locator('.error-detail').textContent(),
     `The requested action "manage" can not be performed on node "${uuidOf('busy')}" while it is in state "active".`);
   const put = server.sim.log({ method: 'PUT' })[0];
   assert.equal(await row.locator('.error-request code').textContent(), put.id);
-  assert.match(await page.textContent('#run-status'), /^0 of 1 node\(s\) reached manageable/);
+  assert.match(await runStatus(), /^0 of 1 node\(s\) reached manageable/);
   // The browser itself logs failed loads; nothing else may reach the console.
   assert.deepEqual(problems.filter((p) => !/Failed to load resource: the server responded with a status of 400/.test(p)), []);
 });
@@ -322,7 +342,7 @@ test('allocations: one becomes active on a gold node, one fails with a readable 
   await page.fill('#alloc-rc', 'gold');
   await page.click('#alloc-create');
   const first = page.locator('#alloc-rows li').first();
-  await page.waitForFunction(() => document.querySelector('#alloc-rows li')?.dataset.state !== 'allocating');
+  await page.waitForFunction(() => !['allocating', undefined].includes(document.querySelector('#alloc-rows li')?.dataset.state));
   assert.equal(await first.getAttribute('data-state'), 'active');
   assert.equal(await first.locator('.alloc-node strong').textContent(), 'g1');
 
@@ -361,7 +381,7 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
   await page.fill('#poll', '0.5');
   await page.focus('#run');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => [...document.querySelectorAll('#run-rows > li')].some((li) => li.dataset.state === 'wait call-back'));
+  await page.waitForFunction(() => [...document.querySelectorAll('#waits .run-rows > li')].some((li) => li.dataset.state === 'wait call-back'));
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, 'console.png') });
   if (process.env.UPDATE_SCREENSHOTS) {
@@ -373,8 +393,11 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
   // Sort and filter (while the wait goes on).
   await page.click('th button[data-sort="name"]');
   assert.equal(await page.getAttribute('#node-rows tr:first-child', 'data-name'), 'storage-04');
+  // The state filter is the watch's scope: Ironic lists only those (the page filters what it has meanwhile).
   await page.selectOption('#state-filter', 'enroll');
+  await page.waitForFunction(() => /^Updated /.test(document.querySelector('#refresh-status').textContent));
   assert.deepEqual(await page.$$eval('#node-rows tr', (rows) => rows.map((r) => r.dataset.name)), ['edge-04', 'edge-03', 'compute-12', 'compute-11']);
+  assert.ok(server.sim.log({ method: 'GET', path: '/v1/nodes' }).some((e) => new URLSearchParams(e.query).get('provision_state') === 'enroll'));
   await page.selectOption('#state-filter', '');
 
   await page.setViewportSize({ width: 400, height: 800 });
@@ -396,7 +419,7 @@ test('proxy mode: the page works against an Ironic behind IRONIC_URL', { timeout
     await page.selectOption('#action', 'manage');
     await page.fill('#poll', '0.1');
     await page.click('#run');
-    await page.waitForFunction(() => document.querySelector('#run-rows > li')?.dataset.outcome === 'reached');
+    await page.waitForFunction(() => document.querySelector('#waits .run-rows > li')?.dataset.outcome === 'reached');
     assert.equal(ironic.sim.node('far').provision_state, 'manageable');
     // The page's writes went through with its token; Ironic saw the server's token, not the page's.
     const put = ironic.requests('PUT', '/v1/nodes/*/states/provision');
