@@ -38,10 +38,13 @@ const NEGATIVE_NUMBER = /^-\d+$|^-\d*\.\d+$/;
 /**
  * One argparse parser. Options: add({ flags, dest, metavar, help, type,
  * nargs ('?' or absent), const, default, required, action ('store',
- * 'store_true', 'append', 'help', 'version'), choices, secret, exactOnly }).
+ * 'store_true', 'append', 'help', 'version'), choices, secret, exactOnly,
+ * hidden, usageHidden }).
  * Positionals: addPositional({ dest, metavar, nargs ('+' or absent), help }).
  * `secret` options' values are never quoted back in an error; `exactOnly`
- * options are not matched by a prefix.
+ * options are not matched by a prefix; `hidden` ones are shown nowhere,
+ * `usageHidden` ones in the help's list but not in the usage line (an option
+ * of ours on a baremetal command, whose usage text must stay baremetal's).
  */
 export class Parser {
   constructor({ prog, description = '', epilog = '', addHelp = true }) {
@@ -280,7 +283,7 @@ export class Parser {
     const grouped = new Set();
     const optParts = [];
     for (const a of this.optionals) {
-      if (a.hidden || grouped.has(a)) continue;
+      if (a.hidden || a.usageHidden || grouped.has(a)) continue;
       if (a.group) {
         const members = a.group.actions.filter((m) => !m.hidden);
         members.forEach((m) => grouped.add(m));

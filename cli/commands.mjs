@@ -58,6 +58,16 @@ const waitOption = (what) => ({
   help: `${what} Optionally takes a timeout value (in seconds). The default value is 0, meaning it will wait indefinitely.`,
 });
 
+// Ours, on the waiting commands: exact name only, so that no prefix a
+// baremetal option answered to (--di for --disable-ramdisk) becomes ambiguous.
+const diagnoseOption = (extra = {}) => ({
+  flags: ['--diagnose'],
+  action: 'store_true',
+  exactOnly: true,
+  help: "On a failure or a timeout, print each failed node's last 5 history events under its message (API 1.78; not in baremetal).",
+  ...extra,
+});
+
 // cliff's ShowOne formatter options, in the order `baremetal` lists them.
 function addShowOneOptions(parser) {
   parser.add({ flags: ['-f', '--format'], dest: 'formatter', choices: FORMATS, default: 'table', help: 'the output format, defaults to table' });
@@ -81,6 +91,8 @@ function provisionParser(prog, name) {
   parser.addPositional({ dest: 'nodes', metavar: '<node>', nargs: '+', help: "Names or UUID's of the nodes." });
   parser.add({ flags: ['--provision-state'], default: spec.target, choices: [spec.target], hidden: true });
   if (spec.expected) parser.add(waitOption(`Wait for a node to reach the desired state, ${spec.expected}.`));
+  // Not in baremetal's usage line, which errors print and must match.
+  if (spec.expected) parser.add(diagnoseOption({ usageHidden: true }));
   for (const option of spec.options ?? []) {
     if (option === 'config-drive') parser.add({ flags: ['--config-drive'], metavar: '<config-drive>', help: CONFIG_DRIVE_HELP });
     if (option === 'deploy-steps') parser.add({ flags: ['--deploy-steps'], metavar: '<deploy-steps>', help: stepsHelp('deploy') });
@@ -109,13 +121,45 @@ function provisionParser(prog, name) {
 function nodeWaitParser(prog) {
   const parser = new Parser({
     prog,
-    description: 'Wait for nodes to reach a provision state (sends nothing; not in baremetal).',
-    epilog: 'Fails as baremetal --wait does: a node in error or a "* failed" state (unless that is the state waited for), or resting in another stable state. ' + WAIT_NOTES,
+    description: 'Wait for nodes to reach a provision state or a power state (sends nothing; not in baremetal).',
+    epilog: 'Fails as baremetal --wait does: a node in error or a "* failed" state (unless that is the state waited for), or resting in another stable state. ' +
+      'With --power-state: fails when a power action ends short of the state with an error. ' + WAIT_NOTES,
   });
   parser.addPositional({ dest: 'nodes', metavar: '<node>', nargs: '+', help: "Names or UUID's of the nodes." });
-  parser.add({ flags: ['--state'], metavar: '<state>', required: true, help: 'The provision state to wait for, e.g. active.' });
+  const what = parser.addGroup({ required: true });
+  what.add({ flags: ['--state'], metavar: '<state>', help: 'The provision state to wait for, e.g. active.' });
+  what.add({ flags: ['--power-state'], metavar: '<power-state>', choices: POWER_STATES, help: "The power state to wait for: 'power on' or 'power off' (no power action under way)." });
   parser.add({ flags: ['--timeout'], metavar: '<seconds>', type: 'float', default: 0, help: 'Give up after this many seconds (default 0: no limit).' });
   parser.add({ flags: ['--poll-interval'], metavar: '<seconds>', type: 'float', default: 2, help: 'Seconds between checks (default 2).' });
+  parser.add(diagnoseOption());
+  return parser;
+}
+
+const POWER_STATES = ['power on', 'power off'];
+
+/**
+ * `node power on|off` and `node reboot` as baremetal builds them (nodes,
+ * --power-timeout, --soft where it has it, in its order), with our --wait
+ * and --diagnose.
+ */
+function powerParser(prog, kind) {
+  const descriptions = { on: 'Power on a node', off: 'Power off a node', reboot: 'Reboot baremetal node' };
+  const parser = new Parser({
+    prog,
+    description: descriptions[kind],
+    epilog: 'Prints nothing on success, as baremetal. --wait and --diagnose are not in baremetal: --wait waits until the power action is over ' +
+      '(Ironic clears the target power state) and fails when it ends short of it with an error. ' + WAIT_NOTES,
+  });
+  parser.addPositional({ dest: 'nodes', metavar: '<node>', nargs: '+', help: "Names or UUID's of the nodes." });
+  const soft = () => parser.add({ flags: ['--soft'], action: 'store_true', help: kind === 'off' ? 'Request graceful power-off.' : 'Request Graceful reboot.' });
+  if (kind === 'reboot') soft();
+  parser.add({
+    flags: ['--power-timeout'], metavar: '<power-timeout>', type: 'int',
+    help: 'Timeout (in seconds, positive integer) to wait for the target power state before erroring out.',
+  });
+  if (kind === 'off') soft();
+  parser.add(waitOption(`Wait for the power action to end, with the node in ${kind === 'off' ? 'power off' : 'power on'}.`));
+  parser.add(diagnoseOption());
   return parser;
 }
 
@@ -178,7 +222,16 @@ export const COMMANDS = [
     parser: (prog) => provisionParser(prog, name),
     run: (ctx, values) => runProvision(ctx, name, values),
   })),
-  { words: ['node', 'wait'], summary: 'Wait for nodes to reach a provision state', parser: nodeWaitParser, run: runNodeWait },
+  ...[['power', 'on'], ['power', 'off'], ['reboot'], ['power', 'reboot']].map((words) => {
+    const kind = words.at(-1);
+    return {
+      words: ['node', ...words],
+      summary: { on: 'Power on a node', off: 'Power off a node', reboot: 'Reboot baremetal node' }[kind] + (words.length === 2 && kind === 'reboot' ? ' (node reboot)' : ''),
+      parser: (prog) => powerParser(prog, kind),
+      run: (ctx, values) => runPower(ctx, kind, values),
+    };
+  }),
+  { words: ['node', 'wait'], summary: 'Wait for nodes to reach a provision or power state', parser: nodeWaitParser, run: runNodeWait },
   { words: ['node', 'watch'], summary: 'Watch nodes: each node, then each change', parser: nodeWatchParser, run: runNodeWatch },
   { words: ['allocation', 'create'], summary: 'Create a new baremetal allocation', parser: allocationCreateParser, run: runAllocationCreate },
   { words: ['allocation', 'wait'], summary: 'Wait for an allocation to become active', parser: allocationWaitParser, run: runAllocationWait },
@@ -365,8 +418,9 @@ async function runProvision(ctx, name, v) {
   // One call sends the PUTs and waits, its deadline counting from the first
   // PUT; "Waiting for" is printed once they are sent (its first checkpoint).
   const view = { command: `node ${name}`, nodes: v.nodes, expected: spec.expected, timeout: wait };
+  ctx.diagnose = Boolean(v.diagnose);
   const report = await runWait(ctx, view, (hooks) =>
-    ctx.client.provision(v.nodes, spec.target, { ...body, wait, settle: ctx.settle, signal: ctx.signal, ...hooks }),
+    ctx.client.provision(v.nodes, spec.target, { ...body, wait, settle: ctx.settle, signal: ctx.signal, ...diagnosed(ctx), ...hooks }),
   );
   return finishReport(ctx, report, spec.expected, wait);
 }
@@ -374,15 +428,65 @@ async function runProvision(ctx, name, v) {
 async function runNodeWait(ctx, v) {
   checkTimeout(v.timeout);
   if (!(v.poll_interval > 0)) throw new CommandError('The poll interval must be a positive number');
-  const expected = v.state.toLowerCase();
-  const view = { command: 'node wait', nodes: v.nodes, expected, timeout: v.timeout };
+  ctx.diagnose = Boolean(v.diagnose);
+  const power = v.power_state !== undefined && v.power_state !== null;
+  const expected = power ? v.power_state : v.state.toLowerCase();
+  const view = { command: 'node wait', nodes: v.nodes, expected, timeout: v.timeout, ...(power && { what: 'power state' }) };
   waitingLine(ctx, view);
+  const options = { timeout: v.timeout, pollInterval: v.poll_interval, settle: ctx.settle, signal: ctx.signal, ...diagnosed(ctx) };
   const report = await runWait(ctx, view, (hooks) =>
-    ctx.client.waitForProvisionState(v.nodes, v.state, {
-      timeout: v.timeout, pollInterval: v.poll_interval, settle: ctx.settle, signal: ctx.signal, ...hooks,
-    }),
+    power
+      ? ctx.client.waitForPowerState(v.nodes, v.power_state, { ...options, ...hooks })
+      : ctx.client.waitForProvisionState(v.nodes, v.state, { ...options, ...hooks }),
   );
   return finishReport(ctx, report, expected, v.timeout);
+}
+
+/** `node power on|off [--soft]`, `node reboot [--soft]`: the PUTs, and with --wait the wait, printing nothing on success. */
+async function runPower(ctx, kind, v) {
+  // python-ironicclient's check, before anything is sent.
+  if (v.power_timeout !== undefined && v.power_timeout !== null && v.power_timeout <= 0) {
+    throw new CommandError("'timeout' option for setting power state must have positive integer value (> 0)");
+  }
+  const wait = v.wait_timeout ?? null;
+  if (wait !== null) checkTimeout(wait);
+  const action = { on: 'power on', off: v.soft ? 'soft power off' : 'power off', reboot: v.soft ? 'soft reboot' : 'reboot' }[kind];
+  const options = { settle: ctx.settle, signal: ctx.signal };
+  if (v.power_timeout !== undefined && v.power_timeout !== null) options.powerTimeout = v.power_timeout;
+  if (wait === null) {
+    const sent = await ctx.client.setPowerState(v.nodes, action, options);
+    const refused = sent.nodes.filter((n) => n.outcome === 'error' || n.outcome === 'not-found');
+    printReport(ctx, sent);
+    for (const n of refused) ctx.err(`${n.error?.message ?? `Node ${n.node}: ${n.outcome}`}\n`);
+    return refused.length ? 1 : 0;
+  }
+  ctx.diagnose = Boolean(v.diagnose);
+  const expected = kind === 'off' ? 'power off' : 'power on';
+  // baremetal prints nothing for a power action: no "Waiting for" line either.
+  const view = { command: kind === 'reboot' ? 'node reboot' : `node power ${kind}`, nodes: v.nodes, expected, timeout: wait, silent: true };
+  const report = await runWait(ctx, view, (hooks) =>
+    ctx.client.setPowerState(v.nodes, action, { ...options, wait, ...diagnosed(ctx), ...hooks }),
+  );
+  return finishReport(ctx, report, expected, wait);
+}
+
+/** The library's diagnose option, only when --diagnose is given (the calls stay as they were otherwise). */
+function diagnosed(ctx) {
+  return ctx.diagnose ? { diagnose: true } : {};
+}
+
+/**
+ * --diagnose: the history events of report entries that have them (or
+ * why not), as lines to print under a failure's message. Several nodes
+ * (a timeout's one message): each under a line naming it.
+ */
+function diagnosisLines(entries) {
+  const shown = entries.filter((n) => n && (n.history !== undefined || n.historyError !== undefined));
+  const events = (n, indent) => (n.history !== undefined
+    ? n.history.map((h) => `${indent}${h.created_at} ${h.severity} ${h.event_type}: ${h.event}`)
+    : [`${indent}(no history: ${n.historyError})`]);
+  if (shown.length === 1) return events(shown[0], '  ');
+  return shown.flatMap((n) => [`  ${n.node}:`, ...events(n, '    ')]);
 }
 
 async function runNodeWatch(ctx, v) {
@@ -415,7 +519,7 @@ async function runNodeWatch(ctx, v) {
 
 /** baremetal's line as a node wait begins. */
 function waitingLine(ctx, view) {
-  if (!ctx.json) ctx.out(`Waiting for provision state ${view.expected} on node(s) ${view.nodes.join(', ')}\n`);
+  if (!ctx.json && !view.silent) ctx.out(`Waiting for ${view.what ?? 'provision state'} ${view.expected} on node(s) ${view.nodes.join(', ')}\n`);
 }
 
 /**
@@ -439,6 +543,13 @@ async function runWait(ctx, view, start) {
     return report;
   } catch (e) {
     printReport(ctx, e?.report);
+    // --diagnose: the failed node's history under the message (exit 1 all the same).
+    if (ctx.diagnose && e?.report && !ctx.signal.aborted) {
+      const named = e.node !== undefined ? [e.node] : Array.isArray(e.nodes) ? e.nodes : null;
+      const entries = e.report.nodes.filter((n) => !named || named.includes(n.node));
+      const lines = diagnosisLines(entries);
+      if (lines.length) throw new CommandError([e.message, ...lines].join('\n'));
+    }
     throw e;
   } finally {
     progress.end();
@@ -486,7 +597,8 @@ async function runResume(ctx, v) {
   if (command.startsWith('node ')) {
     const { nodes, expected, timeout } = saved;
     if (!Array.isArray(nodes) || !nodes.every((n) => typeof n === 'string') || typeof expected !== 'string' || typeof timeout !== 'number') throw notOurs();
-    const view = { command, nodes, expected, timeout, resumed: true };
+    const view = { command, nodes, expected, timeout, resumed: true, silent: saved.silent === true };
+    if (saved.what === 'power state') view.what = saved.what;
     waitingLine(ctx, view);
     const report = await runWait(ctx, view, (hooks) => ctx.client.resume(checkpoint, { signal: ctx.signal, ...hooks }));
     return finishReport(ctx, report, expected, timeout);
@@ -509,13 +621,21 @@ async function runResume(ctx, v) {
 function finishReport(ctx, report, expected, timeout) {
   printReport(ctx, report);
   const timedOut = [];
+  // --diagnose only: the node's history under its message (nothing otherwise).
+  const diagnosis = (entries) => {
+    for (const line of diagnosisLines(entries)) ctx.err(`${line}\n`);
+  };
   for (const n of report.nodes) {
     if (n.outcome === 'failed') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in state ${n.state}, and has error: ${n.lastError ?? 'None'}\n`);
     else if (n.outcome === 'unexpected-stable') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in unexpected stable state ${n.state}\n`);
-    else if (n.outcome === 'timed-out') timedOut.push(n.node);
+    else if (n.outcome === 'timed-out') timedOut.push(n);
     else if (n.outcome !== 'reached' && n.outcome !== 'accepted') ctx.err(`${n.error?.message ?? `Node ${n.node}: ${n.outcome}`}\n`);
+    if (n.outcome !== 'timed-out') diagnosis([n]);
   }
-  if (timedOut.length) ctx.err(`Node(s) ${timedOut.join(', ')} failed to reach state ${expected} in ${timeout} seconds\n`);
+  if (timedOut.length) {
+    ctx.err(`Node(s) ${timedOut.map((n) => n.node).join(', ')} failed to reach state ${expected} in ${timeout} seconds\n`);
+    diagnosis(timedOut);
+  }
   return report.ok ? 0 : 1;
 }
 

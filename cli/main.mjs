@@ -97,7 +97,9 @@ export async function main(argv, { prog, env, stdout, stderr, readStdin }) {
       return 2;
     }
     err(`${prog}: '${maskSecrets(rest).join(' ')}' is not an ${prog} command. See '${prog} --help'.\n`);
-    const near = COMMANDS.filter((c) => c.words[0] === rest[0]);
+    // `node power foo`: the commands under `node power`; else those under `node`.
+    const under = COMMANDS.filter((c) => c.words.length > 2 && c.words[0] === rest[0] && c.words[1] === rest[1]);
+    const near = under.length ? under : COMMANDS.filter((c) => c.words[0] === rest[0]);
     err(`Did you mean one of these?\n${(near.length ? near : COMMANDS).map((c) => `  ${c.words.join(' ')}`).join('\n')}\n`);
     return 2;
   }
