@@ -2,7 +2,10 @@
 // --power-state` and `--diagnose`: bin/ironic-wait.mjs against a fresh
 // simulator, behind a small proxy that keeps the bodies of the PUTs.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { CLI, endpointArgs, run, withSimulator } from './support.mjs';
 
@@ -217,4 +220,25 @@ test('help: the power commands are listed, and their options shown; --diagnose i
     assert.doesNotMatch(deploy.stdout.split('\n\n')[0], /--diagnose/);
     assert.match(deploy.stdout, /^ {2}--diagnose /m);
   });
+});
+
+test('--checkpoint and resume of a power wait: no "Waiting for" line, the timeout message of the original', async () => {
+  const stalled = scenario([active('n1')], { transitions: [{ node: 'n1', action: 'power off', stall: true }] });
+  const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-power-'));
+  const file = join(dir, 'wait.json');
+  try {
+    await withRecorder(stalled, async ({ puts, ironicWait }) => {
+      const r = await ironicWait(['-q', '--checkpoint', file, 'node', 'power', 'off', 'n1', '--wait', '1']);
+      assert.equal(r.code, 1);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr, 'Node(s) n1 failed to reach state power off in 1 seconds\n');
+      const resumed = await ironicWait(['-q', 'resume', file]);
+      assert.equal(resumed.code, 1);
+      assert.equal(resumed.stdout, '');
+      assert.equal(resumed.stderr, 'Node(s) n1 failed to reach state power off in 1 seconds\n');
+      assert.equal(puts.length, 1, 'the PUT is not sent again');
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
