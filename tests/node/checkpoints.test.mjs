@@ -662,10 +662,10 @@ test('hostile checkpoints: the wait\'s fields, the rows, the outcomes, the PUT b
   const WAIT_TYPES = {
     expected: 'string', timeoutUs: 'number', pollIntervalUs: 'number', settle: 'string',
     failOnUnexpectedState: 'boolean', holdIsTerminal: 'boolean', concurrency: 'number', listThreshold: 'number',
-    listMode: 'string', scope: 'array', auto: 'boolean', budget: 'number',
+    listMode: 'string', scope: 'array', auto: 'boolean', budget: 'number', diagnose: 'boolean',
   };
   // Absent from checkpoints made before they were options: their defaults.
-  const OPTIONAL = new Set(['listMode', 'scope', 'auto', 'budget']);
+  const OPTIONAL = new Set(['listMode', 'scope', 'auto', 'budget', 'diagnose']);
   assert.deepEqual(Object.keys(cp.wait).sort(), Object.keys(WAIT_TYPES).sort());
   for (const [key, type] of Object.entries(WAIT_TYPES)) {
     for (const value of [...VALUES, undefined]) {
@@ -690,6 +690,9 @@ test('hostile checkpoints: the wait\'s fields, the rows, the outcomes, the PUT b
     ['action unknown', edit((c) => { c.action = 'explode'; }), /Unknown provision action: explode/],
     ['action another', edit((c) => { c.action = 'undeploy'; }), /expected state is not the action's/],
     ['method unknown', edit((c) => { c.method = 'deleteNode'; }), /unknown method deleteNode/],
+    ['a provision made a power action', edit((c) => { c.method = 'setPowerState'; }), /Unknown power action "deploy"/],
+    ['a power action with a provision body', edit((c) => { c.method = 'setPowerState'; c.action = 'power on'; }), /expected state is not the action's/],
+    ['a power wait of a provision state', edit((c) => { c.method = 'waitForPowerState'; }), /^Invalid checkpoint: /],
     ['method of another kind', edit((c) => { c.method = 'waitForAllocation'; }), /^Invalid checkpoint: /],
     ['microversion not 1.N', edit((c) => { c.microversion = '2.0; DROP'; }), /microversion must be 1\.N/],
     ['seen row of two', edit((c) => { c.seen[0] = ['active', null]; }), /seen has rows of three/],
