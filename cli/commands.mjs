@@ -158,7 +158,8 @@ function powerParser(prog, kind) {
     help: 'Timeout (in seconds, positive integer) to wait for the target power state before erroring out.',
   });
   if (kind === 'off') soft();
-  parser.add(waitOption(`Wait for the power action to end, with the node in ${kind === 'off' ? 'power off' : 'power on'}.`));
+  const { expected } = tables().powerActions.find((a) => a.name === (kind === 'on' ? 'power on' : kind === 'off' ? 'power off' : 'reboot'));
+  parser.add(waitOption(`Wait for the power action to end, with the node in ${expected}.`));
   parser.add(diagnoseOption());
   return parser;
 }
@@ -461,7 +462,7 @@ async function runPower(ctx, kind, v) {
     return refused.length ? 1 : 0;
   }
   ctx.diagnose = Boolean(v.diagnose);
-  const expected = kind === 'off' ? 'power off' : 'power on';
+  const { expected } = tables().powerActions.find((a) => a.name === action);
   // baremetal prints nothing for a power action: no "Waiting for" line either.
   const view = { command: kind === 'reboot' ? 'node reboot' : `node power ${kind}`, nodes: v.nodes, expected, timeout: wait, silent: true };
   const report = await runWait(ctx, view, (hooks) =>

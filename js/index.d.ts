@@ -34,6 +34,8 @@ export interface ProvisionActionRow {
 export interface Tables {
   actions: readonly ProvisionActionRow[];
   actionsByName: Readonly<Record<string, ProvisionActionRow>>;
+  /** `setPowerState`'s actions: `target` is Ironic's (`rebooting`), `expected` the power state each ends in. */
+  powerActions: readonly ProvisionActionRow[];
   provisionStates: readonly string[];
   stableStates: readonly string[];
   /** Ironic's own `* failed` states; any state that is `error` or ends with `failureSuffix` is a failure. */

@@ -9,7 +9,8 @@ use crate::engine::{Outcome, WaitOptions, MAX_SECONDS};
 use crate::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS};
 use crate::ironic::{MAX_PAGES, MAX_PAGE_SIZE};
 use crate::states::{
-    ACTIONS, ALLOCATION_STATES, FAILURE_STATES, FAILURE_SUFFIX, HOLD_STATES, PROVISION_STATES, STABLE_STATES,
+    Action, ACTIONS, ALLOCATION_STATES, FAILURE_STATES, FAILURE_SUFFIX, HOLD_STATES, POWER_ACTIONS, PROVISION_STATES,
+    STABLE_STATES,
 };
 
 /// Answers up to this many bytes are read unless `maxResponseBytes` says
@@ -21,6 +22,9 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: u32 = 16 * 1024 * 1024;
 pub struct Tables {
     /// python-ironicclient's action table, in its order, with OSC's names.
     pub actions: Vec<ActionRow>,
+    /// `setPowerState`'s actions: openstacksdk's names, Ironic's targets,
+    /// the power state each ends in.
+    pub power_actions: Vec<ActionRow>,
     pub provision_states: &'static [&'static str],
     /// States a node rests in without a target.
     pub stable_states: &'static [&'static str],
@@ -40,7 +44,7 @@ pub struct Tables {
 #[serde(rename_all = "camelCase")]
 pub struct ActionRow {
     pub name: &'static str,
-    /// The `target` sent in the provision PUT.
+    /// The `target` sent in the provision (or power) PUT.
     pub target: &'static str,
     /// The state a wait after it waits for; null where there is no wait.
     pub expected: Option<&'static str>,
@@ -76,20 +80,22 @@ pub struct Limits {
     pub max_retry_after: f64,
 }
 
+fn row(a: &Action) -> ActionRow {
+    ActionRow {
+        name: a.name,
+        target: a.target,
+        expected: a.wait.map(|(state, _)| state),
+        poll_interval: a.wait.map(|(_, interval)| interval),
+    }
+}
+
 /// The tables as the core has them.
 pub fn tables() -> Tables {
     let nodes = WaitOptions::nodes(Vec::new(), "");
     let retry = RetryPolicy::default();
     Tables {
-        actions: ACTIONS
-            .iter()
-            .map(|a| ActionRow {
-                name: a.name,
-                target: a.target,
-                expected: a.wait.map(|(state, _)| state),
-                poll_interval: a.wait.map(|(_, interval)| interval),
-            })
-            .collect(),
+        actions: ACTIONS.iter().map(row).collect(),
+        power_actions: POWER_ACTIONS.iter().map(row).collect(),
         provision_states: &PROVISION_STATES,
         stable_states: &STABLE_STATES,
         failure_states: &FAILURE_STATES,
@@ -127,6 +133,8 @@ mod tests {
         assert_eq!(t.actions.len(), ACTIONS.len());
         let deploy = t.actions.iter().find(|a| a.name == "deploy").unwrap();
         assert_eq!((deploy.target, deploy.expected, deploy.poll_interval), ("active", Some("active"), Some(10)));
+        let reboot = t.power_actions.iter().find(|a| a.name == "reboot").unwrap();
+        assert_eq!((reboot.target, reboot.expected, reboot.poll_interval), ("rebooting", Some("power on"), Some(2)));
         let abort = t.actions.iter().find(|a| a.name == "abort").unwrap();
         assert_eq!((abort.expected, abort.poll_interval), (None, None));
         assert_eq!((t.defaults.poll_interval, t.defaults.allocation_poll_interval), (2.0, 1.0));
