@@ -78,6 +78,7 @@ export function createHub({ mode }) {
   const tabs = new Set();
   const scopes = new Map(); // key -> scope state
   const waits = new Map(); // id -> wait
+  const extras = new Map(); // uuid -> the fields watch's fields last seen of it, for every scope
   let pkg = null;
   let client = null;
   let token = null;
@@ -305,8 +306,8 @@ export function createHub({ mode }) {
     runWatch(s, gen, 'fields', { scope, fields: extraFields(), pollInterval: s.fieldsInterval });
     later(s, EMPTY_AFTER_MS, () => {
       if (s.gen !== gen || s.loaded) return;
-      s.loaded = true;
-      flush(s);
+      s.status = { at: s.status.at, error: Object.values(s.errors).find(Boolean) ?? null };
+      becameLoaded(s);
     });
     const sampler = setInterval(() => sample(s), SAMPLE_MS);
     s.timers.add({ clear: () => clearInterval(sampler) });
@@ -386,17 +387,34 @@ export function createHub({ mode }) {
   }
 
   function put(s, uuid, node) {
-    if (!inScope(s.scope, node)) return remove(s, uuid);
-    const old = s.model.get(uuid);
     const clean = {};
     for (const [k, v] of Object.entries(node)) if (k !== 'links') clean[k] = v;
     clean.uuid = uuid;
+    // The other columns, as any scope's fields watch last saw them: a node
+    // the feed brings to a new scope has them before its own listing comes.
+    let extra = extras.get(uuid);
+    for (const [k] of EXTRA_FIELDS) {
+      if (k in clean) (extra ??= {})[k] = clean[k];
+      else if (extra && k in extra) clean[k] = extra[k];
+    }
+    if (extra) extras.set(uuid, extra);
+    if (!inScope(s.scope, clean)) return remove(s, uuid);
+    const old = s.model.get(uuid);
     if (old?.provision_state !== clean.provision_state) {
       if (old) count(s, old.provision_state, -1);
       count(s, clean.provision_state, 1);
     }
     s.model.set(uuid, clean);
-    s.pending.set(uuid, clean);
+    // Tabs get a known node's changed fields only (a churn round changes
+    // three or four of fourteen); a node new to them, whole.
+    const queued = s.pending.get(uuid);
+    if (!old || queued === null || queued?.whole) {
+      s.pending.set(uuid, Object.defineProperty(clean, 'whole', { value: true, enumerable: false, configurable: true }));
+    } else {
+      const delta = queued ?? { uuid };
+      for (const k in clean) if (clean[k] !== old[k]) delta[k] = clean[k];
+      s.pending.set(uuid, delta);
+    }
     flushSoon(s);
   }
 
@@ -427,19 +445,27 @@ export function createHub({ mode }) {
     const removes = [];
     for (const [uuid, node] of s.pending) (node ? upserts.push(node) : removes.push(uuid));
     s.pending.clear();
+    if (s.fieldsInterval === FEED_INTERVAL && s.model.size > LARGE_FLEET) slowFields(s);
     if (upserts.length || removes.length) {
       s.status = { at: Date.now(), error: Object.values(s.errors).find(Boolean) ?? null };
-      if (!s.loaded) {
-        s.loaded = true;
-        sample(s);
-      }
+      if (!s.loaded) return becameLoaded(s);
     }
-    if (s.fieldsInterval === FEED_INTERVAL && s.model.size > LARGE_FLEET) slowFields(s);
     const state = tableState(s);
     for (let i = 0; i < Math.max(1, upserts.length); i += SNAPSHOT_SLICE) {
       const message = { t: 'table', key: s.key, upserts: upserts.slice(i, i + SNAPSHOT_SLICE), removes: i === 0 ? removes : [], ...state };
       for (const tab of s.subs) post(tab, message);
     }
+  }
+
+  /**
+   * The scope's first listing has come (or a wait for one has shown it
+   * empty): its tabs get it whole. Until then they keep what they showed,
+   * filtered by the new scope, rather than an empty table.
+   */
+  function becameLoaded(s) {
+    s.loaded = true;
+    sample(s);
+    for (const tab of s.subs) sendSnapshot(tab, s);
   }
 
   /**
@@ -453,8 +479,8 @@ export function createHub({ mode }) {
     s.fieldsInterval = Math.min(120, Math.max(10, Math.ceil(s.model.size / 1000) * 0.6));
     const gen = s.gen;
     s.iters.fields?.return().catch(() => {});
-    // It has seen every node once: from now on only changes (`initial: false`).
-    runWatch(s, gen, 'fields', { scope: s.scope, fields: extraFields(), pollInterval: s.fieldsInterval, initial: false });
+    // Its first listing may not have ended: the new one gives every node again (the unchanged ones change nothing).
+    runWatch(s, gen, 'fields', { scope: s.scope, fields: extraFields(), pollInterval: s.fieldsInterval });
   }
 
   function sample(s) {

@@ -14,6 +14,9 @@ import { drawStacked, legend, stateOrder } from './chart.js';
 
 /** Rows drawn above and below the ones in view. */
 const OVERSCAN = 12;
+/** The hub's changes: applied this many at a time, for at most BUDGET_MS per task. */
+const SLICE = 2000;
+const BUDGET_MS = 8;
 /** Past this many moved rows, one pass over the view beats a splice each. */
 const SPLICE_MAX = 64;
 // Cells after the checkbox, in column order.
@@ -147,12 +150,10 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     }
     return lo;
   }
-  const indexOf = (n) => {
-    const i = lowerBound(n);
-    return view[i] === n ? i : view.indexOf(n);
-  };
 
-  function rebuild() {
+  /** The view made again from every node (a new filter or scope): it starts at the top. */
+  function rebuild(keepPlace = false) {
+    if (!keepPlace) wrap.scrollTop = 0;
     view = [];
     for (const n of all.values()) if (passes(n)) view.push(n);
     view.sort(compare);
@@ -160,32 +161,86 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     render();
   }
 
-  /** A batch of the hub's changes, applied to the view without sorting it again. */
+  /** Copies the columns `n` lacks from what the page knew of the node. */
+  function fill(n, old) {
+    if (!old) return;
+    for (const k of SHOWN) if (!(k in n) && k in old) n[k] = old[k];
+  }
+
+  /** The first index whose node sorts at or after (key, uuid): where a node sat before its fields changed. */
+  function lowerBoundKey(key, uuid) {
+    let lo = 0;
+    let hi = view.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const m = view[mid];
+      const km = keyOf(m);
+      let c;
+      if (km !== key) c = km === null ? 1 : key === null ? -1 : km < key ? -sort.dir : sort.dir;
+      else c = m.uuid < uuid ? -1 : m.uuid > uuid ? 1 : 0;
+      if (c < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Keeps only the shown nodes that still pass (the order holds). */
+  function narrow() {
+    wrap.scrollTop = 0;
+    view = view.filter(passes);
+    inView = new Set(view.map((n) => n.uuid));
+    render();
+  }
+
+  /**
+   * A batch of the hub's changes, applied to the view without sorting it
+   * again. A node keeps one object for its life here, changed in place: a
+   * change that moves neither its place nor its match (most of them) costs
+   * a few property writes, and a redraw only if its row is in view.
+   */
   function update(upserts, removes) {
-    const out = new Set();
+    const out = []; // [node, its key before the change]
     const added = [];
+    let drawn = false;
     for (const uuid of removes) {
       const old = all.get(uuid);
       if (!old) continue;
       all.delete(uuid);
-      if (inView.has(uuid)) out.add(old);
+      if (inView.has(uuid)) out.push([old, keyOf(old)]);
     }
     for (const n of upserts) {
       const old = all.get(n.uuid);
-      all.set(n.uuid, n);
-      const was = old !== undefined && inView.has(n.uuid);
-      const is = passes(n);
-      if (was && is && keyOf(old) === keyOf(n)) {
-        view[indexOf(old)] = n; // same place: only its cells change
+      if (!old) {
+        noteValues(n);
+        all.set(n.uuid, n);
+        if (passes(n)) added.push(n);
         continue;
       }
-      if (was) out.add(old);
-      if (is) added.push(n);
+      const was = inView.has(n.uuid);
+      const before = was ? keyOf(old) : null;
+      if (n.name !== undefined && n.name !== old.name) delete old._text;
+      // Its sort key is made again only if its sorted field changed.
+      if (n[sort.key] !== undefined && n[sort.key] !== old[sort.key]) old._sortBy = null;
+      for (const k in n) if (k[0] !== '_') old[k] = n[k];
+      const is = passes(old);
+      if (was && is && keyOf(old) === before) {
+        drawn ||= rows.has(n.uuid);
+        continue;
+      }
+      if (was) out.push([old, before]);
+      if (is) added.push(old);
     }
-    if (out.size) {
-      if (out.size <= SPLICE_MAX) for (const n of out) view.splice(indexOf(n), 1);
-      else view = view.filter((n) => !out.has(n));
-      for (const n of out) inView.delete(n.uuid);
+    if (out.length) {
+      if (out.length <= SPLICE_MAX) {
+        for (const [n, key] of out) {
+          const i = lowerBoundKey(key, n.uuid);
+          view.splice(view[i] === n ? i : view.indexOf(n), 1);
+        }
+      } else {
+        const gone = new Set(out.map(([n]) => n));
+        view = view.filter((n) => !gone.has(n));
+      }
+      for (const [n] of out) inView.delete(n.uuid);
     }
     if (added.length) {
       added.sort(compare);
@@ -204,49 +259,64 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
       }
       for (const n of added) inView.add(n.uuid);
     }
-    render();
+    if (drawn || out.length || added.length) render();
   }
 
   // ----------------------------------------------------------- rendering
 
+  function newRow() {
+    const box = el('input', { type: 'checkbox' });
+    const open = el('button', { type: 'button', class: 'link', title: 'Show this node' });
+    const cells = COLUMNS.map(([k]) => el('td', { class: `col-${k.replaceAll('_', '-')}` }));
+    cells[0].append(open);
+    const tr = el('tr', {}, [el('td', { class: 'col-select' }, [box]), ...cells]);
+    const row = { tr, box, open, cells, node: null, drawn: {}, uuid: null };
+    // The row's node is whichever it shows now.
+    box.addEventListener('change', () => {
+      box.checked ? selected.add(row.uuid) : selected.delete(row.uuid);
+      tr.classList.toggle('is-selected', box.checked);
+      selectionChanged();
+    });
+    open.addEventListener('click', () => onOpen(row.uuid));
+    return row;
+  }
+
+  // Rows that scrolled out of view, kept to draw the next ones with (no new elements while scrolling).
+  const spare = [];
+
   function rowFor(n) {
     let row = rows.get(n.uuid);
     if (!row) {
-      const box = el('input', { type: 'checkbox', 'aria-label': `Select ${n.name ?? n.uuid}` });
-      const uuid = n.uuid;
-      box.addEventListener('change', () => {
-        box.checked ? selected.add(uuid) : selected.delete(uuid);
-        selectionChanged();
-      });
-      const open = el('button', { type: 'button', class: 'link', title: 'Show this node' });
-      open.addEventListener('click', () => onOpen(uuid));
-      const cells = COLUMNS.map(([k]) => el('td', { class: `col-${k.replaceAll('_', '-')}` }));
-      cells[0].append(open);
-      const tr = el('tr', { 'data-uuid': uuid }, [el('td', { class: 'col-select' }, [box]), ...cells]);
-      row = { tr, box, open, cells, node: null };
-      rows.set(uuid, row);
+      row = spare.pop() ?? newRow();
+      row.uuid = n.uuid;
+      row.drawn = {};
+      row.tr.dataset.uuid = n.uuid;
+      rows.set(n.uuid, row);
     }
-    if (row.node !== n) {
-      const before = row.node;
-      row.node = n;
-      COLUMNS.forEach(([field, draw], i) => {
-        if (before && before[field] === n[field] && field !== 'name') return;
-        if (field === 'name') {
-          setText(row.open, n.name ?? shortId(n.uuid));
-          row.box.setAttribute('aria-label', `Select ${n.name ?? n.uuid}`);
-          return;
-        }
-        const content = draw(n);
-        if (typeof content === 'string') {
-          setText(row.cells[i], content);
-          if (field === 'last_error') row.cells[i].title = content;
-        } else row.cells[i].replaceChildren(content);
-        if (field === 'uuid') row.cells[i].title = n.uuid;
-      });
+    row.node = n;
+    // Only the cells whose value changed are written to.
+    let changed = false;
+    COLUMNS.forEach(([field, draw], i) => {
+      if (row.drawn[field] === n[field] && field in row.drawn) return;
+      row.drawn[field] = n[field];
+      changed = true;
+      if (field === 'name') {
+        setText(row.open, n.name ?? shortId(n.uuid));
+        row.box.setAttribute('aria-label', `Select ${n.name ?? n.uuid}`);
+        return;
+      }
+      const content = draw(n);
+      if (typeof content === 'string') {
+        setText(row.cells[i], content);
+        if (field === 'last_error') row.cells[i].title = content;
+      } else row.cells[i].replaceChildren(content);
+      if (field === 'uuid') row.cells[i].title = n.uuid;
+    });
+    if (changed) {
       row.tr.dataset.state = n.provision_state ?? '';
       row.tr.dataset.name = n.name ?? '';
     }
-    row.box.checked = selected.has(n.uuid);
+    tick(row);
     return row;
   }
 
@@ -255,9 +325,12 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     cancelAnimationFrame(frame);
     frame = 0;
     if (!rowHeight) rowHeight = measureRow();
-    const top = wrap.scrollTop;
     // While the box grows to its maximum height it is shorter than it will be: draw for a full window.
     const height = Math.max(wrap.clientHeight, Math.min(innerHeight, 640));
+    // Fewer rows than the scroll position reaches (a filter, nodes gone): back to the last ones.
+    let top = wrap.scrollTop;
+    const end = Math.max(0, view.length * rowHeight - wrap.clientHeight);
+    if (top > end) top = wrap.scrollTop = end;
     const first = Math.max(0, Math.floor(top / rowHeight) - OVERSCAN);
     const last = Math.min(view.length, Math.ceil((top + height) / rowHeight) + OVERSCAN);
     padTop.firstElementChild.firstElementChild.style.height = `${first * rowHeight}px`;
@@ -274,6 +347,7 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
       if (keep.has(uuid)) continue;
       row.tr.remove();
       rows.delete(uuid);
+      if (spare.length < 200) spare.push(row);
     }
     // Move rows only where the order changed, so focus stays where it is.
     wanted.forEach((tr, i) => {
@@ -285,6 +359,12 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     setText(byId('select-matching'), `Select all ${view.length.toLocaleString('en')} shown`);
     byId('select-matching').disabled = view.length === 0;
     drawSelectAll();
+  }
+
+  function tick(row) {
+    const on = selected.has(row.node.uuid);
+    if (row.box.checked !== on) row.box.checked = on;
+    row.tr.classList.toggle('is-selected', on);
   }
 
   function measureRow() {
@@ -315,6 +395,7 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
       return el('li', {}, [b]);
     });
     list.replaceChildren(...items);
+    drawLegend();
     // The state filter's options say how many nodes each state has, when the scope shows every state.
     const known = !scope.provisionState;
     for (const option of stateSelect.options) {
@@ -343,49 +424,104 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
       xLabel: (t, last) => (t === last ? 'now' : `${Math.round((t - last) / 1000)} s`),
       label: 'Nodes of this scope by provision state over time',
     });
-    const now = series.at(-1)?.counts ?? {};
-    legend(byId('fleet-legend'), Object.keys(now).sort((a, b) => stateOrder(a) - stateOrder(b)).map((s) => [s, now[s], `area-${stateKind(s)}`]));
+    drawLegend();
   }
 
+  /** The chart's legend says the counts of now (the chart's last point may be two seconds old). */
+  function drawLegend() {
+    legend(byId('fleet-legend'), Object.keys(counts).sort((a, b) => stateOrder(a) - stateOrder(b)).map((s) => [s, counts[s], `area-${stateKind(s)}`]));
+  }
+
+  // Values offered in the filters' lists, gathered as nodes come (at most 100 a filter).
+  const seenValues = Object.fromEntries(Object.keys(SUGGESTIONS).map((name) => [name, new Set()]));
+  let valuesChanged = false;
+  function noteValues(n) {
+    for (const [name, field] of Object.entries(SUGGESTIONS)) {
+      const v = n[field];
+      const set = seenValues[name];
+      if (v && set.size < 100 && !set.has(v)) {
+        set.add(v);
+        valuesChanged = true;
+      }
+    }
+  }
   let suggested = 0;
   function suggest() {
-    if (Date.now() - suggested < 5000) return;
+    if (!valuesChanged || Date.now() - suggested < 2000) return;
     suggested = Date.now();
-    for (const [name, field] of Object.entries(SUGGESTIONS)) {
-      const values = new Set();
-      for (const n of all.values()) {
-        if (n[field]) values.add(n[field]);
-        if (values.size >= 100) break;
-      }
-      byId(`${FILTER_INPUTS[name]}-list`).replaceChildren(...[...values].sort().map((value) => el('option', { value })));
+    valuesChanged = false;
+    for (const [name, set] of Object.entries(seenValues)) {
+      byId(`${FILTER_INPUTS[name]}-list`).replaceChildren(...[...set].sort().map((value) => el('option', { value })));
     }
   }
 
   // -------------------------------------------------------- the hub's news
 
+  // The hub's messages are applied a slice at a time, a few milliseconds per
+  // task, so that a large batch (the fields watch's listing of 100,000
+  // nodes, say) never holds a frame for long.
+  const inbox = [];
+  let pumping = null;
   hub.on('table', (msg) => {
     if (msg.key !== key) return; // a scope left since
-    if (msg.reset) snapshot = new Map();
-    if (snapshot) {
-      for (const n of msg.upserts) snapshot.set(n.uuid, n);
-      for (const uuid of msg.removes) snapshot.delete(uuid);
+    inbox.push(msg);
+    pumping ??= setTimeout(pump, 0);
+  });
+
+  function pump() {
+    pumping = null;
+    const start = performance.now();
+    while (inbox.length && performance.now() - start < BUDGET_MS) {
+      const msg = inbox[0];
+      if (msg.key !== key) {
+        inbox.shift();
+        continue;
+      }
+      if (msg.reset) snapshot = new Map();
+      if (snapshot) {
+        for (const n of msg.upserts) {
+          snapshot.set(n.uuid, n);
+          noteValues(n);
+        }
+        for (const uuid of msg.removes) snapshot.delete(uuid);
+        inbox.shift();
+        if (msg.total !== undefined) done(msg);
+        continue;
+      }
+      // A change batch, in slices.
+      const at = msg.at ?? 0;
+      const slice = msg.upserts.slice(at, at + SLICE);
+      update(slice, at === 0 ? msg.removes : []);
+      msg.at = at + SLICE;
+      if (msg.at >= msg.upserts.length) {
+        inbox.shift();
+        if (msg.total !== undefined) done(msg);
+      }
     }
-    if (msg.total === undefined) return; // more slices to come
+    if (inbox.length) pumping = setTimeout(pump, 0);
+  }
+
+  /** The last message of a batch: its counts and status, and a snapshot complete. */
+  function done(msg) {
     ({ total, counts, status: hubStatus, loaded } = msg);
     if (msg.series) series = msg.series;
+    // A scope not listed yet: what is shown stays (filtered by the new scope) until its listing comes whole.
+    if (snapshot && !msg.loaded && all.size > 0) snapshot = null;
     if (snapshot) {
+      // A new scope's first listing is the change feed's (provision states):
+      // the other columns the page already knows stay until the hub's
+      // listing of them comes, rather than blinking empty.
+      for (const n of snapshot.values()) fill(n, all.get(n.uuid));
       all = snapshot;
       snapshot = null;
-      rebuild();
+      rebuild(true);
       drawChart();
-    } else {
-      update(msg.upserts, msg.removes);
     }
     drawCounts();
     drawStatus();
     suggest();
     if (loaded) resolveReady();
-  });
+  }
   hub.on('series', (msg) => {
     if (msg.key !== key) return;
     series.push(msg.point);
@@ -418,20 +554,24 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     // One filter pass per frame however fast the typing.
     cancelAnimationFrame(typing);
     typing = requestAnimationFrame(() => {
+      const before = text;
       text = textFilter.value.trim().toLowerCase();
-      rebuild();
+      if (text === before) return;
+      // A longer search only narrows: the shown rows, already in order, are filtered; no sort.
+      if (text.includes(before)) narrow();
+      else rebuild();
     });
   });
   const selectShown = (on) => {
     for (const n of view) on ? selected.add(n.uuid) : selected.delete(n.uuid);
-    for (const row of rows.values()) row.box.checked = selected.has(row.node.uuid);
+    for (const row of rows.values()) tick(row);
     selectionChanged();
   };
   selectAll.addEventListener('change', () => selectShown(selectAll.checked));
   byId('select-matching').addEventListener('click', () => selectShown(true));
   byId('clear-selection').addEventListener('click', () => {
     selected.clear();
-    for (const row of rows.values()) row.box.checked = false;
+    for (const row of rows.values()) tick(row);
     selectionChanged();
   });
   for (const button of document.querySelectorAll('#node-table th button[data-sort]')) {
