@@ -94,11 +94,14 @@ function stints(events, node) {
     const state = e.state ?? null;
     const last = rows.at(-1);
     if (state && last?.state === state) {
-      last.seconds = Math.max(last.seconds ?? 0, e.duration_seconds ?? 0);
+      // Events of one stay: it lasted at least from the first one's entry to
+      // the last event (states in between, like wait call-back, write no row).
+      const span = (Date.parse(e.created_at) - Date.parse(last.at)) / 1000 + (last.entered ?? 0);
+      last.seconds = Math.max(last.seconds ?? 0, e.duration_seconds ?? 0, Number.isFinite(span) ? span : 0);
       last.errors += e.severity === 'ERROR' ? 1 : 0;
       continue;
     }
-    rows.push({ state, seconds: e.duration_seconds ?? null, errors: e.severity === 'ERROR' ? 1 : 0, at: e.created_at, type: e.event_type });
+    rows.push({ state, seconds: e.duration_seconds ?? null, entered: e.duration_seconds ?? 0, errors: e.severity === 'ERROR' ? 1 : 0, at: e.created_at, type: e.event_type });
   }
   const stated = rows.some((r) => r.state);
   const items = stated
