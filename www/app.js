@@ -35,7 +35,7 @@ async function start() {
   let runs = null;
   const detail = createDetail({ hub });
   const table = createNodeTable({ hub, tables, onSelection: (s) => runs?.setSelection(s), onOpen: (uuid) => detail.open(uuid) });
-  runs = createRunPanel({ hub, table, features, waitsList: byId('waits') });
+  runs = createRunPanel({ hub, table, features, tables, waitsList: byId('waits') });
   createAllocations({ hub, table });
 
   const showVersion = (v, error) => {

@@ -37,6 +37,8 @@ const SERIES_MAX = 450;
 /** A wait of at most this many nodes shows a row per node; a larger one counts and lists its failures. */
 export const ROWS_MAX = 60;
 const FAILURES_MAX = 200;
+/** Waits of at most this many nodes ask for their failed nodes' history (`diagnose`). */
+const DIAGNOSE_MAX = 200;
 /** Finished waits kept to show (new tabs see them too). */
 const FINISHED_KEPT = 20;
 /** A scope whose listing brought nothing after this long is shown as empty (a watch says nothing of an empty scope). */
@@ -628,6 +630,9 @@ export function createHub({ mode }) {
     } else {
       throw new Error(`Unknown kind of wait: ${kind}`);
     }
+    // A failed node's last history events come with the report (one GET
+    // each at the end): for waits small enough that this stays a handful.
+    if (features.history && kind !== 'allocation' && uuids.length <= DIAGNOSE_MAX) options.diagnose = true;
     const scope = waitScope(msg.scope, uuids);
     if (scope && kind !== 'allocation') options.scope = scope;
 
@@ -735,6 +740,8 @@ export function createHub({ mode }) {
       if (n.targetState !== undefined) row.targetState = n.targetState;
       if (n.lastError !== undefined) row.lastError = n.lastError;
       row.error = plainError(n.error);
+      if (Array.isArray(n.history)) row.history = n.history.map((e) => ({ created_at: e.created_at, severity: e.severity, event_type: e.event_type, event: e.event }));
+      if (n.historyError) row.historyError = String(n.historyError);
       row.elapsed ??= n.elapsed ?? null;
       settleRow(w, row, n.outcome);
       patchTables(w, row);

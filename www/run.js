@@ -17,7 +17,7 @@ const GROUPS = [
 // The wait chart's series: [index in a series point, name, class].
 const SERIES = [[2, 'reached', 'area-reached'], [1, 'waiting', 'area-waiting'], [3, 'failed', 'area-failed'], [4, 'other', 'area-other']];
 
-export function createRunPanel({ hub, table, features, waitsList }) {
+export function createRunPanel({ hub, table, features, tables, waitsList }) {
   const form = byId('action-form');
   const action = byId('action');
   const timeout = byId('timeout');
@@ -129,7 +129,8 @@ export function createRunPanel({ hub, table, features, waitsList }) {
 
   function power(target) {
     if (selection.count === 0) return;
-    const expected = POWER_ACTIONS[target];
+    // The power state the action ends in: the package's table where it has one.
+    const expected = tables.powerActions?.find((row) => row.name === target)?.expected ?? POWER_ACTIONS[target];
     start({ kind: 'power', action: target, options: options(null), expected, path: [expected] }, target);
   }
 
@@ -286,6 +287,18 @@ function drawRow(r, w) {
   }
   if (r.lastError) children.push(el('p', { class: 'run-error', text: r.lastError }));
   if (r.error) children.push(errorBlock(r.error));
+  // The wait's diagnosis: the failed node's last history events.
+  if (r.history?.length) {
+    children.push(el('details', { class: 'run-history' }, [
+      el('summary', { text: `Last history events (${r.history.length})` }),
+      el('ol', {}, r.history.map((e) => el('li', { class: `event-${String(e.severity ?? '').toLowerCase()}` }, [
+        el('time', { datetime: e.created_at ?? '', text: new Date(e.created_at).toLocaleTimeString() }),
+        ` ${e.severity ?? ''} ${e.event_type ?? ''}: `, el('span', { text: e.event ?? '' }),
+      ]))),
+    ]));
+  } else if (r.historyError) {
+    children.push(el('p', { class: 'hint run-history-error', text: `No history: ${r.historyError}` }));
+  }
   li.append(...children);
   return li;
 }

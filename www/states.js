@@ -25,8 +25,9 @@ export const ACTIONS = {
 };
 
 /**
- * Power targets (PUT /v1/nodes/{id}/states/power) -> the power state their
- * wait expects: a reboot ends powered on, a soft power off powered off.
+ * Power actions -> the power state their wait expects (a reboot ends powered
+ * on, a soft power off powered off), for a package whose tables() has no
+ * powerActions yet; run.js reads the package's table first.
  */
 export const POWER_ACTIONS = {
   'power on': 'power on',

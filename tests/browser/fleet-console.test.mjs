@@ -428,6 +428,11 @@ test('a failed deploy\'s history, opened from its row: the error, when, and the 
   const page = await openTab(server);
   const id = await run(page, ['web-1', 'web-2'], 'deploy');
   await untilStatus(page, id, 'done');
+  // The wait's report brought the failed node's last events (diagnose), under its row.
+  const failedRow = panel(page, id).locator('.run-rows > li[data-outcome="failed"]');
+  await failedRow.locator('.run-history summary').click();
+  assert.match(await failedRow.locator('.run-history').textContent(), new RegExp(`ERROR deploying: ${failure}`));
+  assert.equal(await panel(page, id).locator('.run-rows > li[data-outcome="reached"] .run-history').count(), 0);
   await page.locator('#node-rows tr[data-name="web-1"] .col-name button').click();
   await page.waitForSelector('#detail-panel[data-loaded="true"]');
   assert.equal(await page.textContent('#detail-title'), 'web-1');
