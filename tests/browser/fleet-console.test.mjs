@@ -9,8 +9,9 @@
 // deploy's history; a power action waited; the charts moving.
 //
 // Screenshots go to target/console/; with UPDATE_SCREENSHOTS=1 the large
-// wait's also to docs/console-fleet.png (the README's picture), as
-// console.test.mjs does with docs/console.png. Frame times go to
+// wait's also to docs/console-fleet.png and the history's to
+// docs/console-history.png (the README's pictures), as console.test.mjs does
+// with docs/console.png. Frame times go to
 // target/console/frames.json and the test's diagnostics.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -453,6 +454,7 @@ test('a failed deploy\'s history, opened from its row: the error, when, and the 
   assert.equal(await page.locator('#detail-history .event-error').count(), 1, 'the error marked');
   mkdirSync(SHOTS, { recursive: true });
   await page.locator('#detail-panel').screenshot({ path: join(SHOTS, 'console-history.png') });
+  if (process.env.UPDATE_SCREENSHOTS) copyFileSync(join(SHOTS, 'console-history.png'), join(ROOT, 'docs', 'console-history.png'));
   assert.deepEqual(page.problems, []);
   await page.close();
 
