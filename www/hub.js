@@ -228,7 +228,7 @@ export function createHub({ mode }) {
     if (!s) {
       s = {
         key, scope: normalScope(scope), subs: new Set(), model: new Map(), counts: new Map(), pending: new Map(),
-        gen: 0, iters: {}, errors: {}, timers: new Set(), loaded: false, status: { at: null, error: null }, series: [], fieldsInterval: FEED_INTERVAL,
+        gen: 0, iters: {}, errors: {}, heard: new Set(), timers: new Set(), loaded: false, status: { at: null, error: null }, series: [], fieldsInterval: FEED_INTERVAL,
       };
       scopes.set(key, s);
     }
@@ -299,6 +299,7 @@ export function createHub({ mode }) {
    */
   async function startWatches(s) {
     const gen = ++s.gen;
+    s.heard.clear();
     s.startedAt = Date.now();
     // The fields depend on the microversion: wait for the negotiation, shared with the watches'.
     await client.microversion().then((v) => { microversion = v; }, () => {});
@@ -348,6 +349,7 @@ export function createHub({ mode }) {
     try {
       for await (const change of it) {
         if (s.gen !== gen) break;
+        s.heard.add(which);
         if (attempt > 0) recovered(s, gen, which, it);
         attempt = 0;
         apply(s, which, change);
@@ -450,7 +452,8 @@ export function createHub({ mode }) {
     if (s.fieldsInterval === FEED_INTERVAL && s.model.size > LARGE_FLEET) slowFields(s);
     if (upserts.length || removes.length) {
       s.status = { at: Date.now(), error: Object.values(s.errors).find(Boolean) ?? null };
-      if (!s.loaded) return becameLoaded(s);
+      // Loaded once both watches have given their first nodes: every column has something.
+      if (!s.loaded && s.heard.size === 2) return becameLoaded(s);
     }
     const state = tableState(s);
     for (let i = 0; i < Math.max(1, upserts.length); i += SNAPSHOT_SLICE) {

@@ -520,7 +520,8 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     drawCounts();
     drawStatus();
     suggest();
-    if (loaded) resolveReady();
+    // Ready once the first listing is in, or has failed (the error shows in place).
+    if (loaded || hubStatus.error) resolveReady();
   }
   hub.on('series', (msg) => {
     if (msg.key !== key) return;
