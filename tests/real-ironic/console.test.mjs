@@ -96,7 +96,8 @@ async function open() {
 }
 
 const row = (name) => page.locator(`#node-rows tr[data-name="${name}"]`);
-const runRow = (name) => page.locator(`#run-rows > li[data-uuid="${uuids[name]}"]`);
+// The newest wait's panel comes first.
+const runRow = (name) => page.locator(`#waits > .wait-panel:first-child .run-rows > li[data-uuid="${uuids[name]}"]`);
 
 /** Ticks the nodes, chooses the action, waits up to two minutes checking every 0.5 s, presses Run. */
 async function runAction(names, action) {
@@ -110,7 +111,7 @@ async function runAction(names, action) {
 /** Waits until every named node's run row has settled; returns { name: outcome }. */
 async function settled(names) {
   await page.waitForFunction(
-    (ids) => ids.every((id) => (document.querySelector(`#run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !== 'waiting'),
+    (ids) => ids.every((id) => (document.querySelector(`#waits > .wait-panel:first-child .run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !== 'waiting'),
     names.map((name) => uuids[name]),
     { timeout: 60_000 },
   );
@@ -175,7 +176,7 @@ test('provide with wait from the page: two manageable nodes reach available thro
   const names = ['manageable-1', 'manageable-2'];
   await runAction(names, 'provide');
   assert.deepEqual(await settled(names), { 'manageable-1': 'reached', 'manageable-2': 'reached' });
-  assert.match(await page.textContent('#run-status'), /^All 2 node\(s\) reached available in \d+\.\d s\.$/);
+  assert.match(await page.textContent('#waits > .wait-panel:first-child .run-status'), /^All 2 node\(s\) reached available in \d+\.\d s\.$/);
 
   for (const name of names) {
     const r = runRow(name);
@@ -215,7 +216,7 @@ test('an action Ironic refuses: that row shows Ironic\'s error and request id, t
   assert.equal(await bad.locator('.error-request code').textContent(), put.requestId);
   assert.equal(await runRow('available-1').getAttribute('data-state'), 'manageable');
   assert.equal(await runRow('available-1').locator('.error-block').count(), 0);
-  assert.match(await page.textContent('#run-status'), /^1 of 2 node\(s\) reached manageable; see the rows below\.$/);
+  assert.match(await page.textContent('#waits > .wait-panel:first-child .run-status'), /^1 of 2 node\(s\) reached manageable; see the rows below\.$/);
 
   for (const name of ['available-1', 'manageable-3']) {
     const node = await ironic.node(name);
