@@ -512,14 +512,14 @@ export function createHub({ mode }) {
 
   /** What a tab shows of a wait: everything for a small one; counts, series and failures for a large one. */
   function snapshot(w) {
-    const rows = [...w.rows.values()];
-    const small = rows.length <= ROWS_MAX;
+    const small = w.rows.size <= ROWS_MAX;
+    const rows = small ? [...w.rows.values()] : null;
     const failed = small ? [] : w.failures.slice(0, FAILURES_MAX).map((uuid) => w.rows.get(uuid));
     return {
       id: w.id, kind: w.kind, action: w.action, label: w.label, expected: w.expected, path: w.path,
-      total: rows.length, startedAt: w.startedAt, endedAt: w.endedAt, timeout: w.timeout, status: w.status,
+      total: w.rows.size, startedAt: w.startedAt, endedAt: w.endedAt, timeout: w.timeout, status: w.status,
       counts: w.counts, series: w.series, error: w.error, resumed: w.resumed, saved: w.writer?.writes ?? 0,
-      persisted: Boolean(w.persisted), rows: small ? rows : null, failures: failed, failedCount: w.failures.length,
+      persisted: Boolean(w.persisted), rows, failures: failed, failedCount: w.failures.length,
       allocation: w.allocation ?? null,
     };
   }
@@ -563,7 +563,7 @@ export function createHub({ mode }) {
     }
     return {
       id, kind, method, action, label, expected, path, startedAt, endedAt: null, timeout, status: 'running', rows, counts,
-      series: [], failures: [], error: null, resumed: Boolean(resumed), controller: new AbortController(), writer: null,
+      series: [], failures: [], failed: new Set(), error: null, resumed: Boolean(resumed), controller: new AbortController(), writer: null,
       meta: { kind, method, action, label, expected, path, names: nodes, startedAt, timeout },
     };
   }
@@ -575,8 +575,9 @@ export function createHub({ mode }) {
     const after = group(outcome);
     w.counts[before] -= 1;
     w.counts[after] += 1;
-    if (after === 'failed' || after === 'timed-out') {
-      if (!w.failures.includes(row.uuid)) w.failures.push(row.uuid);
+    if ((after === 'failed' || after === 'timed-out') && !w.failed.has(row.uuid)) {
+      w.failed.add(row.uuid);
+      w.failures.push(row.uuid);
     }
   }
 
