@@ -201,6 +201,28 @@ test('a reload mid-wait: the wait is taken up again from IndexedDB and ends as i
   await page.close();
 });
 
+test('a rescue\'s password is never stored: its wait is kept only once the PUT that carries it is answered', { timeout: 60_000 }, async () => {
+  const server = await serve({ timing: { ...TIMING, rescuing: 3000 }, nodes: [{ name: 'r1', provision_state: 'active' }] });
+  const page = await openTab(server);
+  await tick(page, ['r1']);
+  await page.selectOption('#action', 'rescue');
+  await page.fill('#rescue-password', 'hunter2-rescue-secret');
+  await page.fill('#poll', '0.3');
+  await page.click('#run');
+  const p = newestPanel(page);
+  await p.waitFor();
+  const id = await p.getAttribute('data-wait-id');
+  await page.waitForFunction((i) => document.querySelector(`#waits > .wait-panel[data-wait-id="${i}"]`)?.dataset.persisted === 'true', id);
+  const records = await storedWaits(page);
+  assert.equal(records.length, 1, 'kept, once its PUT was answered');
+  assert.ok(!JSON.stringify(records).includes('hunter2-rescue-secret'), 'without the password');
+  await untilStatus(page, id, 'done');
+  assert.equal(server.sim.node('r1').provision_state, 'rescue');
+  assert.deepEqual(await storedWaits(page), []);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
 test('a browser restart mid-wait: the next browser on the same profile finishes the wait', { timeout: 90_000 }, async () => {
   const server = await serve({ timing: { ...TIMING, deploying: 2500, 'wait call-back': 2000 }, nodes: names('a', 2).map((name) => ({ name, provision_state: 'available' })) });
   let browser = await launch();
