@@ -170,6 +170,37 @@ test('five tabs are served by one hub: one client, one poll loop (counted at the
   for (const tab of tabs) await tab.close();
 });
 
+test('several waits at once, each with its own panel, counts, chart and cancel', { timeout: 90_000 }, async () => {
+  const server = await serve({
+    timing: { ...TIMING, deploying: 2500 },
+    nodes: [...names('a', 4).map((name) => ({ name, provision_state: 'available' })), ...names('e', 2).map((name) => ({ name, provision_state: 'enroll' }))],
+    transitions: [{ node: 'e01', action: 'manage', stall: true }],
+  });
+  const page = await openTab(server);
+  const deploy = await run(page, ['a01', 'a02'], 'deploy');
+  await page.click('#clear-selection');
+  const manage = await run(page, ['e01', 'e02'], 'manage', { timeout: 0 });
+  await page.click('#clear-selection');
+  const second = await run(page, ['a03', 'a04'], 'deploy');
+  assert.equal(await page.locator('#waits > .wait-panel[data-status="running"]').count(), 3);
+  // Cancelling one leaves the others running.
+  await page.waitForFunction((i) => document.querySelector(`#waits > .wait-panel[data-wait-id="${i}"] .run-rows > li[data-outcome="reached"]`) !== null, manage);
+  await panel(page, manage).locator('.wait-cancel').click();
+  await untilStatus(page, manage, 'cancelled');
+  assert.deepEqual(await panel(page, manage).locator('.run-rows > li').evaluateAll((lis) => lis.map((li) => [li.querySelector('.run-name').textContent, li.dataset.outcome])),
+    [['e01', 'aborted'], ['e02', 'reached']]);
+  assert.equal(await panel(page, deploy).getAttribute('data-status'), 'running');
+  await untilStatus(page, deploy, 'done');
+  await untilStatus(page, second, 'done');
+  for (const id of [deploy, second]) {
+    assert.match(await panel(page, id).locator('.run-status').textContent(), /^All 2 node\(s\) reached active/);
+    assert.ok(Number(await panel(page, id).locator('.wait-chart').getAttribute('data-points')) >= 2);
+  }
+  assert.equal(server.sim.log({ method: 'PUT' }).length, 6);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
 test('a reload mid-wait: the wait is taken up again from IndexedDB and ends as it would have, with no second PUT; no token is stored', { timeout: 90_000 }, async () => {
   const server = await serve({ timing: { ...TIMING, deploying: 2500, 'wait call-back': 2000 }, nodes: names('a', 3).map((name) => ({ name, provision_state: 'available' })) });
   const page = await openTab(server);
