@@ -46,6 +46,10 @@ export async function connect(token) {
   }
   hub ??= await speak(await pageHub(), token, tab);
   addEventListener('pagehide', () => hub.send('bye'));
+  // Back from the back/forward cache: the hub let this tab go at pagehide; a fresh start joins it again.
+  addEventListener('pageshow', (event) => {
+    if (event.persisted) location.reload();
+  });
   return hub;
 }
 
