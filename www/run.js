@@ -6,7 +6,7 @@
 // nodes, its failures).
 import { el, setText, byId, shortId, seconds, badge } from './dom.js';
 import { errorBlock } from './errors.js';
-import { ACTIONS, EXAMPLE_STEPS, OUTCOMES, POWER_ACTIONS, stepOf, stateKind } from './states.js';
+import { ACTIONS, EXAMPLE_STEPS, OUTCOMES, stepOf, stateKind } from './states.js';
 import { drawStacked, legend } from './chart.js';
 
 // Summary counters; those after the first four only show when not zero.
@@ -129,8 +129,8 @@ export function createRunPanel({ hub, table, features, tables, waitsList }) {
 
   function power(target) {
     if (selection.count === 0) return;
-    // The power state the action ends in: the package's table where it has one.
-    const expected = tables.powerActions?.find((row) => row.name === target)?.expected ?? POWER_ACTIONS[target];
+    // The power state the action ends in, from the package's table.
+    const { expected } = tables.powerActions.find((row) => row.name === target);
     start({ kind: 'power', action: target, options: options(null), expected, path: [expected] }, target);
   }
 

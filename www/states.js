@@ -24,19 +24,6 @@ export const ACTIONS = {
   unhold: { label: 'unhold', path: null },
 };
 
-/**
- * Power actions -> the power state their wait expects (a reboot ends powered
- * on, a soft power off powered off), for a package whose tables() has no
- * powerActions yet; run.js reads the package's table first.
- */
-export const POWER_ACTIONS = {
-  'power on': 'power on',
-  'power off': 'power off',
-  reboot: 'power on',
-  'soft power off': 'power off',
-  'soft reboot': 'power on',
-};
-
 /** Steps offered as a starting point when an action needs them. */
 export const EXAMPLE_STEPS = {
   cleanSteps: [{ interface: 'deploy', step: 'erase_devices_metadata' }],
