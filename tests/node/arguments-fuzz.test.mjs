@@ -57,6 +57,8 @@ before(async () => {
       ...nodes({ n1: 'active', e1: 'enroll', e2: 'enroll', m1: 'manageable' }),
       { name: 'g1', provision_state: 'available', resource_class: 'gold' },
     ],
+    // The power trials' actions end quickly.
+    timing: { power: 20 },
   });
   client = new IronicClient({ endpoint: ironic.url, retryInterval: 0.01, maxRetries: 1, requestTimeout: 5 });
   allocation = (await client.createAllocation({ resourceClass: 'gold', name: 'fuzz-alloc' })).allocation.uuid;
@@ -263,6 +265,14 @@ function base(method, ctx, slot = {}) {
       return [['e1', 'e2'], slot.action ?? 'deploy', { wait: 5, pollInterval: 0.05, signal, ...slot.with }];
     case 'waitForProvisionState':
       return [['n1'], 'active', { timeout: 5, pollInterval: 0.05, signal }];
+    case 'setPowerState':
+      return [['n1'], 'power on', { wait: 5, pollInterval: 0.05, signal }];
+    case 'waitForPowerState':
+      return [['n1'], 'power on', { timeout: 5, pollInterval: 0.05, signal }];
+    case 'waitForReservation':
+      return [['n1'], { timeout: 5, pollInterval: 0.05, signal }];
+    case 'getNodeHistory':
+      return ['n1', { signal }];
     case 'createAllocation':
       return [{ resourceClass: 'gold' }, { signal, ...slot.with }];
     case 'waitForAllocation':
@@ -289,6 +299,22 @@ const WAIT_TUNING = {
   onProgress: CALLBACK,
   bogus: UNKNOWN,
 };
+
+// The power and lock waits take no provision-state rules: those names are unknown there.
+const NODE_FIELD_TUNING = {
+  pollInterval: N('interval', 0.05),
+  settle: S('settle', 'all'),
+  concurrency: N('count', 4),
+  listThreshold: N('count', 50),
+  signal: SIGNAL,
+  onProgress: CALLBACK,
+  holdIsTerminal: UNKNOWN,
+  listMode: UNKNOWN,
+  bogus: UNKNOWN,
+};
+// A wait on many nodes takes seconds of CPU (see waitForProvisionState).
+const NODE_LIST = { path: [0], type: 'idents', rule: 'node-id', valid: () => ['n1'], listLength: 10_000 };
+const NODE_IN_LIST = { path: [0, 0], ...S('node-id', 'n1'), type: 'idents', item: true };
 
 /** Positions per entry: name -> { path, ...slot }. */
 const POSITIONS = {
@@ -339,6 +365,40 @@ const POSITIONS = {
     options: { path: [2], ...OPTIONS },
     ...prefixed(2, WAIT_TUNING),
     timeout: { path: [2, 'timeout'], ...N('time', 5) },
+  },
+  setPowerState: {
+    nodes: NODE_LIST,
+    'a node in the list': NODE_IN_LIST,
+    action: { path: [1], ...S('action', 'power on') },
+    options: { path: [2], ...OPTIONS },
+    ...prefixed(2, NODE_FIELD_TUNING),
+    wait: { path: [2, 'wait'], type: 'wait', valid: () => 5 },
+    powerTimeout: { path: [2, 'powerTimeout'], ...N('count', 5) },
+    diagnose: { path: [2, 'diagnose'], ...B() },
+    configDrive: { path: [2, 'configDrive'], ...UNKNOWN },
+  },
+  waitForPowerState: {
+    nodes: NODE_LIST,
+    'a node in the list': NODE_IN_LIST,
+    state: { path: [1], ...S('action', 'power on') },
+    options: { path: [2], ...OPTIONS },
+    ...prefixed(2, NODE_FIELD_TUNING),
+    timeout: { path: [2, 'timeout'], ...N('time', 5) },
+    diagnose: { path: [2, 'diagnose'], ...B() },
+  },
+  waitForReservation: {
+    nodes: NODE_LIST,
+    'a node in the list': NODE_IN_LIST,
+    options: { path: [1], ...OPTIONS },
+    ...prefixed(1, NODE_FIELD_TUNING),
+    timeout: { path: [1, 'timeout'], ...N('time', 5) },
+    diagnose: { path: [1, 'diagnose'], ...UNKNOWN },
+  },
+  getNodeHistory: {
+    node: { path: [0], ...S('node-id', 'n1') },
+    options: { path: [1], ...OPTIONS },
+    signal: { path: [1, 'signal'], ...SIGNAL },
+    bogus: { path: [1, 'bogus'], ...UNKNOWN },
   },
   createAllocation: {
     fields: { path: [0], type: 'allocation', valid: () => ({ resourceClass: 'gold' }) },
