@@ -64,7 +64,7 @@ const diagnoseOption = (extra = {}) => ({
   flags: ['--diagnose'],
   action: 'store_true',
   exactOnly: true,
-  help: "On a failure or a timeout, print each failed node's last 5 history events under its message (API 1.78; not in baremetal).",
+  help: "On a failure, print each failed node's last 5 history events under its message (API 1.78; not in baremetal).",
   ...extra,
 });
 
@@ -478,8 +478,8 @@ function diagnosed(ctx) {
 
 /**
  * --diagnose: the history events of report entries that have them (or
- * why not), as lines to print under a failure's message. Several nodes
- * (a timeout's one message): each under a line naming it.
+ * why not), as lines to print under a failure's message. Several nodes:
+ * each under a line naming it.
  */
 function diagnosisLines(entries) {
   const shown = entries.filter((n) => n && (n.history !== undefined || n.historyError !== undefined));
@@ -622,21 +622,18 @@ async function runResume(ctx, v) {
 function finishReport(ctx, report, expected, timeout) {
   printReport(ctx, report);
   const timedOut = [];
-  // --diagnose only: the node's history under its message (nothing otherwise).
+  // --diagnose only: a failed node's history under its message (nothing otherwise).
   const diagnosis = (entries) => {
     for (const line of diagnosisLines(entries)) ctx.err(`${line}\n`);
   };
   for (const n of report.nodes) {
     if (n.outcome === 'failed') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in state ${n.state}, and has error: ${n.lastError ?? 'None'}\n`);
     else if (n.outcome === 'unexpected-stable') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in unexpected stable state ${n.state}\n`);
-    else if (n.outcome === 'timed-out') timedOut.push(n);
+    else if (n.outcome === 'timed-out') timedOut.push(n.node);
     else if (n.outcome !== 'reached' && n.outcome !== 'accepted') ctx.err(`${n.error?.message ?? `Node ${n.node}: ${n.outcome}`}\n`);
-    if (n.outcome !== 'timed-out') diagnosis([n]);
+    diagnosis([n]);
   }
-  if (timedOut.length) {
-    ctx.err(`Node(s) ${timedOut.map((n) => n.node).join(', ')} failed to reach state ${expected} in ${timeout} seconds\n`);
-    diagnosis(timedOut);
-  }
+  if (timedOut.length) ctx.err(`Node(s) ${timedOut.join(', ')} failed to reach state ${expected} in ${timeout} seconds\n`);
   return report.ok ? 0 : 1;
 }
 
