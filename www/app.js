@@ -25,7 +25,7 @@ async function start() {
     report(e, 'Start-up');
     return;
   }
-  const { version, tables, features, microversion } = hub.hello;
+  const { version, tables, microversion } = hub.hello;
   setText(byId('version'), version);
   setText(byId('hub-mode'), hub.mode === 'shared' ? 'one for all tabs (SharedWorker)' : 'in this tab (no SharedWorker)');
   document.body.dataset.hub = hub.mode;
@@ -35,7 +35,7 @@ async function start() {
   let runs = null;
   const detail = createDetail({ hub });
   const table = createNodeTable({ hub, tables, onSelection: (s) => runs?.setSelection(s), onOpen: (uuid) => detail.open(uuid) });
-  runs = createRunPanel({ hub, table, features, tables, waitsList: byId('waits') });
+  runs = createRunPanel({ hub, table, tables, waitsList: byId('waits') });
   createAllocations({ hub, table });
 
   const showVersion = (v, error) => {

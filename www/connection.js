@@ -6,7 +6,7 @@
 // Messages, tab -> hub: hello { token, tab }, subscribe { scope }, unsubscribe,
 // refresh, run { req, kind, action, nodes, options, ... }, cancel { id },
 // node { req, uuid }, history { req, uuid }, bye.
-// Hub -> tab: hello { mode, version, tables, features, microversion, waits },
+// Hub -> tab: hello { mode, version, tables, microversion, waits },
 // fatal { error }, microversion, table { key, reset, upserts, removes, total,
 // counts, status, loaded, series }, series { key, point }, wait { wait },
 // forget { id }, reply { req, ok, value | error }, error { context, error }.

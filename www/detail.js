@@ -61,10 +61,6 @@ export function createDetail({ hub }) {
   }
 
   function drawHistory(answer, node) {
-    if (answer.unsupported === 'package') {
-      historyBox.replaceChildren(el('p', { class: 'notice', text: 'This build of ironic-wait has no getNodeHistory: the history cannot be shown.' }));
-      return;
-    }
     if (answer.unsupported === 'api') {
       historyBox.replaceChildren(el('p', { class: 'notice history-unsupported',
         text: `Node history needs Ironic API 1.78 or later; this Ironic speaks ${answer.microversion ?? 'an older version'}.` }));

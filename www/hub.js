@@ -87,7 +87,6 @@ export function createHub({ mode }) {
   let booting = null;
   let store; // undefined: not opened yet; null: none
   let microversion = null;
-  let features = { power: false, history: false };
 
   // ------------------------------------------------------------------ tabs
 
@@ -161,7 +160,6 @@ export function createHub({ mode }) {
       mode,
       version: pkg.version(),
       tables: pkg.tables(),
-      features,
       microversion,
       waits: [...waits.values()].map(snapshot),
     });
@@ -193,10 +191,6 @@ export function createHub({ mode }) {
         for (const s of scopes.values()) stopWatches(s);
       }
       client = new pkg.IronicClient({ endpoint: location.origin, headers: { 'X-Console-Token': token } });
-      features = {
-        power: typeof client.setPowerState === 'function',
-        history: typeof client.getNodeHistory === 'function',
-      };
       const current = client;
       microversion = null;
       // Negotiated once, in the background: the watches need the answer for
@@ -621,7 +615,6 @@ export function createHub({ mode }) {
       if (o.pollInterval !== undefined) options.pollInterval = o.pollInterval;
       for (const k of ['cleanSteps', 'serviceSteps', 'rescuePassword']) if (o[k] !== undefined) options[k] = o[k];
     } else if (kind === 'power') {
-      if (!features.power) throw Object.assign(new Error('This build of ironic-wait has no setPowerState.'), { name: 'UnsupportedVersionError' });
       method = 'setPowerState';
       args = [uuids, msg.action];
       options = { settle: 'all', wait: o.wait ?? true };
@@ -636,7 +629,7 @@ export function createHub({ mode }) {
     }
     // A failed node's last history events come with the report (one GET
     // each at the end): for waits small enough that this stays a handful.
-    if (features.history && kind !== 'allocation' && uuids.length <= DIAGNOSE_MAX) options.diagnose = true;
+    if (kind !== 'allocation' && uuids.length <= DIAGNOSE_MAX) options.diagnose = true;
     const scope = waitScope(msg.scope, uuids);
     if (scope && kind !== 'allocation') options.scope = scope;
 
@@ -796,7 +789,6 @@ export function createHub({ mode }) {
   }
 
   async function history(uuid) {
-    if (!features.history) return { unsupported: 'package' };
     const v = microversion ?? (await client.microversion());
     if (minor(v) < 78) return { unsupported: 'api', microversion: v };
     return { events: await client.getNodeHistory(uuid) };

@@ -72,6 +72,7 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
   let scope = {}; // what the inputs say
   let key = scopeKey(scope); // the scope subscribed to
   let snapshot = null; // a snapshot arriving in slices: its map until the last one
+  let applied = 0; // changes of the hub applied, shown on the table (data-changes) for tests and curious operators
   let total = 0;
   let counts = {};
   let hubStatus = { at: null, error: null };
@@ -215,6 +216,8 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
    * a few property writes, and a redraw only if its row is in view.
    */
   function update(upserts, removes) {
+    applied += upserts.length + removes.length;
+    tbody.dataset.changes = String(applied);
     const out = []; // [node, its key before the change]
     const added = [];
     let drawn = false;

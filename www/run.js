@@ -17,7 +17,7 @@ const GROUPS = [
 // The wait chart's series: [index in a series point, name, class].
 const SERIES = [[2, 'reached', 'area-reached'], [1, 'waiting', 'area-waiting'], [3, 'failed', 'area-failed'], [4, 'other', 'area-other']];
 
-export function createRunPanel({ hub, table, features, tables, waitsList }) {
+export function createRunPanel({ hub, table, tables, waitsList }) {
   const form = byId('action-form');
   const action = byId('action');
   const timeout = byId('timeout');
@@ -54,12 +54,11 @@ export function createRunPanel({ hub, table, features, tables, waitsList }) {
     const minor = Number(/^1\.(\d+)$/.exec(microversion ?? '')?.[1] ?? 0);
     for (const b of powerButtons) {
       const soft = b.dataset.power.startsWith('soft');
-      b.disabled = selection.count === 0 || !features.power || (soft && microversion !== null && minor < 27);
-      b.title = !features.power ? 'This build of ironic-wait has no setPowerState'
-        : soft && microversion !== null && minor < 27 ? `Soft power actions need Ironic API 1.27; this Ironic speaks ${microversion}` : '';
+      const old = soft && microversion !== null && minor < 27;
+      b.disabled = selection.count === 0 || old;
+      b.title = old ? `Soft power actions need Ironic API 1.27; this Ironic speaks ${microversion}` : '';
     }
   }
-  byId('power-note').hidden = features.power;
 
   function setSelection(s) {
     selection = s;

@@ -20,7 +20,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { IronicClient } from 'ironic-wait';
 import { CHROMIUM } from '../../scripts/setup.mjs';
 import { startConsoleServer } from '../../www/server.mjs';
 import { demoFleet } from '../../www/demo-fleet.mjs';
@@ -31,8 +30,6 @@ const CHROMIUM_ARGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run',
 ];
-const HAS_POWER = typeof IronicClient.prototype.setPowerState === 'function';
-const HAS_HISTORY = typeof IronicClient.prototype.getNodeHistory === 'function';
 const TIMING = { verifying: 400, deploying: 1500, 'wait call-back': 1000, cleaning: 800, power: 600 };
 
 const profiles = [];
@@ -346,10 +343,12 @@ test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (fr
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   const figures = {};
 
-  // Churn goes on under the table: a round changes ~1,000 nodes, and the counts follow.
-  const countsBefore = await page.textContent('#state-counts');
+  // Churn goes on under the table: a round changes ~1,000 nodes, and they reach it. (The
+  // counts per state may well read the same: the demo churn keeps its mix of states.)
+  const applied = async () => Number(await page.getAttribute('#node-rows', 'data-changes') ?? 0);
+  const appliedBefore = await applied();
   figures.idle = await frames(page, () => page.waitForTimeout(5000));
-  assert.notEqual(await page.textContent('#state-counts'), countsBefore, 'the counts per state follow the churn');
+  assert.ok(await applied() >= appliedBefore + 500, `the churn reaches the table: ${appliedBefore} -> ${await applied()} changes applied`);
 
   figures.wheel = await frames(page, async () => {
     for (let i = 0; i < 100; i++) {
@@ -480,7 +479,7 @@ test('select by filter: every available node of conductor group dc2 deployed in 
   await release(server);
 });
 
-test('a failed deploy\'s history, opened from its row: the error, when, and the time in each state; below API 1.78 it says so', { timeout: 90_000, skip: !HAS_HISTORY && 'the package has no getNodeHistory yet' }, async () => {
+test('a failed deploy\'s history, opened from its row: the error, when, and the time in each state; below API 1.78 it says so', { timeout: 90_000 }, async () => {
   const failure = 'Deploy step deploy.write_image failed: Image download timed out after 3 attempts';
   const server = await serve({
     timing: TIMING,
@@ -532,7 +531,7 @@ test('a failed deploy\'s history, opened from its row: the error, when, and the 
   await oldPage.close();
 });
 
-test('power off on the selection, waited: its panel, the table\'s power column, a node whose power action fails', { timeout: 90_000, skip: !HAS_POWER && 'the package has no setPowerState yet' }, async () => {
+test('power off on the selection, waited: its panel, the table\'s power column, a node whose power action fails', { timeout: 90_000 }, async () => {
   const server = await serve({
     timing: TIMING,
     nodes: names('p', 3).map((name) => ({ name, provision_state: 'active', power_state: 'power on' })),

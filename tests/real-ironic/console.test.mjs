@@ -225,3 +225,42 @@ test('an action Ironic refuses: that row shows Ironic\'s error and request id, t
   // The browser logs the 400 it loaded; nothing else may reach the console.
   await assertClean((p) => /^console: Failed to load resource: the server responded with a status of 400/.test(p));
 });
+
+test('a failed deploy\'s history from Ironic in the node\'s detail, and power off from the page, waited until Ironic is done', { timeout: TEST_TIMEOUT }, async () => {
+  // A deploy Ironic fails at once (real-ironic.md's recipe), made through its REST API.
+  const failed = await ironic.nodeIn('available', { name: 'history-1' });
+  uuids['history-1'] = failed.uuid;
+  await ironic.setState('history-1', 'active', { deploy_steps: [{ interface: 'deploy', step: 'deploy', args: {}, priority: 0 }] });
+  await ironic.reach('history-1', null, { until: (n) => n.provision_state === 'deploy failed' });
+  await open();
+  await row('history-1').locator('.col-name button').click();
+  await page.waitForSelector('#detail-panel[data-loaded="true"]');
+  assert.equal(await page.textContent('#detail-title'), 'history-1');
+  assert.equal(await page.textContent('#detail-fields .field-provision-state'), 'deploy failed');
+  const events = await page.$$eval('#detail-history .timeline > li', (lis) => lis.map((li) => ({
+    severity: li.dataset.severity, text: li.querySelector('.event-text').textContent, time: li.querySelector('time').getAttribute('datetime'),
+  })));
+  // What the page shows is Ironic's own history of the node.
+  const history = await ironic.api('GET', `/v1/nodes/${failed.uuid}/history?detail=true`);
+  assert.equal(history.status, 200, history.text);
+  assert.deepEqual(events.map((e) => [e.severity, e.text]), history.body.history.map((e) => [e.severity, e.event]));
+  const error = events.find((e) => e.severity === 'ERROR');
+  assert.match(error?.text ?? '', /No deploy steps returned by the driver/, JSON.stringify(events));
+  assert.ok(!Number.isNaN(Date.parse(error.time)));
+  assert.equal(await page.locator('#detail-history .event-error').count(), events.filter((e) => e.severity === 'ERROR').length);
+
+  // manageable-3 is powered on (before()); the page powers it off and waits.
+  const puts = () => ironic.requests('PUT', `/v1/nodes/${uuids['manageable-3']}/states/power`);
+  const putsBefore = puts().length;
+  await row('manageable-3').locator('input[type="checkbox"]').check();
+  await page.fill('#timeout', '120');
+  await page.fill('#poll', '0.5');
+  await page.click('#power-buttons button[data-power="power off"]');
+  assert.deepEqual(await settled(['manageable-3']), { 'manageable-3': 'reached' });
+  assert.equal(await runRow('manageable-3').getAttribute('data-state'), 'power off');
+  const node = await ironic.node('manageable-3');
+  assert.deepEqual([node.power_state, node.target_power_state], ['power off', null]);
+  assert.deepEqual(puts().slice(putsBefore).map((e) => e.status), [202], 'one power PUT, accepted');
+  await page.waitForFunction(() => document.querySelector('#node-rows tr[data-name="manageable-3"] .col-power-state')?.textContent === 'power off');
+  await assertClean();
+});
