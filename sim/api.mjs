@@ -580,12 +580,20 @@ function createNode({ world, body, base }, minor) {
   return { ...json(201, minor, renderNode(world, node.rec, minor, base), { Location: `${base}/v1/nodes/${uuid}` }), node: uuid };
 }
 
-function setProvisionState({ world, body, base }, minor, ident) {
-  const node = findNodeOr404(world, ident);
+/** A state PUT's JSON body as an object (anything else reads as `{}`, which the checks then refuse). */
+function stateBody(body) {
   const doc = parseBody(body);
-  const fields = doc && typeof doc === 'object' && !Array.isArray(doc) ? doc : {};
+  return doc && typeof doc === 'object' && !Array.isArray(doc) ? doc : {};
+}
+
+/**
+ * A state PUT of `node` the conductor takes: `act()` makes the change (an
+ * ApiError it throws names the node), then 202 with Location at the node's
+ * states, as Ironic answers both provision and power PUTs.
+ */
+function stateAccepted(node, act, minor, base, ident) {
   try {
-    world.provision(node, fields, minor, world.now());
+    act();
   } catch (e) {
     if (e instanceof ApiError) e.node = node.rec.uuid;
     throw e;
@@ -596,6 +604,12 @@ function setProvisionState({ world, body, base }, minor, ident) {
     body: '',
     node: node.rec.uuid,
   };
+}
+
+function setProvisionState({ world, body, base }, minor, ident) {
+  const node = findNodeOr404(world, ident);
+  const fields = stateBody(body);
+  return stateAccepted(node, () => world.provision(node, fields, minor, world.now()), minor, base, ident);
 }
 
 /** GET /v1/nodes/{id}/states (where the state PUTs' Location points): node_states_convert. */
@@ -634,21 +648,10 @@ function pyInt(name, v) {
 }
 
 function setPowerState({ world, body, base }, minor, ident) {
-  const doc = parseBody(body);
-  const args = powerArgs(doc && typeof doc === 'object' && !Array.isArray(doc) ? doc : {});
+  // The arguments are checked before the node is looked up, as Ironic does.
+  const args = powerArgs(stateBody(body));
   const node = findNodeOr404(world, ident);
-  try {
-    world.power(node, args, minor, world.now(), ident);
-  } catch (e) {
-    if (e instanceof ApiError) e.node = node.rec.uuid;
-    throw e;
-  }
-  return {
-    status: 202,
-    headers: { ...versionHeaders(minor), Location: `${base}/v1/nodes/${ident}/states` },
-    body: '',
-    node: node.rec.uuid,
-  };
+  return stateAccepted(node, () => world.power(node, args, minor, world.now(), ident), minor, base, ident);
 }
 
 // ---------------------------------------------------------------- node history
