@@ -23,6 +23,7 @@ import { chromium } from 'playwright-core';
 import { CHROMIUM } from '../../scripts/setup.mjs';
 import { startConsoleServer } from '../../www/server.mjs';
 import { demoFleet } from '../../www/demo-fleet.mjs';
+import { collectProblems } from '../runtimes/pages.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SHOTS = join(ROOT, 'target', 'console');
@@ -72,13 +73,7 @@ async function release(server) {
 async function openTab(server, ctx = context, { init } = {}) {
   const page = await ctx.newPage();
   page.setDefaultTimeout(15_000);
-  page.problems = [];
-  page.on('console', (m) => m.type() === 'error' && page.problems.push(`console: ${m.text()}`));
-  page.on('pageerror', (e) => page.problems.push(`page error: ${e.message}`));
-  page.on('dialog', (d) => {
-    page.problems.push(`dialog: ${d.message()}`);
-    d.dismiss().catch(() => {});
-  });
+  collectProblems(page);
   if (init) await page.addInitScript(init);
   await page.goto(server.url);
   await page.waitForSelector('body[data-ready="true"]');

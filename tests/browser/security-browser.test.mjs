@@ -16,6 +16,7 @@ import { CHROMIUM } from '../../scripts/setup.mjs';
 import { startConsoleServer } from '../../www/server.mjs';
 import { listen } from '../../sim/http.mjs';
 import { startIronic } from '../node/harness.mjs';
+import { collectProblems } from '../runtimes/pages.mjs';
 
 const CHROMIUM_ARGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
@@ -58,14 +59,7 @@ afterEach(async () => {
 async function newPage() {
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
-  page.problems = [];
-  page.on('console', (m) => m.type() === 'error' && page.problems.push(`console: ${m.text()}`));
-  page.on('pageerror', (e) => page.problems.push(`page error: ${e.message}`));
-  page.on('dialog', (d) => {
-    page.problems.push(`dialog: ${d.message()}`);
-    d.dismiss().catch(() => {});
-  });
-  return page;
+  return collectProblems(page);
 }
 
 /** A tiny server of the attacker's pages: `pages` maps a path to HTML (scripts inline, no CSP). */

@@ -56,6 +56,18 @@ export async function servePage(root, { csp, index = 'index.html', mount = () =>
   return { url: `http://127.0.0.1:${listening.port}`, port: listening.port, close: () => listening.close() };
 }
 
+/** Collects a page's console errors, page errors and dialogs (each dismissed) in `page.problems`; returns the page. */
+export function collectProblems(page) {
+  page.problems = [];
+  page.on('console', (m) => m.type() === 'error' && page.problems.push(`console: ${m.text()}`));
+  page.on('pageerror', (e) => page.problems.push(`page error: ${e.message}`));
+  page.on('dialog', (d) => {
+    page.problems.push(`dialog: ${d.message()}`);
+    d.dismiss().catch(() => {});
+  });
+  return page;
+}
+
 /**
  * Opens `url` and waits for <body data-report> (or data-error, a failure);
  * returns the report, the CSP violations the page saw and the console
