@@ -137,6 +137,12 @@ function nodeWaitParser(prog) {
 
 const POWER_STATES = ['power on', 'power off'];
 
+/** The library's power action for `node power on|off` and `node reboot`, soft or not. */
+const powerAction = (kind, soft) => ({ on: 'power on', off: soft ? 'soft power off' : 'power off', reboot: soft ? 'soft reboot' : 'reboot' }[kind]);
+
+/** The power state a power action ends in, from the core's table. */
+const powerExpected = (action) => tables().powerActions.find((a) => a.name === action).expected;
+
 /**
  * `node power on|off` and `node reboot` as baremetal builds them (nodes,
  * --power-timeout, --soft where it has it, in its order), with our --wait
@@ -158,8 +164,7 @@ function powerParser(prog, kind) {
     help: 'Timeout (in seconds, positive integer) to wait for the target power state before erroring out.',
   });
   if (kind === 'off') soft();
-  const { expected } = tables().powerActions.find((a) => a.name === (kind === 'on' ? 'power on' : kind === 'off' ? 'power off' : 'reboot'));
-  parser.add(waitOption(`Wait for the power action to end, with the node in ${expected}.`));
+  parser.add(waitOption(`Wait for the power action to end, with the node in ${powerExpected(powerAction(kind, false))}.`));
   parser.add(diagnoseOption());
   return parser;
 }
@@ -451,7 +456,7 @@ async function runPower(ctx, kind, v) {
   }
   const wait = v.wait_timeout ?? null;
   if (wait !== null) checkTimeout(wait);
-  const action = { on: 'power on', off: v.soft ? 'soft power off' : 'power off', reboot: v.soft ? 'soft reboot' : 'reboot' }[kind];
+  const action = powerAction(kind, v.soft);
   const options = { settle: ctx.settle, signal: ctx.signal };
   if (v.power_timeout !== undefined && v.power_timeout !== null) options.powerTimeout = v.power_timeout;
   if (wait === null) {
@@ -462,7 +467,7 @@ async function runPower(ctx, kind, v) {
     return refused.length ? 1 : 0;
   }
   ctx.diagnose = Boolean(v.diagnose);
-  const { expected } = tables().powerActions.find((a) => a.name === action);
+  const expected = powerExpected(action);
   // baremetal prints nothing for a power action: no "Waiting for" line either.
   const view = { command: kind === 'reboot' ? 'node reboot' : `node power ${kind}`, nodes: v.nodes, expected, timeout: wait, silent: true };
   const report = await runWait(ctx, view, (hooks) =>
