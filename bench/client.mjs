@@ -40,8 +40,16 @@ async function quiet() {
 }
 
 const [kind, configPath] = process.argv.slice(2);
-const { url, uuids, expected, pollInterval, options = {}, groups = null, separate = false, trace: tracing = false } =
-  JSON.parse(readFileSync(configPath, 'utf8'));
+const {
+  url,
+  uuids,
+  expected,
+  pollInterval,
+  options = {},
+  groups = null,
+  separate = false,
+  trace: tracing = false,
+} = JSON.parse(readFileSync(configPath, 'utf8'));
 
 // Installed before any client is loaded (the package calls the global
 // `fetch` by name on every request, as the floor does); records only once
@@ -63,7 +71,16 @@ const unreached = [];
 const note = (report) => {
   for (const { node, outcome, state, targetState, lastError, polls, elapsed, error } of report.nodes) {
     if (outcome !== 'reached' && unreached.length < 10) {
-      unreached.push({ node, outcome, state, targetState, lastError, polls, elapsed, ...(error && { error: `${error.name}: ${error.message}` }) });
+      unreached.push({
+        node,
+        outcome,
+        state,
+        targetState,
+        lastError,
+        polls,
+        elapsed,
+        ...(error && { error: `${error.name}: ${error.message}` }),
+      });
     }
   }
   return report;
@@ -88,18 +105,28 @@ if (kind === 'ironic-wait' || kind === 'ironic-wait+checkpoint') {
     checkpoints.lastChars = text.length;
     checkpoints.maxChars = Math.max(checkpoints.maxChars, text.length);
   };
-  const waitOn = (on, nodes) => on.waitForProvisionState(nodes, expected, {
-    pollInterval,
-    settle: 'all',
-    onProgress: (event) => event.done && seen(event.node),
-    ...(keep && { onCheckpoint }),
-    ...options,
-  }).then(note);
+  const waitOn = (on, nodes) =>
+    on
+      .waitForProvisionState(nodes, expected, {
+        pollInterval,
+        settle: 'all',
+        onProgress: (event) => event.done && seen(event.node),
+        ...(keep && { onCheckpoint }),
+        ...options,
+      })
+      .then(note);
   if (groups) {
     // K waits started in one turn (they share their first round on one client).
     const clients = groups.map((_, i) => (separate && i > 0 ? new IronicClient({ endpoint: url }) : client));
     wait = async () => {
-      const reports = await Promise.all(groups.map((positions, i) => waitOn(clients[i], positions.map((p) => uuids[p]))));
+      const reports = await Promise.all(
+        groups.map((positions, i) =>
+          waitOn(
+            clients[i],
+            positions.map((p) => uuids[p]),
+          ),
+        ),
+      );
       const outcomes = new Map();
       // A node is `reached` when every wait on it reached it; otherwise the first other outcome.
       for (const report of reports) {
@@ -145,14 +172,17 @@ const cpu = process.cpuUsage(cpu0);
 
 const counts = {};
 for (const outcome of outcomes.values()) counts[outcome] = (counts[outcome] ?? 0) + 1;
-process.stdout.write(`${JSON.stringify({
-  started,
-  settled,
-  cpuSeconds: (cpu.user + cpu.system) / 1e6,
-  peakRssBytes: process.resourceUsage().maxRSS * 1024,
-  outcomes: counts,
-  ...(checkpoints && { checkpoints }),
-  ...(trace && { trace }),
-  ...(unreached.length && { unreached }),
-  settledAt: uuids.map((u) => settledAt.get(u) ?? null),
-})}\n`, () => process.exit(0));
+process.stdout.write(
+  `${JSON.stringify({
+    started,
+    settled,
+    cpuSeconds: (cpu.user + cpu.system) / 1e6,
+    peakRssBytes: process.resourceUsage().maxRSS * 1024,
+    outcomes: counts,
+    ...(checkpoints && { checkpoints }),
+    ...(trace && { trace }),
+    ...(unreached.length && { unreached }),
+    settledAt: uuids.map((u) => settledAt.get(u) ?? null),
+  })}\n`,
+  () => process.exit(0),
+);

@@ -18,11 +18,16 @@ if (process.argv[2] === '--sim') {
   // The child: a fleet whose first `waited` nodes deploy for ever.
   const { startSimulator } = await import('../sim/server.mjs');
   const waited = Number(process.argv[3]);
-  const nodes = Array.from({ length: FLEET }, (_, i) => ({ name: `node-${String(i).padStart(5, '0')}`, provision_state: i < waited ? 'deploying' : 'available' }));
+  const nodes = Array.from({ length: FLEET }, (_, i) => ({
+    name: `node-${String(i).padStart(5, '0')}`,
+    provision_state: i < waited ? 'deploying' : 'available',
+  }));
   const sim = await startSimulator({ port: 0, host: '127.0.0.1', seed: 1, scenario: { nodes, timing: { deploying: 1e9 } } });
   process.send(sim.url);
 } else {
-  const { values } = parseArgs({ options: { waited: { type: 'string', default: '1000,10000' }, rounds: { type: 'string', default: '5' } } });
+  const { values } = parseArgs({
+    options: { waited: { type: 'string', default: '1000,10000' }, rounds: { type: 'string', default: '5' } },
+  });
   console.log(`fleet ${FLEET}; CPU of this process (the host and the package), ms; subrequests per round`);
   for (const waited of values.waited.split(',').map(Number)) {
     const child = fork(new URL(import.meta.url).pathname, ['--sim', String(waited)], { stdio: 'inherit' });
@@ -38,12 +43,19 @@ if (process.argv[2] === '--sim') {
 async function measure(url, waited, quietRounds) {
   let requests = 0;
   const fetch = globalThis.fetch;
-  globalThis.fetch = (...args) => { requests += 1; return fetch(...args); };
+  globalThis.fetch = (...args) => {
+    requests += 1;
+    return fetch(...args);
+  };
   const memory = new Map();
   const storage = {
     get: async (key) => structuredClone(memory.get(key)),
-    put: async (key, value) => { memory.set(key, structuredClone(value)); },
-    delete: async (key) => { memory.delete(key); },
+    put: async (key, value) => {
+      memory.set(key, structuredClone(value));
+    },
+    delete: async (key) => {
+      memory.delete(key);
+    },
     list: async (prefix) => [...memory].filter(([k]) => k.startsWith(prefix)).map(([, v]) => structuredClone(v)),
   };
   const waits = new Waits({ client: new IronicClient({ endpoint: url }), storage });
@@ -71,6 +83,8 @@ async function measure(url, waited, quietRounds) {
 function describe({ first, quiet, checkpoint }) {
   const cpus = quiet.map((r) => r.cpu).sort((a, b) => a - b);
   const median = cpus[Math.floor(cpus.length / 2)];
-  return `first round ${first.requests} subrequests, ${first.cpu.toFixed(1)} ms; quiet rounds ${quiet.map((r) => r.requests).join('/')} subrequests, ` +
-    `median ${median.toFixed(1)} ms (${cpus.map((c) => c.toFixed(1)).join(', ')}); checkpoint ${(checkpoint / 1024).toFixed(0)} KB`;
+  return (
+    `first round ${first.requests} subrequests, ${first.cpu.toFixed(1)} ms; quiet rounds ${quiet.map((r) => r.requests).join('/')} subrequests, ` +
+    `median ${median.toFixed(1)} ms (${cpus.map((c) => c.toFixed(1)).join(', ')}); checkpoint ${(checkpoint / 1024).toFixed(0)} KB`
+  );
 }

@@ -17,7 +17,11 @@ export const FLEET_CLIENTS = [
   { name: 'ironic-wait per-node', kind: 'ironic-wait', config: (n) => ({ options: { listThreshold: n + 1 } }) },
   // pollInterval 'auto': the default budget (a list poller's at 2 s), and python-ironicclient's (a GET a node every 2 s).
   { name: 'ironic-wait auto', kind: 'ironic-wait', config: () => ({ options: { pollInterval: 'auto' } }) },
-  { name: 'ironic-wait auto, python\'s budget', kind: 'ironic-wait', config: (n) => ({ options: { pollInterval: 'auto', budget: 30 * n } }) },
+  {
+    name: "ironic-wait auto, python's budget",
+    kind: 'ironic-wait',
+    config: (n) => ({ options: { pollInterval: 'auto', budget: 30 * n } }),
+  },
   { name: 'floor', kind: 'floor', config: () => ({}) },
   { name: 'python-ironicclient', kind: 'python-ironicclient', peer: true, config: () => ({}) },
 ];
@@ -43,7 +47,10 @@ function table(head, rows) {
 }
 
 const KIND_NAMES = { version: 'version', list: 'list page', changes: 'changes page', node: 'node GET', other: 'other' };
-const breakdown = (byKind) => Object.entries(byKind).map(([k, n]) => `${n} ${KIND_NAMES[k] ?? k}`).join(', ');
+const breakdown = (byKind) =>
+  Object.entries(byKind)
+    .map(([k, n]) => `${n} ${KIND_NAMES[k] ?? k}`)
+    .join(', ');
 
 /** The columns of a fleet table: header and the cell of one run's figures. */
 export const FLEET_COLUMNS = [
@@ -83,53 +90,89 @@ function targetsTable(fleet) {
     const floor = by.floor;
     const size = [thousands(f), thousands(n)];
     if (!ok(mine)) {
-      rows.push(['every target', ...size, `ironic-wait changes ${mine?.error ? `failed: ${mine.error.split('\n')[0]}` : 'did not run'}`, 'not measured']);
+      rows.push([
+        'every target',
+        ...size,
+        `ironic-wait changes ${mine?.error ? `failed: ${mine.error.split('\n')[0]}` : 'did not run'}`,
+        'not measured',
+      ]);
       continue;
     }
-    rows.push(['a quiet round (after a lone change) costs 1 request', ...size,
+    rows.push([
+      'a quiet round (after a lone change) costs 1 request',
+      ...size,
       mine.quietRounds ? `mean ${n2(mine.quietRequests)}, max ${mine.quietRequestsMax} over ${mine.quietRounds} rounds` : 'no such round',
-      verdict(mine.quietRounds ? mine.quietRequestsMax <= TARGETS.quietRequests : null)]);
-    rows.push([`the same, right after the start's burst (${thousands(n)} nodes stamped at one instant)`, ...size,
+      verdict(mine.quietRounds ? mine.quietRequestsMax <= TARGETS.quietRequests : null),
+    ]);
+    rows.push([
+      `the same, right after the start's burst (${thousands(n)} nodes stamped at one instant)`,
+      ...size,
       mine.burstRounds ? `mean ${n2(mine.burstRequests)} over ${mine.burstRounds} rounds` : 'no such round',
-      verdict(mine.burstRounds ? mine.burstRequests <= TARGETS.quietRequests : null)]);
+      verdict(mine.burstRounds ? mine.burstRequests <= TARGETS.quietRequests : null),
+    ]);
     const worst = mine.busyWorst;
-    rows.push([`churn rounds: at most ceil(changes / ${PAGE}) + 1 requests`, ...size,
+    rows.push([
+      `churn rounds: at most ceil(changes / ${PAGE}) + 1 requests`,
+      ...size,
       `${mine.busyWithin} of ${mine.busyRounds} rounds${worst ? `; worst: round ${worst.index}, ${worst.requests} requests for ${worst.changes} changes` : ''}`,
-      verdict(mine.busyRounds ? mine.busyWithin === mine.busyRounds : null)]);
+      verdict(mine.busyRounds ? mine.busyWithin === mine.busyRounds : null),
+    ]);
     if (ok(floor)) {
       const mean = mine.detectMeanMs / floor.detectMeanMs;
       const p95 = mine.detectP95Ms / floor.detectP95Ms;
-      rows.push(['detection lag, mean, within 5% of the floor list poller\'s', ...size,
-        `${n0(mine.detectMeanMs)} ms against ${n0(floor.detectMeanMs)} ms: ${ratio(mine.detectMeanMs, floor.detectMeanMs)}`, verdict(mean <= TARGETS.lagRatio)]);
-      rows.push(['detection lag, p95, within 5% of the floor\'s', ...size,
-        `${n0(mine.detectP95Ms)} ms against ${n0(floor.detectP95Ms)} ms: ${ratio(mine.detectP95Ms, floor.detectP95Ms)}`, verdict(p95 <= TARGETS.lagRatio)]);
+      rows.push([
+        "detection lag, mean, within 5% of the floor list poller's",
+        ...size,
+        `${n0(mine.detectMeanMs)} ms against ${n0(floor.detectMeanMs)} ms: ${ratio(mine.detectMeanMs, floor.detectMeanMs)}`,
+        verdict(mean <= TARGETS.lagRatio),
+      ]);
+      rows.push([
+        "detection lag, p95, within 5% of the floor's",
+        ...size,
+        `${n0(mine.detectP95Ms)} ms against ${n0(floor.detectP95Ms)} ms: ${ratio(mine.detectP95Ms, floor.detectP95Ms)}`,
+        verdict(p95 <= TARGETS.lagRatio),
+      ]);
     }
     const auto = by['ironic-wait auto'];
-    const autoPy = by['ironic-wait auto, python\'s budget'];
+    const autoPy = by["ironic-wait auto, python's budget"];
     if (n === 1000 && ok(auto)) {
-      rows.push(['pollInterval \'auto\', default budget: mean detection lag at most half the fixed 2 s interval\'s', ...size,
+      rows.push([
+        "pollInterval 'auto', default budget: mean detection lag at most half the fixed 2 s interval's",
+        ...size,
         `${n0(auto.detectMeanMs)} ms against ${n0(mine.detectMeanMs)} ms (${ratio(auto.detectMeanMs, mine.detectMeanMs)}); ${auto.requests} requests against ${mine.requests}`,
-        verdict(auto.detectMeanMs <= mine.detectMeanMs / 2)]);
+        verdict(auto.detectMeanMs <= mine.detectMeanMs / 2),
+      ]);
     }
     if (n === 1000 && ok(autoPy)) {
-      rows.push(['pollInterval \'auto\' with python-ironicclient\'s request budget: mean detection lag under 0.2 s', ...size,
+      rows.push([
+        "pollInterval 'auto' with python-ironicclient's request budget: mean detection lag under 0.2 s",
+        ...size,
         `${n0(autoPy.detectMeanMs)} ms (p95 ${n0(autoPy.detectP95Ms)} ms); ${autoPy.requests} requests`,
-        verdict(autoPy.detectMeanMs < 200)]);
+        verdict(autoPy.detectMeanMs < 200),
+      ]);
     }
     const k = fleet.k?.[`${f}/${n}`];
     const one = k?.[K_CLIENTS[0].name];
     const many = k?.[K_CLIENTS[1].name];
     if (ok(one)) {
-      rows.push([`${FLEET_K} waits on one client cost one loop: requests within 10% of one wait on their union`, ...size,
-        `${one.requests} requests in ${one.rounds} rounds against ${mine.requests} in ${mine.rounds} (at most ${n1(mine.requests * TARGETS.kRatio)}): ${ratio(one.requests, mine.requests)}`
-        + `${ok(many) ? `; ${FLEET_K} clients: ${many.requests} (${ratio(many.requests, mine.requests)})` : ''}`,
-        verdict(one.requests <= mine.requests * TARGETS.kRatio)]);
+      rows.push([
+        `${FLEET_K} waits on one client cost one loop: requests within 10% of one wait on their union`,
+        ...size,
+        `${one.requests} requests in ${one.rounds} rounds against ${mine.requests} in ${mine.rounds} (at most ${n1(mine.requests * TARGETS.kRatio)}): ${ratio(one.requests, mine.requests)}` +
+          `${ok(many) ? `; ${FLEET_K} clients: ${many.requests} (${ratio(many.requests, mine.requests)})` : ''}`,
+        verdict(one.requests <= mine.requests * TARGETS.kRatio),
+      ]);
     }
     if (f >= TARGETS.quietCpuFleet) {
-      rows.push([`client CPU per quiet round under ${TARGETS.quietCpuMs} ms`, ...size,
-        mine.quietCpuMs === null ? 'no quiet round' : `mean ${n2(mine.quietCpuMs)} ms, max ${n2(mine.quietCpuMsMax)} ms over ${mine.quietRounds} rounds`
-        + (mine.burstCpuMs === null ? '' : `; right after the burst ${n2(mine.burstCpuMs)} ms`),
-        verdict(mine.quietCpuMs === null ? null : mine.quietCpuMsMax < TARGETS.quietCpuMs)]);
+      rows.push([
+        `client CPU per quiet round under ${TARGETS.quietCpuMs} ms`,
+        ...size,
+        mine.quietCpuMs === null
+          ? 'no quiet round'
+          : `mean ${n2(mine.quietCpuMs)} ms, max ${n2(mine.quietCpuMsMax)} ms over ${mine.quietRounds} rounds` +
+            (mine.burstCpuMs === null ? '' : `; right after the burst ${n2(mine.burstCpuMs)} ms`),
+        verdict(mine.quietCpuMs === null ? null : mine.quietCpuMsMax < TARGETS.quietCpuMs),
+      ]);
     }
   }
   return table(['target', 'F', 'N', 'measured (ironic-wait changes)', 'met?'], rows);
@@ -163,14 +206,19 @@ function kTable(fleet) {
     const k = fleet.k?.[`${f}/${n}`];
     if (!k) continue;
     const single = fleet.results[`${f}/${n}`]?.['ironic-wait changes'];
-    const line = (name, r) => [thousands(f), thousands(n), name,
-      ...(ok(r) ? [...K_COLUMNS.map((c) => c.cell(r)), ok(single) ? ratio(r.requests, single.requests) : '—', breakdown(r.byKind)]
-        : [...K_COLUMNS.map(() => '—'), '—', r?.error ? `error: ${r.error.split('\n')[0]}` : 'not run'])];
+    const line = (name, r) => [
+      thousands(f),
+      thousands(n),
+      name,
+      ...(ok(r)
+        ? [...K_COLUMNS.map((c) => c.cell(r)), ok(single) ? ratio(r.requests, single.requests) : '—', breakdown(r.byKind)]
+        : [...K_COLUMNS.map(() => '—'), '—', r?.error ? `error: ${r.error.split('\n')[0]}` : 'not run']),
+    ];
     rows.push(line('1 wait on all N (the changes row above)', single));
     for (const c of K_CLIENTS) rows.push(line(c.name, k[c.name]));
   }
   if (!rows.length) return 'Not run.';
-  return table(['F', 'N', 'waits', ...K_COLUMNS.map((c) => c.head), 'requests / 1 wait\'s', 'requests by kind'], rows);
+  return table(['F', 'N', 'waits', ...K_COLUMNS.map((c) => c.head), "requests / 1 wait's", 'requests by kind'], rows);
 }
 
 /** The whole Fleet section, markers included. */

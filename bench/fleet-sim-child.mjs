@@ -22,7 +22,9 @@ let marked = false;
 let startedAt = null; // sim ms of `start`
 const log = [];
 const sockets = new Set();
-const markSocket = (socket) => { socket.mark = { read: socket.bytesRead, written: socket.bytesWritten }; };
+const markSocket = (socket) => {
+  socket.mark = { read: socket.bytesRead, written: socket.bytesWritten };
+};
 sim.server.on('connection', (socket) => {
   markSocket(socket);
   sockets.add(socket);

@@ -59,13 +59,18 @@ export function fleetFigures(uuids, client, server) {
   const { requests, changes } = server;
   if (client.outcomes.reached !== uuids.length) {
     const first = client.unreached?.[0];
-    const how = first ? `; the first: ${first.node} ${first.outcome} in ${first.state} after ${first.polls} polls, ${first.elapsed} s${first.error ? ` (${first.error})` : ''}` : '';
+    const how = first
+      ? `; the first: ${first.node} ${first.outcome} in ${first.state} after ${first.polls} polls, ${first.elapsed} s${first.error ? ` (${first.error})` : ''}`
+      : '';
     throw new Error(`not every node reached ${EXPECTED}: ${JSON.stringify(client.outcomes)}${how}`);
   }
   const arrived = new Map();
   for (const [at, uuid, state] of changes) if (state === EXPECTED) arrived.set(uuid, at);
   const lags = uuids.map((uuid, i) => {
-    if (!arrived.has(uuid)) throw new Error(`node ${uuid} never reached ${EXPECTED} at the simulator (${arrived.size} did, of ${uuids.length}; ${changes.length} changes)`);
+    if (!arrived.has(uuid))
+      throw new Error(
+        `node ${uuid} never reached ${EXPECTED} at the simulator (${arrived.size} did, of ${uuids.length}; ${changes.length} changes)`,
+      );
     if (client.settledAt[i] === null) throw new Error(`the client never reported node ${uuid} settled`);
     return client.settledAt[i] - arrived.get(uuid);
   });
@@ -134,7 +139,9 @@ export function fleetFigures(uuids, client, server) {
     busyWithin: within.length,
     busyChanges: mean(busy.map((r) => r.changes)),
     busyRequests: mean(busy.map((r) => r.requests)),
-    busyWorst: over.length ? over.reduce((w, r) => (r.requests - Math.ceil(r.changes / PAGE) > w.requests - Math.ceil(w.changes / PAGE) ? r : w)) : null,
+    busyWorst: over.length
+      ? over.reduce((w, r) => (r.requests - Math.ceil(r.changes / PAGE) > w.requests - Math.ceil(w.changes / PAGE) ? r : w))
+      : null,
     kbPerRound: bytesOut / 1024 / rounds.length,
     bytesOut,
     bytesIn,
@@ -180,7 +187,10 @@ export async function measureFleet({ command, fleet, waited, schedule, timeoutMs
     if (all.length !== fleet) throw new Error(`the simulator listed ${all.length} nodes, not ${fleet}`);
     const uuids = waitedPositions(fleet, waited).map((p) => all[p]);
     const configPath = join(dir, 'config.json');
-    writeFileSync(configPath, JSON.stringify({ url: sim.url, uuids, expected: EXPECTED, pollInterval: POLL_INTERVAL, trace: true, ...config }));
+    writeFileSync(
+      configPath,
+      JSON.stringify({ url: sim.url, uuids, expected: EXPECTED, pollInterval: POLL_INTERVAL, trace: true, ...config }),
+    );
     client = await startClient(command, configPath);
     await sim.call('start', uuids);
     const result = await client.go(timeoutMs);

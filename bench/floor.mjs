@@ -25,15 +25,17 @@ async function viaFetch(url) {
 /** GET `url` as JSON through node:http. */
 function viaHttp(url) {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers: HEADERS, agent }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode} from ${url}`));
-        else resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      });
-      res.on('error', reject);
-    }).on('error', reject);
+    http
+      .get(url, { headers: HEADERS, agent }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode} from ${url}`));
+          else resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        });
+        res.on('error', reject);
+      })
+      .on('error', reject);
   });
 }
 

@@ -10,9 +10,10 @@ import { PKG, WASM_FILE, gzipSize } from '../scripts/lib.mjs';
 
 const here = (file) => fileURLToPath(new URL(file, import.meta.url));
 
-const brotliSize = (bytes) => brotliCompressSync(bytes, {
-  params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: bytes.length },
-}).length;
+const brotliSize = (bytes) =>
+  brotliCompressSync(bytes, {
+    params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: bytes.length },
+  }).length;
 
 /** Raw, gzip -9 and brotli -q 11 bytes of some files, each compressed on its own and summed. */
 function measure(paths) {
@@ -28,7 +29,9 @@ function measure(paths) {
 
 /** Rows of the size table: the package's wasm, its JS, their sum, and the floor client's source. */
 export function sizes() {
-  const js = readdirSync(PKG).filter((f) => f.endsWith('.js')).map((f) => join(PKG, f));
+  const js = readdirSync(PKG)
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => join(PKG, f));
   const wasm = measure([join(PKG, WASM_FILE)]);
   const glue = measure(js);
   return [
@@ -79,12 +82,15 @@ function startTimes(kinds, runs) {
 export function nodeColdStart(runs) {
   const script = here('./cold-start.mjs');
   const node = process.execPath;
-  return startTimes({
-    'empty ES module (baseline)': [node, script, 'bare'],
-    'node -e 0': [node, '-e', '0'],
-    'floor: import': [node, script, 'floor'],
-    'ironic-wait: import + new IronicClient': [node, script, 'ironic-wait'],
-  }, runs);
+  return startTimes(
+    {
+      'empty ES module (baseline)': [node, script, 'bare'],
+      'node -e 0': [node, '-e', '0'],
+      'floor: import': [node, script, 'floor'],
+      'ironic-wait: import + new IronicClient': [node, script, 'ironic-wait'],
+    },
+    runs,
+  );
 }
 
 /** Python: `python -c pass` (the baseline), then each peer's import plus its first client. */
@@ -99,9 +105,7 @@ function rows(samples) {
   const medianOf = (list, key) => (list.every((x) => x[key] !== undefined) ? median(list.map((x) => x[key])) : null);
   const baseline = medianOf(Object.values(samples)[0], 'ms');
   return Object.entries(samples).map(([what, list]) => {
-    const inside = list.every((x) => x.importMs !== undefined)
-      ? median(list.map((x) => x.importMs + x.constructMs))
-      : null;
+    const inside = list.every((x) => x.importMs !== undefined) ? median(list.map((x) => x.importMs + x.constructMs)) : null;
     return {
       what,
       runs: list.length,

@@ -15,10 +15,11 @@ const venvPython = (dir) => join(dir, 'bin', 'python');
 
 /** The versions of the two peers in `python`, or null when either is missing. */
 export function peerVersions(python) {
-  const r = spawnSync(python, ['-c', [
-    'import importlib.metadata as m',
-    'print(m.version("python-ironicclient"), m.version("openstacksdk"))',
-  ].join('\n')], { encoding: 'utf8' });
+  const r = spawnSync(
+    python,
+    ['-c', ['import importlib.metadata as m', 'print(m.version("python-ironicclient"), m.version("openstacksdk"))'].join('\n')],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) return null;
   const [ironicclient, openstacksdk] = r.stdout.trim().split(' ');
   return { ironicclient, openstacksdk };

@@ -16,7 +16,10 @@ export const COLUMNS = [
 ];
 
 const KIND_NAMES = { version: 'version', list: 'list', node: 'node GET', other: 'other' };
-const breakdown = (byKind) => Object.entries(byKind).map(([k, n]) => `${n} ${KIND_NAMES[k] ?? k}`).join(', ');
+const breakdown = (byKind) =>
+  Object.entries(byKind)
+    .map(([k, n]) => `${n} ${KIND_NAMES[k] ?? k}`)
+    .join(', ');
 
 const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(2)}x` : '—');
 const kb = (n) => (n / 1024).toFixed(1);
@@ -43,11 +46,15 @@ function resultTables(run) {
     const mine = byClient['ironic-wait'];
     const floor = byClient.floor;
     if (mine?.requests !== undefined && floor?.requests !== undefined) {
-      rows.push(['ironic-wait / floor', ...COLUMNS.map((c) => {
-        const a = c.cell(mine);
-        const b = c.cell(floor);
-        return c.diff ? `${a - b >= 0 ? '+' : ''}${c.fmt(a - b)}` : ratio(a, b);
-      }), '']);
+      rows.push([
+        'ironic-wait / floor',
+        ...COLUMNS.map((c) => {
+          const a = c.cell(mine);
+          const b = c.cell(floor);
+          return c.diff ? `${a - b >= 0 ? '+' : ''}${c.fmt(a - b)}` : ratio(a, b);
+        }),
+        '',
+      ]);
     }
     out.push(`### N = ${n}`, '', table(['client', ...COLUMNS.map((c) => c.head), 'requests by kind'], rows));
     if (notes.length) out.push('', ...notes.map((n) => `- ${n}`));
@@ -64,38 +71,63 @@ function headline(run) {
   const sizes = run.nodeCounts.filter(both);
   for (const n of sizes) {
     const [a, b] = pair(n);
-    rows.push([`CPU during the wait, N = ${n}`, `${a.cpuSeconds.toFixed(3)} s`, `${b.cpuSeconds.toFixed(3)} s`, ratio(a.cpuSeconds, b.cpuSeconds)]);
+    rows.push([
+      `CPU during the wait, N = ${n}`,
+      `${a.cpuSeconds.toFixed(3)} s`,
+      `${b.cpuSeconds.toFixed(3)} s`,
+      ratio(a.cpuSeconds, b.cpuSeconds),
+    ]);
   }
   for (const n of sizes) {
     const [a, b] = pair(n);
     const diff = a.afterLastAnswerMs - b.afterLastAnswerMs;
-    rows.push([`done after the last answer, N = ${n}`, `${a.afterLastAnswerMs.toFixed(1)} ms`, `${b.afterLastAnswerMs.toFixed(1)} ms`,
-      `${diff >= 0 ? '+' : ''}${diff.toFixed(1)} ms`]);
+    rows.push([
+      `done after the last answer, N = ${n}`,
+      `${a.afterLastAnswerMs.toFixed(1)} ms`,
+      `${b.afterLastAnswerMs.toFixed(1)} ms`,
+      `${diff >= 0 ? '+' : ''}${diff.toFixed(1)} ms`,
+    ]);
   }
   for (const n of sizes) {
     const [a, b] = pair(n);
-    rows.push([`detection lag mean / max, N = ${n}`, `${a.detectMeanMs.toFixed(0)} / ${a.detectMaxMs.toFixed(0)} ms`,
-      `${b.detectMeanMs.toFixed(0)} / ${b.detectMaxMs.toFixed(0)} ms`, `${ratio(a.detectMeanMs, b.detectMeanMs)} / ${ratio(a.detectMaxMs, b.detectMaxMs)}`]);
+    rows.push([
+      `detection lag mean / max, N = ${n}`,
+      `${a.detectMeanMs.toFixed(0)} / ${a.detectMaxMs.toFixed(0)} ms`,
+      `${b.detectMeanMs.toFixed(0)} / ${b.detectMaxMs.toFixed(0)} ms`,
+      `${ratio(a.detectMeanMs, b.detectMeanMs)} / ${ratio(a.detectMaxMs, b.detectMaxMs)}`,
+    ]);
   }
   for (const n of sizes) {
     const [a, b] = pair(n);
-    rows.push([`requests / KB on the wire, N = ${n}`, `${a.requests} / ${kb(a.bytes)}`, `${b.requests} / ${kb(b.bytes)}`,
-      `${ratio(a.requests, b.requests)} / ${ratio(a.bytes, b.bytes)}`]);
+    rows.push([
+      `requests / KB on the wire, N = ${n}`,
+      `${a.requests} / ${kb(a.bytes)}`,
+      `${b.requests} / ${kb(b.bytes)}`,
+      `${ratio(a.requests, b.requests)} / ${ratio(a.bytes, b.bytes)}`,
+    ]);
   }
   for (const n of sizes) {
     const [a, b] = pair(n);
     const h = run.results[n]?.['floor-http'];
     if (h?.cpuSeconds === undefined) continue;
-    rows.push([`CPU of the floor on node:http instead of fetch, N = ${n}`, '', `${h.cpuSeconds.toFixed(3)} s`,
-      `fetch costs the floor ${ratio(b.cpuSeconds, h.cpuSeconds)}; ironic-wait is ${ratio(a.cpuSeconds, h.cpuSeconds)} of it`]);
+    rows.push([
+      `CPU of the floor on node:http instead of fetch, N = ${n}`,
+      '',
+      `${h.cpuSeconds.toFixed(3)} s`,
+      `fetch costs the floor ${ratio(b.cpuSeconds, h.cpuSeconds)}; ironic-wait is ${ratio(a.cpuSeconds, h.cpuSeconds)} of it`,
+    ]);
   }
   for (const n of sizes) {
     const [a] = pair(n);
     const c = run.results[n]?.['ironic-wait+checkpoint'];
     if (c?.cpuSeconds === undefined) continue;
     const kept = c.checkpoints ? `; ${c.checkpoints.count} checkpoints, the largest ${kb(c.checkpoints.maxChars)} KB` : '';
-    rows.push([`CPU with onCheckpoint, N = ${n}${kept}`, `${c.cpuSeconds.toFixed(3)} s`, '',
-      `${ratio(c.cpuSeconds, a.cpuSeconds)} of the wait without`]);
+    rows.push([
+      `CPU with onCheckpoint, N = ${n}${kept}`,
+      `${c.cpuSeconds.toFixed(3)} s`,
+      '',
+      `${ratio(c.cpuSeconds, a.cpuSeconds)} of the wait without`,
+    ]);
   }
   const total = run.download.find((s) => s.what.endsWith('wasm + JS'));
   const floorSource = run.download.find((s) => s.what.startsWith('floor'));
@@ -103,17 +135,27 @@ function headline(run) {
   const start = run.nodeStart.find((s) => s.what.startsWith('ironic-wait'));
   const floorStart = run.nodeStart.find((s) => s.what.startsWith('floor'));
   rows.push(['Node: import + first client, timed inside', `${start.insideMs.toFixed(1)} ms`, `${floorStart.insideMs.toFixed(1)} ms`, '']);
-  rows.push(['Node: process start to exit, over an empty ES module', `${start.overBaselineMs.toFixed(1)} ms`, `${floorStart.overBaselineMs.toFixed(1)} ms`, '']);
+  rows.push([
+    'Node: process start to exit, over an empty ES module',
+    `${start.overBaselineMs.toFixed(1)} ms`,
+    `${floorStart.overBaselineMs.toFixed(1)} ms`,
+    '',
+  ]);
   return table(['', 'ironic-wait', 'floor', 'ironic-wait / floor'], rows);
 }
 
 function sizeTable(sizes) {
-  return table(['file', 'raw KB', 'gzip -9 KB', 'brotli -q 11 KB'], sizes.map((s) => [s.what, kb(s.raw), kb(s.gzip), kb(s.brotli)]));
+  return table(
+    ['file', 'raw KB', 'gzip -9 KB', 'brotli -q 11 KB'],
+    sizes.map((s) => [s.what, kb(s.raw), kb(s.gzip), kb(s.brotli)]),
+  );
 }
 
 function startTable(rows) {
-  return table(['process', 'runs', 'start to exit ms', 'over baseline ms', 'import ms', 'constructor ms', 'import + constructor ms', 'CPU ms'],
-    rows.map((r) => [r.what, r.runs, ms(r.ms), ms(r.overBaselineMs), ms(r.importMs), ms(r.constructMs), ms(r.insideMs), ms(r.cpuMs)]));
+  return table(
+    ['process', 'runs', 'start to exit ms', 'over baseline ms', 'import ms', 'constructor ms', 'import + constructor ms', 'CPU ms'],
+    rows.map((r) => [r.what, r.runs, ms(r.ms), ms(r.overBaselineMs), ms(r.importMs), ms(r.constructMs), ms(r.insideMs), ms(r.cpuMs)]),
+  );
 }
 
 /** The whole of docs/benchmarks.md. */
@@ -231,7 +273,9 @@ export function svg(run) {
         return;
       }
       const yy = Math.min(y(v), top + plotH - 1);
-      parts.push(`<rect x="${(x + 1).toFixed(1)}" y="${yy.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${(top + plotH - yy).toFixed(1)}" fill="${COLORS[client] ?? '#868e96'}"><title>${escapeXml(`${client}, N = ${n}: ${v.toFixed(3)} s`)}</title></rect>`);
+      parts.push(
+        `<rect x="${(x + 1).toFixed(1)}" y="${yy.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${(top + plotH - yy).toFixed(1)}" fill="${COLORS[client] ?? '#868e96'}"><title>${escapeXml(`${client}, N = ${n}: ${v.toFixed(3)} s`)}</title></rect>`,
+      );
       text(x + barW / 2, yy - 4, secondsLabel(v), ' text-anchor="middle" font-size="9" fill="#212529"');
     });
     text(left + g * groupW + groupW / 2, top + plotH + 20, `N = ${n}`, ' text-anchor="middle" font-size="12"');
@@ -243,7 +287,12 @@ export function svg(run) {
     text(lx + 16, 46, client, ' font-size="12"');
     lx += 16 + client.length * 7 + 18;
   }
-  text(width - right, height - 10, `${run.date.slice(0, 10)}, ${run.machine.cores} cores, Node ${run.machine.node}`, ' text-anchor="end" font-size="10" fill="#868e96"');
+  text(
+    width - right,
+    height - 10,
+    `${run.date.slice(0, 10)}, ${run.machine.cores} cores, Node ${run.machine.node}`,
+    ' text-anchor="end" font-size="10" fill="#868e96"',
+  );
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif">
 <rect width="100%" height="100%" fill="#fff"/>
 ${parts.join('\n')}

@@ -53,11 +53,17 @@ await main('bench', async () => {
   const [, latest] = window(timing);
   // The per-N tables, unless --fleet or --fleet-sizes without --nodes; the fleet table with --fleet, --fleet-sizes or --quick.
   const perN = (!values.fleet && values['fleet-sizes'] === undefined) || values.nodes !== undefined;
-  const fleetSizes = values['fleet-sizes'] !== undefined ? pairs(values['fleet-sizes'], '--fleet-sizes')
-    : values.fleet || values.quick ? FLEET_SIZES[values.quick ? 'quick' : 'full'] : [];
+  const fleetSizes =
+    values['fleet-sizes'] !== undefined
+      ? pairs(values['fleet-sizes'], '--fleet-sizes')
+      : values.fleet || values.quick
+        ? FLEET_SIZES[values.quick ? 'quick' : 'full']
+        : [];
   // K waits at each size whose N is the smallest measured (N = 1000 by default), unless --fleet-k says where.
-  const kSizes = values['fleet-k'] !== undefined ? pairs(values['fleet-k'], '--fleet-k')
-    : fleetSizes.filter(([, n]) => n === Math.min(...fleetSizes.map((p) => p[1])));
+  const kSizes =
+    values['fleet-k'] !== undefined
+      ? pairs(values['fleet-k'], '--fleet-k')
+      : fleetSizes.filter(([, n]) => n === Math.min(...fleetSizes.map((p) => p[1])));
 
   const python = values.peers ? ensurePeersVenv() : process.env.BENCH_PY || null;
   const peerInfo = python && peerVersions(python);
@@ -80,8 +86,10 @@ await main('bench', async () => {
         const timeoutMs = (latest + 60) * 1000 + (PEERS.includes(client) ? nodes * 200 : nodes * 10);
         const figures = await measureWait({ command: clientCommand(client, python), nodes, timing, timeoutMs });
         results[nodes][client] = figures;
-        console.error(`bench:   ${figures.requests} requests, CPU ${figures.cpuSeconds.toFixed(3)} s, `
-          + `detection lag ${figures.detectMeanMs.toFixed(0)} ms, done ${figures.afterLastAnswerMs.toFixed(1)} ms after the last answer`);
+        console.error(
+          `bench:   ${figures.requests} requests, CPU ${figures.cpuSeconds.toFixed(3)} s, ` +
+            `detection lag ${figures.detectMeanMs.toFixed(0)} ms, done ${figures.afterLastAnswerMs.toFixed(1)} ms after the last answer`,
+        );
       } catch (err) {
         console.error(`bench:   ${err.message}`);
         results[nodes][client] = { error: err.message };
@@ -136,7 +144,10 @@ await main('bench', async () => {
 /** Throws naming every run that failed. */
 function failOn(results, fleet) {
   const failed = Object.entries(results).flatMap(([n, byClient]) =>
-    Object.entries(byClient).filter(([, r]) => r.error).map(([client]) => `${client} at N = ${n}`));
+    Object.entries(byClient)
+      .filter(([, r]) => r.error)
+      .map(([client]) => `${client} at N = ${n}`),
+  );
   for (const [key, byClient] of Object.entries({ ...fleet?.results })) {
     for (const [client, r] of Object.entries(byClient)) if (r.error) failed.push(`fleet ${client} at F/N = ${key}`);
   }
@@ -172,8 +183,10 @@ async function runFleet({ sizes, kSizes, quick, python, peerInfo, peersMax, load
       // The last arrival and a few rounds; per-node rounds take ~1 ms a node (Python's ~5).
       const timeoutMs = (latest + 60) * 1000 + n * (peer ? 200 : 10);
       const r = await measureFleet({ command: clientCommand(kind, python), fleet: f, waited: n, schedule, timeoutMs, config });
-      console.error(`bench:   ${r.rounds} rounds, ${r.requests} requests (${r.requestsPerRound.toFixed(2)} a round, quiet ${r.quietRequests?.toFixed(2) ?? '—'}), `
-        + `CPU ${r.cpuSeconds.toFixed(3)} s (quiet round ${r.quietCpuMs?.toFixed(2) ?? '—'} ms), lag ${r.detectMeanMs.toFixed(0)} ms`);
+      console.error(
+        `bench:   ${r.rounds} rounds, ${r.requests} requests (${r.requestsPerRound.toFixed(2)} a round, quiet ${r.quietRequests?.toFixed(2) ?? '—'}), ` +
+          `CPU ${r.cpuSeconds.toFixed(3)} s (quiet round ${r.quietCpuMs?.toFixed(2) ?? '—'} ms), lag ${r.detectMeanMs.toFixed(0)} ms`,
+      );
       return r;
     } catch (err) {
       console.error(`bench:   ${err.message}`);
@@ -184,9 +197,10 @@ async function runFleet({ sizes, kSizes, quick, python, peerInfo, peersMax, load
     const key = `${f}/${n}`;
     results[key] = {};
     for (const c of clients) {
-      results[key][c.name] = c.peer && n > peersMax
-        ? { skipped: `not run: it sends one GET per node per round, and N = ${n} is over --peers-max ${peersMax}` }
-        : await measure(c.name, c.kind, f, n, c.config(n), c.peer);
+      results[key][c.name] =
+        c.peer && n > peersMax
+          ? { skipped: `not run: it sends one GET per node per round, and N = ${n} is over --peers-max ${peersMax}` }
+          : await measure(c.name, c.kind, f, n, c.config(n), c.peer);
     }
     if (kSizes.some(([kf, kn]) => kf === f && kn === n)) {
       k[key] = {};

@@ -48,7 +48,15 @@ export function scenario(nodes, timing) {
 // churn), in small batches every CHURN_TICK_MS, until the wait is over.
 
 /** F, N pairs measured by `--fleet` (N <= F), and the one `--quick` measures. */
-export const FLEET_SIZES = { full: [[10000, 1000], [10000, 10000], [100000, 1000], [100000, 10000]], quick: [[10000, 1000]] };
+export const FLEET_SIZES = {
+  full: [
+    [10000, 1000],
+    [10000, 10000],
+    [100000, 1000],
+    [100000, 10000],
+  ],
+  quick: [[10000, 1000]],
+};
 /** Share of the fleet that changes per round during the churn phase, and the round it is counted per. */
 export const CHURN = { fraction: 0.01, perMs: 2000 };
 export const CHURN_TICK_MS = 250;
@@ -93,7 +101,8 @@ function prng(seed) {
 export function waitedPositions(fleet, waited) {
   const rand = prng(SEED * 7919 + fleet + waited);
   const all = Array.from({ length: fleet }, (_, i) => i);
-  for (let k = 0; k < waited; k++) { // the first `waited` of a seeded permutation
+  for (let k = 0; k < waited; k++) {
+    // the first `waited` of a seeded permutation
     const j = k + Math.floor(rand() * (fleet - k));
     [all[k], all[j]] = [all[j], all[k]];
   }

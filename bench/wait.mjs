@@ -15,7 +15,8 @@ const VERSION = { 'X-OpenStack-Ironic-API-Version': '1.115' };
 export function clientCommand(name, python) {
   // BENCH_CPU_PROF=DIR: each JS client writes a V8 CPU profile there (for Chrome DevTools).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  if (['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'floor-http'].includes(name)) return [process.execPath, ...profile, here('./client.mjs'), name];
+  if (['ironic-wait', 'ironic-wait+checkpoint', 'floor', 'floor-http'].includes(name))
+    return [process.execPath, ...profile, here('./client.mjs'), name];
   return [python, here('./peer.py'), name];
 }
 
@@ -30,11 +31,12 @@ export function startSimulator(args, script = './sim-child.mjs') {
       if (msg.ready) {
         resolve({
           url: msg.url,
-          call: (cmd, arg) => new Promise((res, rej) => {
-            const id = nextId++;
-            pending.set(id, { res, rej });
-            child.send({ id, cmd, arg });
-          }),
+          call: (cmd, arg) =>
+            new Promise((res, rej) => {
+              const id = nextId++;
+              pending.set(id, { res, rej });
+              child.send({ id, cmd, arg });
+            }),
           close: () => child.kill(),
         });
         return;
@@ -56,7 +58,7 @@ async function getJson(url) {
 /** Every node's UUID, in list order (before the start: not counted). */
 export async function listUuids(base) {
   const uuids = [];
-  for (let url = `${base}/v1/nodes?fields=uuid&limit=1000`; url;) {
+  for (let url = `${base}/v1/nodes?fields=uuid&limit=1000`; url; ) {
     const page = await getJson(url);
     uuids.push(...page.nodes.map((n) => n.uuid));
     url = page.next;
@@ -77,7 +79,9 @@ export function startClient(command, configPath) {
   const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
   const failure = (what) =>
     new Error(`${command.slice(1).join(' ')}: ${what}${stderr.trim() ? `\n${stderr.trim().split('\n').slice(-15).join('\n')}` : ''}`);
-  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
   child.stdout.on('data', (chunk) => {
     stdout += chunk;
     let end;
@@ -87,10 +91,11 @@ export function startClient(command, configPath) {
       onLine(line);
     }
   });
-  const nextLine = () => new Promise((resolve, reject) => {
-    onLine = resolve;
-    exited.then((code) => reject(failure(`exited (${code})`)));
-  });
+  const nextLine = () =>
+    new Promise((resolve, reject) => {
+      onLine = resolve;
+      exited.then((code) => reject(failure(`exited (${code})`)));
+    });
   return nextLine().then((line) => {
     if (line !== 'ready') {
       child.kill('SIGKILL');

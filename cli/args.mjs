@@ -60,7 +60,11 @@ export class Parser {
   add(spec, group = null) {
     const action = {
       action: 'store',
-      dest: spec.flags.find((f) => f.startsWith('--'))?.slice(2).replace(/-/g, '_') ?? spec.flags[0].slice(1),
+      dest:
+        spec.flags
+          .find((f) => f.startsWith('--'))
+          ?.slice(2)
+          .replace(/-/g, '_') ?? spec.flags[0].slice(1),
       ...spec,
       group,
     };
@@ -128,7 +132,9 @@ export class Parser {
         }
       }
       if (action.choices && !action.choices.includes(value)) {
-        this.error(`argument ${optionName}: invalid choice: ${pyRepr(String(value))} (choose from ${action.choices.map((c) => pyRepr(c)).join(', ')})`);
+        this.error(
+          `argument ${optionName}: invalid choice: ${pyRepr(String(value))} (choose from ${action.choices.map((c) => pyRepr(c)).join(', ')})`,
+        );
       }
       return value;
     };
@@ -148,7 +154,7 @@ export class Parser {
     };
 
     let positionalsLeft = [...this.positionals];
-    const isArg = (k) => k && (k.kind === 'A');
+    const isArg = (k) => k && k.kind === 'A';
     let i = 0;
     while (i < args.length) {
       const k = kinds[i];
@@ -215,10 +221,7 @@ export class Parser {
       i += 2;
     }
 
-    const missing = [
-      ...this.optionals.filter((a) => a.required && !seen.has(a)),
-      ...positionalsLeft,
-    ].map(nameOf);
+    const missing = [...this.optionals.filter((a) => a.required && !seen.has(a)), ...positionalsLeft].map(nameOf);
     if (missing.length) this.error(`the following arguments are required: ${missing.join(', ')}`);
     for (const group of this.groups) {
       if (group.required && !group.actions.some((a) => seen.has(a))) {
@@ -340,7 +343,7 @@ export class Parser {
     if (this.description) out.push(...wrap(this.description, width), '');
     const maxHelpPosition = Math.min(24, Math.max(width - 20, 11 * 2));
     // One help column for every section, as argparse aligns them.
-    const invocation = (a) => (a.positional ? a.metavar ?? a.dest : optionInvocation(a));
+    const invocation = (a) => (a.positional ? (a.metavar ?? a.dest) : optionInvocation(a));
     const shown = [...this.positionals, ...this.optionals.filter((a) => !a.hidden)];
     const helpPosition = Math.min(Math.max(...shown.map((a) => invocation(a).length + 4)), maxHelpPosition);
     const section = (title, actions) => {
@@ -350,13 +353,17 @@ export class Parser {
         const head = `  ${invocation(a)}`;
         const helpLines = a.help ? wrap(a.help.replace(/%\(default\)s/g, String(a.default)), width - helpPosition) : [];
         if (!helpLines.length) out.push(head);
-        else if (head.length + 2 <= helpPosition) out.push(head.padEnd(helpPosition) + helpLines[0], ...helpLines.slice(1).map((l) => ' '.repeat(helpPosition) + l));
+        else if (head.length + 2 <= helpPosition)
+          out.push(head.padEnd(helpPosition) + helpLines[0], ...helpLines.slice(1).map((l) => ' '.repeat(helpPosition) + l));
         else out.push(head, ...helpLines.map((l) => ' '.repeat(helpPosition) + l));
       });
       out.push('');
     };
     section('positional arguments', this.positionals);
-    section('options', this.optionals.filter((a) => !a.hidden));
+    section(
+      'options',
+      this.optionals.filter((a) => !a.hidden),
+    );
     if (this.epilog) {
       for (const paragraph of this.epilog.split('\n\n')) out.push(...paragraph.split('\n').flatMap((l) => (l ? wrap(l, width) : [''])), '');
     }
@@ -368,7 +375,11 @@ export class Parser {
 // would quote its value back: the word after an option whose name says
 // password (or pasword), secret or token is masked instead.
 export function maskSecrets(words) {
-  return words.map((w, i) => (i > 0 && /^-.*(pass|pasw|pwd|secret|token)/i.test(words[i - 1]) && !words[i - 1].includes('=') ? '***' : w.replace(/^(-[^=]*(?:pass|pasw|pwd|secret|token)[^=]*=).*$/i, '$1***')));
+  return words.map((w, i) =>
+    i > 0 && /^-.*(pass|pasw|pwd|secret|token)/i.test(words[i - 1]) && !words[i - 1].includes('=')
+      ? '***'
+      : w.replace(/^(-[^=]*(?:pass|pasw|pwd|secret|token)[^=]*=).*$/i, '$1***'),
+  );
 }
 
 /** The name argparse uses for an argument in errors: the flags, or the metavar. */

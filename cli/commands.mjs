@@ -18,14 +18,26 @@ export class CommandError extends Error {}
 // PROVISION_ACTIONS: target, expected state, poll interval) and the options
 // each command adds to baremetal's common ones.
 const PROVISION_OPTIONS = {
-  manage: [], provide: [], deploy: ['config-drive', 'deploy-steps'], undeploy: [], inspect: [],
-  clean: ['clean-steps|runbook', 'disable-ramdisk'], rescue: ['rescue-password'], unrescue: [], adopt: [],
-  rebuild: ['config-drive', 'deploy-steps'], service: ['service-steps|runbook', 'disable-ramdisk'], abort: [], unhold: [],
+  manage: [],
+  provide: [],
+  deploy: ['config-drive', 'deploy-steps'],
+  undeploy: [],
+  inspect: [],
+  clean: ['clean-steps|runbook', 'disable-ramdisk'],
+  rescue: ['rescue-password'],
+  unrescue: [],
+  adopt: [],
+  rebuild: ['config-drive', 'deploy-steps'],
+  service: ['service-steps|runbook', 'disable-ramdisk'],
+  abort: [],
+  unhold: [],
 };
-export const PROVISION = Object.fromEntries(Object.entries(PROVISION_OPTIONS).map(([name, options]) => {
-  const { target, expected, pollInterval } = tables().actionsByName[name];
-  return [name, { target, expected, interval: pollInterval, options }];
-}));
+export const PROVISION = Object.fromEntries(
+  Object.entries(PROVISION_OPTIONS).map(([name, options]) => {
+    const { target, expected, pollInterval } = tables().actionsByName[name];
+    return [name, { target, expected, interval: pollInterval, options }];
+  }),
+);
 
 const CONFIG_DRIVE_HELP =
   'A gzipped, base64-encoded configuration drive string OR the path to the configuration drive file OR the path to a ' +
@@ -70,12 +82,34 @@ const diagnoseOption = (extra = {}) => ({
 
 // cliff's ShowOne formatter options, in the order `baremetal` lists them.
 function addShowOneOptions(parser) {
-  parser.add({ flags: ['-f', '--format'], dest: 'formatter', choices: FORMATS, default: 'table', help: 'the output format, defaults to table' });
-  parser.add({ flags: ['-c', '--column'], dest: 'columns', metavar: 'COLUMN', action: 'append', help: 'specify the column(s) to include, can be repeated to show multiple columns' });
+  parser.add({
+    flags: ['-f', '--format'],
+    dest: 'formatter',
+    choices: FORMATS,
+    default: 'table',
+    help: 'the output format, defaults to table',
+  });
+  parser.add({
+    flags: ['-c', '--column'],
+    dest: 'columns',
+    metavar: 'COLUMN',
+    action: 'append',
+    help: 'specify the column(s) to include, can be repeated to show multiple columns',
+  });
   parser.add({ flags: ['--noindent'], action: 'store_true', help: 'whether to disable indenting the JSON' });
   parser.add({ flags: ['--prefix'], default: '', help: 'add a prefix to all variable names' });
-  parser.add({ flags: ['--max-width'], metavar: '<integer>', type: 'int', default: 0, help: 'Maximum display width, <1 to disable. (accepted; tables are not fitted)' });
-  parser.add({ flags: ['--fit-width'], action: 'store_true', help: 'Fit the table to the display width. (accepted; tables are not fitted)' });
+  parser.add({
+    flags: ['--max-width'],
+    metavar: '<integer>',
+    type: 'int',
+    default: 0,
+    help: 'Maximum display width, <1 to disable. (accepted; tables are not fitted)',
+  });
+  parser.add({
+    flags: ['--fit-width'],
+    action: 'store_true',
+    help: 'Fit the table to the display width. (accepted; tables are not fitted)',
+  });
   parser.add({ flags: ['--print-empty'], action: 'store_true', help: 'Print empty table if there is no data to show.' });
 }
 
@@ -98,7 +132,10 @@ function provisionParser(prog, name) {
     if (option === 'deploy-steps') parser.add({ flags: ['--deploy-steps'], metavar: '<deploy-steps>', help: stepsHelp('deploy') });
     if (option === 'rescue-password') {
       parser.add({
-        flags: ['--rescue-password'], metavar: '<rescue-password>', required: true, secret: true,
+        flags: ['--rescue-password'],
+        metavar: '<rescue-password>',
+        required: true,
+        secret: true,
         help: 'The password that will be used to login to the rescue ramdisk. The value should be a non-empty string.',
       });
     }
@@ -106,11 +143,17 @@ function provisionParser(prog, name) {
       const kind = option.split('-')[0];
       const group = parser.addGroup({ required: true });
       group.add({ flags: [`--${kind}-steps`], metavar: `<${kind}-steps>`, help: stepsHelp(kind) });
-      group.add({ flags: ['--runbook'], metavar: '<runbook>', help: `The identifier of a predefined runbook to use for ${kind === 'clean' ? 'cleaning' : 'servicing'}.` });
+      group.add({
+        flags: ['--runbook'],
+        metavar: '<runbook>',
+        help: `The identifier of a predefined runbook to use for ${kind === 'clean' ? 'cleaning' : 'servicing'}.`,
+      });
     }
     if (option === 'disable-ramdisk') {
       parser.add({
-        flags: ['--disable-ramdisk'], action: 'store_true', default: null,
+        flags: ['--disable-ramdisk'],
+        action: 'store_true',
+        default: null,
         help: 'ironic-python-agent will not be booted for cleaning. Only steps explicitly marked as not requiring ironic-python-agent can be executed with this set.',
       });
     }
@@ -122,14 +165,27 @@ function nodeWaitParser(prog) {
   const parser = new Parser({
     prog,
     description: 'Wait for nodes to reach a provision state or a power state (sends nothing; not in baremetal).',
-    epilog: 'Fails as baremetal --wait does: a node in error or a "* failed" state (unless that is the state waited for), or resting in another stable state. ' +
-      'With --power-state: fails when a power action ends short of the state with an error. ' + WAIT_NOTES,
+    epilog:
+      'Fails as baremetal --wait does: a node in error or a "* failed" state (unless that is the state waited for), or resting in another stable state. ' +
+      'With --power-state: fails when a power action ends short of the state with an error. ' +
+      WAIT_NOTES,
   });
   parser.addPositional({ dest: 'nodes', metavar: '<node>', nargs: '+', help: "Names or UUID's of the nodes." });
   const what = parser.addGroup({ required: true });
   what.add({ flags: ['--state'], metavar: '<state>', help: 'The provision state to wait for, e.g. active.' });
-  what.add({ flags: ['--power-state'], metavar: '<power-state>', choices: POWER_STATES, help: "The power state to wait for: 'power on' or 'power off' (no power action under way)." });
-  parser.add({ flags: ['--timeout'], metavar: '<seconds>', type: 'float', default: 0, help: 'Give up after this many seconds (default 0: no limit).' });
+  what.add({
+    flags: ['--power-state'],
+    metavar: '<power-state>',
+    choices: POWER_STATES,
+    help: "The power state to wait for: 'power on' or 'power off' (no power action under way).",
+  });
+  parser.add({
+    flags: ['--timeout'],
+    metavar: '<seconds>',
+    type: 'float',
+    default: 0,
+    help: 'Give up after this many seconds (default 0: no limit).',
+  });
   parser.add({ flags: ['--poll-interval'], metavar: '<seconds>', type: 'float', default: 2, help: 'Seconds between checks (default 2).' });
   parser.add(diagnoseOption());
   return parser;
@@ -138,7 +194,8 @@ function nodeWaitParser(prog) {
 const POWER_STATES = ['power on', 'power off'];
 
 /** The library's power action for `node power on|off` and `node reboot`, soft or not. */
-const powerAction = (kind, soft) => ({ on: 'power on', off: soft ? 'soft power off' : 'power off', reboot: soft ? 'soft reboot' : 'reboot' }[kind]);
+const powerAction = (kind, soft) =>
+  ({ on: 'power on', off: soft ? 'soft power off' : 'power off', reboot: soft ? 'soft reboot' : 'reboot' })[kind];
 
 /** The power state a power action ends in, from the core's table. */
 const powerExpected = (action) => tables().powerActions.find((a) => a.name === action).expected;
@@ -153,14 +210,23 @@ function powerParser(prog, kind) {
   const parser = new Parser({
     prog,
     description: descriptions[kind],
-    epilog: 'Prints nothing on success, as baremetal. --wait and --diagnose are not in baremetal: --wait waits until the power action is over ' +
-      '(Ironic clears the target power state) and fails when it ends short of it with an error. ' + WAIT_NOTES,
+    epilog:
+      'Prints nothing on success, as baremetal. --wait and --diagnose are not in baremetal: --wait waits until the power action is over ' +
+      '(Ironic clears the target power state) and fails when it ends short of it with an error. ' +
+      WAIT_NOTES,
   });
   parser.addPositional({ dest: 'nodes', metavar: '<node>', nargs: '+', help: "Names or UUID's of the nodes." });
-  const soft = () => parser.add({ flags: ['--soft'], action: 'store_true', help: kind === 'off' ? 'Request graceful power-off.' : 'Request Graceful reboot.' });
+  const soft = () =>
+    parser.add({
+      flags: ['--soft'],
+      action: 'store_true',
+      help: kind === 'off' ? 'Request graceful power-off.' : 'Request Graceful reboot.',
+    });
   if (kind === 'reboot') soft();
   parser.add({
-    flags: ['--power-timeout'], metavar: '<power-timeout>', type: 'int',
+    flags: ['--power-timeout'],
+    metavar: '<power-timeout>',
+    type: 'int',
     help: 'Timeout (in seconds, positive integer) to wait for the target power state before erroring out.',
   });
   if (kind === 'off') soft();
@@ -172,19 +238,55 @@ function powerParser(prog, kind) {
 function nodeWatchParser(prog) {
   const parser = new Parser({
     prog,
-    description: 'Watch nodes: each node of the scope once, then each change of its provision state (and of any --field), as `kubectl get -w` does (not in baremetal). Runs until Ctrl-C.',
-    epilog: 'A quiet round is one request whatever the fleet, by the nodes\' provision_updated_at (--list-mode list: the scope in full each round; a --field always lists in full). A consumer slower than the changes (a pipe) gets the latest state of each node.',
+    description:
+      'Watch nodes: each node of the scope once, then each change of its provision state (and of any --field), as `kubectl get -w` does (not in baremetal). Runs until Ctrl-C.',
+    epilog:
+      "A quiet round is one request whatever the fleet, by the nodes' provision_updated_at (--list-mode list: the scope in full each round; a --field always lists in full). A consumer slower than the changes (a pipe) gets the latest state of each node.",
   });
-  parser.add({ flags: ['-f', '--format'], dest: 'formatter', choices: ['table', 'json'], default: 'table', help: 'table: a line per change; json: a JSON document per line, {"type", "uuid", "node"}' });
+  parser.add({
+    flags: ['-f', '--format'],
+    dest: 'formatter',
+    choices: ['table', 'json'],
+    default: 'table',
+    help: 'table: a line per change; json: a JSON document per line, {"type", "uuid", "node"}',
+  });
   parser.add({ flags: ['--owner'], metavar: '<owner>', help: 'Only nodes of this owner (API 1.50).' });
   parser.add({ flags: ['--lessee'], metavar: '<lessee>', help: 'Only nodes of this lessee (API 1.65).' });
-  parser.add({ flags: ['--conductor-group'], dest: 'conductor_group', metavar: '<group>', help: 'Only nodes of this conductor group (API 1.46).' });
-  parser.add({ flags: ['--shard'], dest: 'shards', metavar: '<shard>', action: 'append', help: 'Only nodes of this shard; can be repeated (API 1.82).' });
-  parser.add({ flags: ['--resource-class'], dest: 'resource_class', metavar: '<class>', help: 'Only nodes of this resource class (API 1.21).' });
+  parser.add({
+    flags: ['--conductor-group'],
+    dest: 'conductor_group',
+    metavar: '<group>',
+    help: 'Only nodes of this conductor group (API 1.46).',
+  });
+  parser.add({
+    flags: ['--shard'],
+    dest: 'shards',
+    metavar: '<shard>',
+    action: 'append',
+    help: 'Only nodes of this shard; can be repeated (API 1.82).',
+  });
+  parser.add({
+    flags: ['--resource-class'],
+    dest: 'resource_class',
+    metavar: '<class>',
+    help: 'Only nodes of this resource class (API 1.21).',
+  });
   parser.add({ flags: ['--provision-state'], dest: 'provision_state', metavar: '<state>', help: 'Only nodes in this provision state.' });
   parser.add({ flags: ['--fault'], metavar: '<fault>', help: 'Only nodes with this fault (API 1.42).' });
-  parser.add({ flags: ['--field'], dest: 'fields', metavar: '<field>', action: 'append', help: 'Also watch this node field (power_state, maintenance, ...); can be repeated.' });
-  parser.add({ flags: ['--list-mode'], dest: 'list_mode', choices: ['changes', 'list'], default: 'changes', help: 'changes (default) or list.' });
+  parser.add({
+    flags: ['--field'],
+    dest: 'fields',
+    metavar: '<field>',
+    action: 'append',
+    help: 'Also watch this node field (power_state, maintenance, ...); can be repeated.',
+  });
+  parser.add({
+    flags: ['--list-mode'],
+    dest: 'list_mode',
+    choices: ['changes', 'list'],
+    default: 'changes',
+    help: 'changes (default) or list.',
+  });
   parser.add({ flags: ['--poll-interval'], metavar: '<seconds>', type: 'float', default: 2, help: 'Seconds between rounds (default 2).' });
   parser.add({ flags: ['--no-initial'], dest: 'no_initial', action: 'store_true', help: 'Only changes: not every node at the start.' });
   return parser;
@@ -200,15 +302,25 @@ function allocationCreateParser(prog) {
   parser.add({ flags: ['--resource-class'], dest: 'resource_class', help: 'Resource class to request.' });
   parser.add({ flags: ['--trait'], dest: 'traits', action: 'append', help: 'A trait to request. Can be specified multiple times.' });
   parser.add({
-    flags: ['--candidate-node'], dest: 'candidate_nodes', action: 'append',
+    flags: ['--candidate-node'],
+    dest: 'candidate_nodes',
+    action: 'append',
     help: 'A candidate node for this allocation. Can be specified multiple times. If at least one is specified, only the provided candidate nodes are considered for the allocation.',
   });
   parser.add({ flags: ['--name'], help: 'Unique name of the allocation.' });
   parser.add({ flags: ['--uuid'], help: 'UUID of the allocation.' });
   parser.add({ flags: ['--owner'], help: 'Owner of the allocation.' });
-  parser.add({ flags: ['--extra'], metavar: '<key=value>', action: 'append', help: 'Record arbitrary key/value metadata. Can be specified multiple times.' });
+  parser.add({
+    flags: ['--extra'],
+    metavar: '<key=value>',
+    action: 'append',
+    help: 'Record arbitrary key/value metadata. Can be specified multiple times.',
+  });
   parser.add(waitOption('Wait for the new allocation to become active. An error is returned if allocation fails and --wait is used.'));
-  parser.add({ flags: ['--node'], help: 'Backfill this allocation from the provided node that has already been deployed. Bypasses the normal allocation process.' });
+  parser.add({
+    flags: ['--node'],
+    help: 'Backfill this allocation from the provided node that has already been deployed. Bypasses the normal allocation process.',
+  });
   return parser;
 }
 
@@ -216,7 +328,13 @@ function allocationWaitParser(prog) {
   const parser = new Parser({ prog, description: 'Wait for an allocation to become active, then show it (not in baremetal).' });
   addShowOneOptions(parser);
   parser.addPositional({ dest: 'allocation', metavar: '<id>', help: 'UUID or name of the allocation' });
-  parser.add({ flags: ['--timeout'], metavar: '<seconds>', type: 'float', default: 0, help: 'Give up after this many seconds (default 0: no limit).' });
+  parser.add({
+    flags: ['--timeout'],
+    metavar: '<seconds>',
+    type: 'float',
+    default: 0,
+    help: 'Give up after this many seconds (default 0: no limit).',
+  });
   return parser;
 }
 
@@ -232,22 +350,35 @@ export const COMMANDS = [
     const kind = words.at(-1);
     return {
       words: ['node', ...words],
-      summary: { on: 'Power on a node', off: 'Power off a node', reboot: 'Reboot baremetal node' }[kind] + (words.length === 2 && kind === 'reboot' ? ' (node reboot)' : ''),
+      summary:
+        { on: 'Power on a node', off: 'Power off a node', reboot: 'Reboot baremetal node' }[kind] +
+        (words.length === 2 && kind === 'reboot' ? ' (node reboot)' : ''),
       parser: (prog) => powerParser(prog, kind),
       run: (ctx, values) => runPower(ctx, kind, values),
     };
   }),
   { words: ['node', 'wait'], summary: 'Wait for nodes to reach a provision or power state', parser: nodeWaitParser, run: runNodeWait },
   { words: ['node', 'watch'], summary: 'Watch nodes: each node, then each change', parser: nodeWatchParser, run: runNodeWatch },
-  { words: ['allocation', 'create'], summary: 'Create a new baremetal allocation', parser: allocationCreateParser, run: runAllocationCreate },
-  { words: ['allocation', 'wait'], summary: 'Wait for an allocation to become active', parser: allocationWaitParser, run: runAllocationWait },
+  {
+    words: ['allocation', 'create'],
+    summary: 'Create a new baremetal allocation',
+    parser: allocationCreateParser,
+    run: runAllocationCreate,
+  },
+  {
+    words: ['allocation', 'wait'],
+    summary: 'Wait for an allocation to become active',
+    parser: allocationWaitParser,
+    run: runAllocationWait,
+  },
   { words: ['resume'], summary: 'Go on with a wait saved by --checkpoint FILE', parser: resumeParser, run: runResume },
 ];
 
 function resumeParser(prog) {
   const parser = new Parser({
     prog,
-    description: 'Go on with the wait whose checkpoint --checkpoint FILE saved (in another process, after a restart): no PUT is sent twice, the deadline is kept, and the output and exit code are those the original command would have given.',
+    description:
+      'Go on with the wait whose checkpoint --checkpoint FILE saved (in another process, after a restart): no PUT is sent twice, the deadline is kept, and the output and exit code are those the original command would have given.',
   });
   parser.addPositional({ dest: 'file', metavar: '<file>', help: 'The file --checkpoint wrote.' });
   return parser;
@@ -332,18 +463,36 @@ function makeConfigDrive(dir) {
   const work = mkdtempSync(join(tmpdir(), 'ironic-wait-configdrive-'));
   try {
     const iso = join(work, 'configdrive.iso');
-    const args = ['-o', iso, '-ldots', '-allow-lowercase', '-allow-multidot', '-l', '-publisher', 'ironicclient-configdrive 0.1', '-quiet', '-J', '-r', '-V', 'config-2', dir];
+    const args = [
+      '-o',
+      iso,
+      '-ldots',
+      '-allow-lowercase',
+      '-allow-multidot',
+      '-l',
+      '-publisher',
+      'ironicclient-configdrive 0.1',
+      '-quiet',
+      '-J',
+      '-r',
+      '-V',
+      'config-2',
+      dir,
+    ];
     let lastError = null;
     for (const tool of ['genisoimage', 'mkisofs', 'xorrisofs']) {
       try {
         execFileSync(tool, args, { stdio: ['ignore', 'pipe', 'pipe'] });
         return gzipSync(readFileSync(iso)).toString('base64');
       } catch (e) {
-        if (e.code !== 'ENOENT') throw new CommandError(`Error generating the config drive. Stderr: ${String(e.stderr ?? e.message).trim()}`);
+        if (e.code !== 'ENOENT')
+          throw new CommandError(`Error generating the config drive. Stderr: ${String(e.stderr ?? e.message).trim()}`);
         lastError = e;
       }
     }
-    throw new CommandError(`Error generating the config drive. Make sure the "genisoimage", "mkisofs", or "xorriso" tool is installed. Error: ${lastError.message}`);
+    throw new CommandError(
+      `Error generating the config drive. Make sure the "genisoimage", "mkisofs", or "xorriso" tool is installed. Error: ${lastError.message}`,
+    );
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -374,7 +523,8 @@ const MAX_TIMEOUT = tables().limits.maxSeconds;
 // Checked before anything is sent (baremetal sends the action first, then fails).
 function checkTimeout(timeout) {
   if (timeout < 0) throw new CommandError('Timeout must be a non-negative number');
-  if (timeout > MAX_TIMEOUT) throw new CommandError(`Timeout must be at most ${MAX_TIMEOUT} seconds (about 24.8 days); 0 waits without limit`);
+  if (timeout > MAX_TIMEOUT)
+    throw new CommandError(`Timeout must be at most ${MAX_TIMEOUT} seconds (about 24.8 days); 0 waits without limit`);
 }
 
 // ------------------------------------------------------------- commands
@@ -398,11 +548,16 @@ async function runProvision(ctx, name, v) {
   if (name === 'rescue' && !v.rescue_password) {
     throw new CommandError('A non-empty "rescue_password" is required when setting target provision state to rescue');
   }
-  for (const [kind, steps] of [['clean', cleanSteps], ['service', serviceSteps], ['deploy', deploySteps]]) {
+  for (const [kind, steps] of [
+    ['clean', cleanSteps],
+    ['service', serviceSteps],
+    ['deploy', deploySteps],
+  ]) {
     if (kind === name && kind !== 'deploy' && steps === undefined && !v.runbook) {
       throw new CommandError(`"${kind}_steps" is required when setting target provision state to ${kind}`);
     }
-    if (steps !== undefined && !Array.isArray(steps)) throw new CommandError(`The ${kind} steps must be a list of ${kind}-step dictionaries`);
+    if (steps !== undefined && !Array.isArray(steps))
+      throw new CommandError(`The ${kind} steps must be a list of ${kind}-step dictionaries`);
   }
 
   const body = {};
@@ -488,9 +643,10 @@ function diagnosed(ctx) {
  */
 function diagnosisLines(entries) {
   const shown = entries.filter((n) => n && (n.history !== undefined || n.historyError !== undefined));
-  const events = (n, indent) => (n.history !== undefined
-    ? n.history.map((h) => `${indent}${h.created_at} ${h.severity} ${h.event_type}: ${h.event}`)
-    : [`${indent}(no history: ${n.historyError})`]);
+  const events = (n, indent) =>
+    n.history !== undefined
+      ? n.history.map((h) => `${indent}${h.created_at} ${h.severity} ${h.event_type}: ${h.event}`)
+      : [`${indent}(no history: ${n.historyError})`];
   if (shown.length === 1) return events(shown[0], '  ');
   return shown.flatMap((n) => [`  ${n.node}:`, ...events(n, '    ')]);
 }
@@ -498,8 +654,15 @@ function diagnosisLines(entries) {
 async function runNodeWatch(ctx, v) {
   if (!(v.poll_interval > 0)) throw new CommandError('The poll interval must be a positive number');
   const scope = {};
-  for (const [key, value] of [['owner', v.owner], ['lessee', v.lessee], ['conductorGroup', v.conductor_group], ['shard', v.shards],
-    ['resourceClass', v.resource_class], ['provisionState', v.provision_state], ['fault', v.fault]]) {
+  for (const [key, value] of [
+    ['owner', v.owner],
+    ['lessee', v.lessee],
+    ['conductorGroup', v.conductor_group],
+    ['shard', v.shards],
+    ['resourceClass', v.resource_class],
+    ['provisionState', v.provision_state],
+    ['fault', v.fault],
+  ]) {
     if (value !== undefined && value !== null) scope[key] = value;
   }
   const options = { scope, listMode: v.list_mode, pollInterval: v.poll_interval, initial: !v.no_initial, signal: ctx.signal };
@@ -525,7 +688,8 @@ async function runNodeWatch(ctx, v) {
 
 /** baremetal's line as a node wait begins. */
 function waitingLine(ctx, view) {
-  if (!ctx.json && !view.silent) ctx.out(`Waiting for ${view.what ?? 'provision state'} ${view.expected} on node(s) ${view.nodes.join(', ')}\n`);
+  if (!ctx.json && !view.silent)
+    ctx.out(`Waiting for ${view.what ?? 'provision state'} ${view.expected} on node(s) ${view.nodes.join(', ')}\n`);
 }
 
 /**
@@ -602,7 +766,8 @@ async function runResume(ctx, v) {
   ctx.checkpointFile ??= v.file;
   if (command.startsWith('node ')) {
     const { nodes, expected, timeout } = saved;
-    if (!Array.isArray(nodes) || !nodes.every((n) => typeof n === 'string') || typeof expected !== 'string' || typeof timeout !== 'number') throw notOurs();
+    if (!Array.isArray(nodes) || !nodes.every((n) => typeof n === 'string') || typeof expected !== 'string' || typeof timeout !== 'number')
+      throw notOurs();
     const view = { command, nodes, expected, timeout, resumed: true, silent: saved.silent === true };
     if (saved.what === 'power state') view.what = saved.what;
     waitingLine(ctx, view);
@@ -632,8 +797,10 @@ function finishReport(ctx, report, expected, timeout) {
     for (const line of diagnosisLines(entries)) ctx.err(`${line}\n`);
   };
   for (const n of report.nodes) {
-    if (n.outcome === 'failed') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in state ${n.state}, and has error: ${n.lastError ?? 'None'}\n`);
-    else if (n.outcome === 'unexpected-stable') ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in unexpected stable state ${n.state}\n`);
+    if (n.outcome === 'failed')
+      ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in state ${n.state}, and has error: ${n.lastError ?? 'None'}\n`);
+    else if (n.outcome === 'unexpected-stable')
+      ctx.err(`Node ${n.node} failed to reach state ${expected}. It's in unexpected stable state ${n.state}\n`);
     else if (n.outcome === 'timed-out') timedOut.push(n.node);
     else if (n.outcome !== 'reached' && n.outcome !== 'accepted') ctx.err(`${n.error?.message ?? `Node ${n.node}: ${n.outcome}`}\n`);
     diagnosis([n]);
@@ -649,7 +816,13 @@ function printReport(ctx, report) {
 
 /** A report as JSON data, in its own key order: errors as { name, message, status, requestId }. */
 export function reportJson(report) {
-  const error = (e) => e && { name: e.name, message: e.message, ...(e.status !== undefined && { status: e.status }), ...(e.requestId !== undefined && { requestId: e.requestId }) };
+  const error = (e) =>
+    e && {
+      name: e.name,
+      message: e.message,
+      ...(e.status !== undefined && { status: e.status }),
+      ...(e.requestId !== undefined && { requestId: e.requestId }),
+    };
   const node = (n) => Object.fromEntries(Object.entries(n).map(([k, v]) => [k, k === 'error' ? error(v) : v]));
   return Object.fromEntries(Object.entries(report).map(([k, v]) => [k, k === 'nodes' ? v.map(node) : v]));
 }
@@ -672,9 +845,7 @@ async function runAllocationCreate(ctx, v) {
     return showAllocation(ctx, showOptions(v), allocation, null);
   }
   const view = { command: 'allocation create', show: showOptions(v), label: fields.name ?? '' };
-  const result = await allocationWait(ctx, view, (hooks) =>
-    ctx.client.createAllocation(fields, { signal: ctx.signal, wait, ...hooks }),
-  );
+  const result = await allocationWait(ctx, view, (hooks) => ctx.client.createAllocation(fields, { signal: ctx.signal, wait, ...hooks }));
   return showAllocation(ctx, view.show, result.allocation, result.report);
 }
 
@@ -722,10 +893,11 @@ function showAllocation(ctx, show, allocation, report) {
   }
   const data = ALLOCATION_FIELDS.map((f) => (f in allocation ? allocation[f] : ''));
   try {
-    ctx.out(formatShowOne(ALLOCATION_FIELDS, data, { format: show.formatter, only: show.columns, noindent: show.noindent, prefix: show.prefix }));
+    ctx.out(
+      formatShowOne(ALLOCATION_FIELDS, data, { format: show.formatter, only: show.columns, noindent: show.noindent, prefix: show.prefix }),
+    );
   } catch (e) {
     throw new CommandError(e.message);
   }
   return 0;
 }
-

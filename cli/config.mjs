@@ -16,9 +16,7 @@ export { ConfigError, OS_FLAGS };
 
 // OS_* variables that only select or locate a configuration; alone they do not make the
 // environment a cloud of its own (openstacksdk's loader, `_get_os_environ`).
-const SELECTOR_VARIABLES = new Set([
-  'OS_CLOUD', 'OS_REGION_NAME', 'OS_CLIENT_CONFIG_FILE', 'OS_CLIENT_SECURE_FILE', 'OS_CLOUD_NAME',
-]);
+const SELECTOR_VARIABLES = new Set(['OS_CLOUD', 'OS_REGION_NAME', 'OS_CLIENT_CONFIG_FILE', 'OS_CLIENT_SECURE_FILE', 'OS_CLOUD_NAME']);
 
 /**
  * Resolve the OpenStack configuration into IronicClient options.
@@ -30,9 +28,7 @@ const SELECTOR_VARIABLES = new Set([
  * @param {string[]} [options.systemDirs] the system directories searched last
  * @returns {Promise<{ client: object, cloud: string|null }>}
  */
-export async function resolveConfig({
-  flags = {}, env = process.env, cwd = process.cwd(), home = os.homedir(), systemDirs,
-} = {}) {
+export async function resolveConfig({ flags = {}, env = process.env, cwd = process.cwd(), home = os.homedir(), systemDirs } = {}) {
   for (const key of Object.keys(flags)) {
     if (!BY_KEY.has(key)) throw new ConfigError(`Unknown configuration option: ${key}`);
   }
@@ -87,8 +83,13 @@ function fileValue(layer, option) {
 }
 
 function fileEndpoint(layer) {
-  for (const value of [layer.baremetal_endpoint_override, layer.endpoint_override, layer.baremetal_endpoint,
-    layer.endpoint, layer.auth.endpoint]) {
+  for (const value of [
+    layer.baremetal_endpoint_override,
+    layer.endpoint_override,
+    layer.baremetal_endpoint,
+    layer.endpoint,
+    layer.auth.endpoint,
+  ]) {
     if (scalar(value) !== undefined) return scalar(value);
   }
   return undefined;
@@ -132,8 +133,7 @@ function fixLegacyKeys(layer) {
 }
 
 function hasEnvironmentSettings(env) {
-  return Object.keys(env).some((name) => name.startsWith('OS_') && !SELECTOR_VARIABLES.has(name) &&
-    !/^OS_(TEST|STD|LOG)/.test(name));
+  return Object.keys(env).some((name) => name.startsWith('OS_') && !SELECTOR_VARIABLES.has(name) && !/^OS_(TEST|STD|LOG)/.test(name));
 }
 
 // The region of the cloud in use: the requested one, which must be listed when the cloud lists regions,
@@ -145,9 +145,12 @@ function pickRegion(cloud, entry, profile, requested) {
   if (!Array.isArray(list)) throw new ConfigError(`The regions of cloud ${cloud} are not a list.`);
   const regions = list.map((region) => {
     if (typeof region === 'string') return { name: region, values: {} };
-    if (isMapping(region) && typeof region.name === 'string' &&
+    if (
+      isMapping(region) &&
+      typeof region.name === 'string' &&
       Object.keys(region).every((k) => k === 'name' || k === 'values') &&
-      (region.values === undefined || isMapping(region.values))) {
+      (region.values === undefined || isMapping(region.values))
+    ) {
       return { name: region.name, values: normalizeKeys(region.values ?? {}) };
     }
     throw new ConfigError(`Invalid region entry in cloud ${cloud}.`);
@@ -156,8 +159,10 @@ function pickRegion(cloud, entry, profile, requested) {
   if (!requested) return regions[0];
   const found = regions.find((region) => region.name === requested);
   if (found) return found;
-  throw new ConfigError(`Region ${requested} is not a valid region name for cloud ${cloud}. Valid choices ` +
-    `are ${regions.map((r) => r.name).join(',')}. Please note that region names are case sensitive.`);
+  throw new ConfigError(
+    `Region ${requested} is not a valid region name for cloud ${cloud}. Valid choices ` +
+      `are ${regions.map((r) => r.name).join(',')}. Please note that region names are case sensitive.`,
+  );
 }
 
 async function profileOf(cloud, entry, dirs) {
@@ -167,8 +172,10 @@ async function profileOf(cloud, entry, dirs) {
   const known = vendor && isMapping(vendor.data['public-clouds']) ? vendor.data['public-clouds'] : {};
   if (!Object.hasOwn(known, name) || !isMapping(known[name])) {
     // openstacksdk also ships built-in vendor profiles; ironic-wait only reads clouds-public.yaml.
-    throw new ConfigError(`Couldn't find the vendor profile ${name} for the cloud ${cloud} ` +
-      '(ironic-wait reads profiles from clouds-public.yaml only, not openstacksdk\'s built-in ones).');
+    throw new ConfigError(
+      `Couldn't find the vendor profile ${name} for the cloud ${cloud} ` +
+        "(ironic-wait reads profiles from clouds-public.yaml only, not openstacksdk's built-in ones).",
+    );
   }
   return normalizeKeys(known[name]);
 }

@@ -19,7 +19,12 @@ const GLOBAL_NOTES =
   '--checkpoint FILE saves the wait as it goes, and `resume FILE` goes on with it in another process.';
 
 function globalParser(prog) {
-  const parser = new Parser({ prog, description: 'Wait for OpenStack Ironic, like baremetal --wait.', epilog: GLOBAL_NOTES, addHelp: false });
+  const parser = new Parser({
+    prog,
+    description: 'Wait for OpenStack Ironic, like baremetal --wait.',
+    epilog: GLOBAL_NOTES,
+    addHelp: false,
+  });
   parser.add({ flags: ['--version'], action: 'version', version: `${prog} ${version()}`, help: "show program's version number and exit" });
   const verbosity = parser.addGroup();
   verbosity.add({ flags: ['-v', '--verbose'], action: 'store_true', help: 'accepted for baremetal compatibility' });
@@ -27,18 +32,47 @@ function globalParser(prog) {
   parser.add({ flags: ['-h', '--help'], dest: 'help', action: 'store_true', help: 'show help message and exit' });
   for (const f of OS_FLAGS) {
     parser.add({
-      flags: [f.flag], dest: `os:${f.key}`, metavar: f.metavar ?? '<value>', secret: f.secret,
+      flags: [f.flag],
+      dest: `os:${f.key}`,
+      metavar: f.metavar ?? '<value>',
+      secret: f.secret,
       help: f.help ?? `(Env: ${f.env})`,
     });
   }
-  parser.add({ flags: ['--max-retries'], metavar: '<max-retries-number>', type: 'int', help: 'Maximum number of retries on connection problems and resource state conflicts' });
-  parser.add({ flags: ['--retry-interval'], metavar: '<retry-interval-seconds>', type: 'int', help: 'Interval in seconds between two retries' });
+  parser.add({
+    flags: ['--max-retries'],
+    metavar: '<max-retries-number>',
+    type: 'int',
+    help: 'Maximum number of retries on connection problems and resource state conflicts',
+  });
+  parser.add({
+    flags: ['--retry-interval'],
+    metavar: '<retry-interval-seconds>',
+    type: 'int',
+    help: 'Interval in seconds between two retries',
+  });
   // ironic-wait's own global options answer to their full names only: a prefix
   // such as --se (for a command's --service-steps) must reach the command, as
   // it does with baremetal.
-  parser.add({ flags: ['--json'], action: 'store_true', exactOnly: true, help: 'print the wait report (or the allocation) as JSON on stdout, and nothing else there' });
-  parser.add({ flags: ['--checkpoint'], exactOnly: true, metavar: '<file>', help: 'save the wait as it goes to this file (written whole and renamed; no credential in it), for `resume <file>` to go on from after a restart' });
-  parser.add({ flags: ['--settle'], exactOnly: true, choices: ['first-failure', 'all'], default: 'first-failure', help: "first-failure (default, as baremetal): stop at the first failure; all: wait for every node and report each one's outcome" });
+  parser.add({
+    flags: ['--json'],
+    action: 'store_true',
+    exactOnly: true,
+    help: 'print the wait report (or the allocation) as JSON on stdout, and nothing else there',
+  });
+  parser.add({
+    flags: ['--checkpoint'],
+    exactOnly: true,
+    metavar: '<file>',
+    help: 'save the wait as it goes to this file (written whole and renamed; no credential in it), for `resume <file>` to go on from after a restart',
+  });
+  parser.add({
+    flags: ['--settle'],
+    exactOnly: true,
+    choices: ['first-failure', 'all'],
+    default: 'first-failure',
+    help: "first-failure (default, as baremetal): stop at the first failure; all: wait for every node and report each one's outcome",
+  });
   return parser;
 }
 

@@ -11,7 +11,9 @@ export function pyRepr(value) {
   if (typeof value === 'number') return Number.isInteger(value) ? String(value) : pyFloat(value);
   if (typeof value === 'string') return pyStrRepr(value);
   if (Array.isArray(value)) return `[${value.map(pyRepr).join(', ')}]`;
-  return `{${Object.entries(value).map(([k, v]) => `${pyStrRepr(k)}: ${pyRepr(v)}`).join(', ')}}`;
+  return `{${Object.entries(value)
+    .map(([k, v]) => `${pyStrRepr(k)}: ${pyRepr(v)}`)
+    .join(', ')}}`;
 }
 
 /** Python's str(): a str as is, anything else as repr(). */
@@ -43,8 +45,18 @@ function pyStrRepr(s) {
 
 /** The fields `baremetal allocation create` shows, in its order (resource_fields.py). */
 export const ALLOCATION_FIELDS = [
-  'uuid', 'name', 'state', 'owner', 'node_uuid', 'last_error', 'resource_class', 'traits',
-  'candidate_nodes', 'extra', 'created_at', 'updated_at',
+  'uuid',
+  'name',
+  'state',
+  'owner',
+  'node_uuid',
+  'last_error',
+  'resource_class',
+  'traits',
+  'candidate_nodes',
+  'extra',
+  'created_at',
+  'updated_at',
 ];
 
 export const FORMATS = ['json', 'shell', 'table', 'value', 'yaml'];
@@ -73,7 +85,13 @@ export function formatShowOne(columns, data, { format = 'table', only = [], noin
       // As cliff writes it with PyYAML: keys in column order, YAML 1.1 (timestamps
       // quoted), single quotes, lists not indented; long strings fold at
       // other points (PyYAML breaks at the first space past column 80).
-      return yamlStringify(Object.fromEntries(pairs), { version: '1.1', singleQuote: true, indentSeq: false, lineWidth: 80, minContentWidth: 0 });
+      return yamlStringify(Object.fromEntries(pairs), {
+        version: '1.1',
+        singleQuote: true,
+        indentSeq: false,
+        lineWidth: 80,
+        minContentWidth: 0,
+      });
     default:
       return table([['Field', 'Value'], ...pairs.map(([c, v]) => [c, pyStr(v)])]);
   }
@@ -87,7 +105,10 @@ export function pythonJson(value, indent) {
 
 function oneLine(value) {
   if (Array.isArray(value)) return `[${value.map(oneLine).join(', ')}]`;
-  if (value && typeof value === 'object') return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${oneLine(v)}`).join(', ')}}`;
+  if (value && typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${oneLine(v)}`)
+      .join(', ')}}`;
   return JSON.stringify(value);
 }
 
@@ -154,7 +175,8 @@ export class Progress {
       this.stream.write(`${fmtSeconds(e.elapsed).padStart(7)} ${id}: ${e.state ?? '-'}${suffix}\n`);
       return;
     }
-    if (e.done && e.outcome !== 'reached') this.stream.write(`${fmtSeconds(e.elapsed).padStart(7)} ${id}: ${e.state ?? '-'} (${e.outcome})\n`);
+    if (e.done && e.outcome !== 'reached')
+      this.stream.write(`${fmtSeconds(e.elapsed).padStart(7)} ${id}: ${e.state ?? '-'} (${e.outcome})\n`);
     const summary = this.summary();
     const at = this.now();
     if (summary !== this.lastSummary && (at - this.lastSummaryAt >= 10_000 || this.settled())) {

@@ -10,57 +10,153 @@
  */
 export const OS_FLAGS = [
   { flag: '--os-cloud', key: 'cloud', env: 'OS_CLOUD', file: null, help: 'Cloud name in clouds.yaml' },
-  { flag: '--os-auth-type', key: 'authType', env: 'OS_AUTH_TYPE', file: 'auth_type',
-    help: 'password, v3applicationcredential, token, none, http_basic (or admin_token)' },
-  { flag: '--os-auth-url', key: 'authUrl', env: 'OS_AUTH_URL', file: 'auth_url', inAuth: true,
-    help: 'Keystone URL' },
-  { flag: '--os-username', key: 'username', env: 'OS_USERNAME', file: 'username', inAuth: true,
-    help: 'User name' },
+  {
+    flag: '--os-auth-type',
+    key: 'authType',
+    env: 'OS_AUTH_TYPE',
+    file: 'auth_type',
+    help: 'password, v3applicationcredential, token, none, http_basic (or admin_token)',
+  },
+  { flag: '--os-auth-url', key: 'authUrl', env: 'OS_AUTH_URL', file: 'auth_url', inAuth: true, help: 'Keystone URL' },
+  { flag: '--os-username', key: 'username', env: 'OS_USERNAME', file: 'username', inAuth: true, help: 'User name' },
   { flag: '--os-user-id', key: 'userId', env: 'OS_USER_ID', file: 'user_id', inAuth: true, help: 'User ID' },
-  { flag: '--os-password', key: 'password', env: 'OS_PASSWORD', file: 'password', inAuth: true, secret: true,
-    help: 'Password' },
-  { flag: '--os-user-domain-name', key: 'userDomainName', env: 'OS_USER_DOMAIN_NAME', file: 'user_domain_name',
-    inAuth: true, help: "User's domain name" },
-  { flag: '--os-user-domain-id', key: 'userDomainId', env: 'OS_USER_DOMAIN_ID', file: 'user_domain_id',
-    inAuth: true, help: "User's domain ID" },
-  { flag: '--os-project-name', key: 'projectName', env: 'OS_PROJECT_NAME', file: 'project_name', inAuth: true,
-    help: 'Project to scope to, by name' },
-  { flag: '--os-project-id', key: 'projectId', env: 'OS_PROJECT_ID', file: 'project_id', inAuth: true,
-    help: 'Project to scope to, by ID' },
-  { flag: '--os-project-domain-name', key: 'projectDomainName', env: 'OS_PROJECT_DOMAIN_NAME',
-    file: 'project_domain_name', inAuth: true, help: "Project's domain name" },
-  { flag: '--os-project-domain-id', key: 'projectDomainId', env: 'OS_PROJECT_DOMAIN_ID',
-    file: 'project_domain_id', inAuth: true, help: "Project's domain ID" },
-  { flag: '--os-domain-name', key: 'domainName', env: 'OS_DOMAIN_NAME', file: 'domain_name', inAuth: true,
-    help: 'Domain to scope to by name; with a project: the user and project domain' },
-  { flag: '--os-domain-id', key: 'domainId', env: 'OS_DOMAIN_ID', file: 'domain_id', inAuth: true,
-    help: 'Domain to scope to by ID; with a project: the user and project domain' },
-  { flag: '--os-system-scope', key: 'systemScope', env: 'OS_SYSTEM_SCOPE', file: 'system_scope', inAuth: true,
-    help: "System scope ('all')" },
-  { flag: '--os-default-domain', key: 'defaultDomain', env: 'OS_DEFAULT_DOMAIN', file: 'default_domain',
-    help: "Domain ID for a user or project given by name without a domain (default 'default')" },
-  { flag: '--os-default-domain-id', key: 'defaultDomainId', env: 'OS_DEFAULT_DOMAIN_ID',
-    file: 'default_domain_id', inAuth: true, help: 'As --os-default-domain, before it' },
-  { flag: '--os-default-domain-name', key: 'defaultDomainName', env: 'OS_DEFAULT_DOMAIN_NAME',
-    file: 'default_domain_name', inAuth: true, help: 'As --os-default-domain, by name, before it' },
-  { flag: '--os-application-credential-id', key: 'applicationCredentialId', env: 'OS_APPLICATION_CREDENTIAL_ID',
-    file: 'application_credential_id', inAuth: true, help: 'Application credential ID' },
-  { flag: '--os-application-credential-name', key: 'applicationCredentialName',
-    env: 'OS_APPLICATION_CREDENTIAL_NAME', file: 'application_credential_name', inAuth: true,
-    help: 'Application credential name (with the user)' },
-  { flag: '--os-application-credential-secret', key: 'applicationCredentialSecret',
-    env: 'OS_APPLICATION_CREDENTIAL_SECRET', file: 'application_credential_secret', inAuth: true, secret: true,
-    help: 'Application credential secret' },
-  { flag: '--os-token', key: 'token', env: 'OS_TOKEN', file: 'token', inAuth: true, secret: true,
-    help: 'Keystone token' },
-  { flag: '--os-endpoint', key: 'endpoint', env: 'OS_ENDPOINT', file: 'baremetal_endpoint_override',
-    help: 'Ironic URL; wins over the catalog' },
-  { flag: '--os-region-name', key: 'region', env: 'OS_REGION_NAME', file: 'region_name',
-    help: 'Catalog region' },
-  { flag: '--os-interface', key: 'interface', env: 'OS_INTERFACE', file: 'interface',
-    help: 'Catalog interface: public (default), internal, admin' },
-  { flag: '--os-baremetal-api-version', key: 'microversion', env: 'OS_BAREMETAL_API_VERSION',
-    file: 'baremetal_default_microversion', help: "Ironic API microversion: 'latest' (default) or 1.N" },
+  { flag: '--os-password', key: 'password', env: 'OS_PASSWORD', file: 'password', inAuth: true, secret: true, help: 'Password' },
+  {
+    flag: '--os-user-domain-name',
+    key: 'userDomainName',
+    env: 'OS_USER_DOMAIN_NAME',
+    file: 'user_domain_name',
+    inAuth: true,
+    help: "User's domain name",
+  },
+  {
+    flag: '--os-user-domain-id',
+    key: 'userDomainId',
+    env: 'OS_USER_DOMAIN_ID',
+    file: 'user_domain_id',
+    inAuth: true,
+    help: "User's domain ID",
+  },
+  {
+    flag: '--os-project-name',
+    key: 'projectName',
+    env: 'OS_PROJECT_NAME',
+    file: 'project_name',
+    inAuth: true,
+    help: 'Project to scope to, by name',
+  },
+  { flag: '--os-project-id', key: 'projectId', env: 'OS_PROJECT_ID', file: 'project_id', inAuth: true, help: 'Project to scope to, by ID' },
+  {
+    flag: '--os-project-domain-name',
+    key: 'projectDomainName',
+    env: 'OS_PROJECT_DOMAIN_NAME',
+    file: 'project_domain_name',
+    inAuth: true,
+    help: "Project's domain name",
+  },
+  {
+    flag: '--os-project-domain-id',
+    key: 'projectDomainId',
+    env: 'OS_PROJECT_DOMAIN_ID',
+    file: 'project_domain_id',
+    inAuth: true,
+    help: "Project's domain ID",
+  },
+  {
+    flag: '--os-domain-name',
+    key: 'domainName',
+    env: 'OS_DOMAIN_NAME',
+    file: 'domain_name',
+    inAuth: true,
+    help: 'Domain to scope to by name; with a project: the user and project domain',
+  },
+  {
+    flag: '--os-domain-id',
+    key: 'domainId',
+    env: 'OS_DOMAIN_ID',
+    file: 'domain_id',
+    inAuth: true,
+    help: 'Domain to scope to by ID; with a project: the user and project domain',
+  },
+  {
+    flag: '--os-system-scope',
+    key: 'systemScope',
+    env: 'OS_SYSTEM_SCOPE',
+    file: 'system_scope',
+    inAuth: true,
+    help: "System scope ('all')",
+  },
+  {
+    flag: '--os-default-domain',
+    key: 'defaultDomain',
+    env: 'OS_DEFAULT_DOMAIN',
+    file: 'default_domain',
+    help: "Domain ID for a user or project given by name without a domain (default 'default')",
+  },
+  {
+    flag: '--os-default-domain-id',
+    key: 'defaultDomainId',
+    env: 'OS_DEFAULT_DOMAIN_ID',
+    file: 'default_domain_id',
+    inAuth: true,
+    help: 'As --os-default-domain, before it',
+  },
+  {
+    flag: '--os-default-domain-name',
+    key: 'defaultDomainName',
+    env: 'OS_DEFAULT_DOMAIN_NAME',
+    file: 'default_domain_name',
+    inAuth: true,
+    help: 'As --os-default-domain, by name, before it',
+  },
+  {
+    flag: '--os-application-credential-id',
+    key: 'applicationCredentialId',
+    env: 'OS_APPLICATION_CREDENTIAL_ID',
+    file: 'application_credential_id',
+    inAuth: true,
+    help: 'Application credential ID',
+  },
+  {
+    flag: '--os-application-credential-name',
+    key: 'applicationCredentialName',
+    env: 'OS_APPLICATION_CREDENTIAL_NAME',
+    file: 'application_credential_name',
+    inAuth: true,
+    help: 'Application credential name (with the user)',
+  },
+  {
+    flag: '--os-application-credential-secret',
+    key: 'applicationCredentialSecret',
+    env: 'OS_APPLICATION_CREDENTIAL_SECRET',
+    file: 'application_credential_secret',
+    inAuth: true,
+    secret: true,
+    help: 'Application credential secret',
+  },
+  { flag: '--os-token', key: 'token', env: 'OS_TOKEN', file: 'token', inAuth: true, secret: true, help: 'Keystone token' },
+  {
+    flag: '--os-endpoint',
+    key: 'endpoint',
+    env: 'OS_ENDPOINT',
+    file: 'baremetal_endpoint_override',
+    help: 'Ironic URL; wins over the catalog',
+  },
+  { flag: '--os-region-name', key: 'region', env: 'OS_REGION_NAME', file: 'region_name', help: 'Catalog region' },
+  {
+    flag: '--os-interface',
+    key: 'interface',
+    env: 'OS_INTERFACE',
+    file: 'interface',
+    help: 'Catalog interface: public (default), internal, admin',
+  },
+  {
+    flag: '--os-baremetal-api-version',
+    key: 'microversion',
+    env: 'OS_BAREMETAL_API_VERSION',
+    file: 'baremetal_default_microversion',
+    help: "Ironic API microversion: 'latest' (default) or 1.N",
+  },
 ];
 
 /** A mistake in the configuration. The message says what is wrong, never a configured value. */
@@ -75,18 +171,29 @@ export const BY_KEY = new Map(OS_FLAGS.map((o) => [o.key, o]));
 
 // Auth types ironic-wait implements, and the aliases keystoneauth/openstacksdk accept for them.
 const AUTH_TYPES = {
-  password: 'password', v3password: 'password',
-  token: 'token', v3token: 'token',
+  password: 'password',
+  v3password: 'password',
+  token: 'token',
+  v3token: 'token',
   v3applicationcredential: 'v3applicationcredential',
-  none: 'none', None: 'none',
+  none: 'none',
+  None: 'none',
   http_basic: 'http_basic',
-  admin_token: 'admin_token', token_endpoint: 'admin_token',
+  admin_token: 'admin_token',
+  token_endpoint: 'admin_token',
 };
 
-const INTERFACES = { public: 'public', internal: 'internal', admin: 'admin',
-  publicURL: 'public', internalURL: 'internal', adminURL: 'admin' };
+const INTERFACES = {
+  public: 'public',
+  internal: 'internal',
+  admin: 'admin',
+  publicURL: 'public',
+  internalURL: 'internal',
+  adminURL: 'admin',
+};
 
-const NO_ENDPOINT = 'The Bare Metal API endpoint cannot be detected and was not provided explicitly.\n' +
+const NO_ENDPOINT =
+  'The Bare Metal API endpoint cannot be detected and was not provided explicitly.\n' +
   '* Use --os-endpoint for standalone ironic.\n' +
   '* Use --os-auth-url and credentials for authentication.\n' +
   '* Use --os-cloud to load configuration from clouds.yaml';
@@ -157,19 +264,16 @@ export function buildClientOptions(value) {
       break;
     case 'v3applicationcredential': {
       requireParameters(value, ['authUrl']);
-      const byName = value.applicationCredentialName !== undefined &&
-        (value.userId !== undefined || value.username !== undefined);
+      const byName = value.applicationCredentialName !== undefined && (value.userId !== undefined || value.username !== undefined);
       if (value.applicationCredentialId === undefined && !byName) {
-        throw new ConfigError('You must provide either an application credential ID or an application ' +
-          'credential name and user.');
+        throw new ConfigError('You must provide either an application credential ID or an application ' + 'credential name and user.');
       }
       requireParameters(value, ['applicationCredentialSecret']);
       const auth = { type, ...pick('authUrl', 'applicationCredentialSecret') };
       if (value.applicationCredentialId !== undefined) {
         auth.applicationCredentialId = value.applicationCredentialId;
       } else {
-        Object.assign(auth, pick('applicationCredentialName', 'userId', 'username', 'userDomainName',
-          'userDomainId'));
+        Object.assign(auth, pick('applicationCredentialName', 'userId', 'username', 'userDomainName', 'userDomainId'));
         // A user named without a domain: the default domain, as for password (python leaves it out and
         // Keystone refuses the request).
         applyDefaultDomain(auth, value);
@@ -188,17 +292,17 @@ function authTypeOf(value) {
   if (value.authType !== undefined) {
     const type = Object.hasOwn(AUTH_TYPES, value.authType) ? AUTH_TYPES[value.authType] : undefined;
     if (!type) {
-      const names = Object.keys(AUTH_TYPES).filter((n) => n !== 'None').join(',');
+      const names = Object.keys(AUTH_TYPES)
+        .filter((n) => n !== 'None')
+        .join(',');
       throw new ConfigError(`An invalid auth-type was specified: ${value.authType}. Valid choices are: ${names}.`);
     }
     return type;
   }
   if (value.username !== undefined || value.userId !== undefined) {
-    return value.applicationCredentialName !== undefined && value.password === undefined
-      ? 'v3applicationcredential' : 'password';
+    return value.applicationCredentialName !== undefined && value.password === undefined ? 'v3applicationcredential' : 'password';
   }
-  if (value.token !== undefined) return value.authUrl === undefined && value.endpoint !== undefined
-    ? 'admin_token' : 'token';
+  if (value.token !== undefined) return value.authUrl === undefined && value.endpoint !== undefined ? 'admin_token' : 'token';
   if (value.applicationCredentialId !== undefined || value.applicationCredentialSecret !== undefined) {
     return 'v3applicationcredential';
   }
@@ -239,9 +343,12 @@ function applyDefaultDomain(auth, value) {
   if (auth.username !== undefined && auth.userDomainId === undefined && auth.userDomainName === undefined) {
     Object.assign(auth, userDomainFromDomain(value));
   }
-  const fallback = value.defaultDomainId !== undefined ? { id: value.defaultDomainId }
-    : value.defaultDomainName !== undefined ? { name: value.defaultDomainName }
-      : { id: value.defaultDomain ?? 'default' };
+  const fallback =
+    value.defaultDomainId !== undefined
+      ? { id: value.defaultDomainId }
+      : value.defaultDomainName !== undefined
+        ? { name: value.defaultDomainName }
+        : { id: value.defaultDomain ?? 'default' };
   if (auth.username !== undefined && auth.userDomainId === undefined && auth.userDomainName === undefined) {
     if (fallback.id !== undefined) auth.userDomainId = fallback.id;
     else auth.userDomainName = fallback.name;

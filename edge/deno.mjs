@@ -111,7 +111,8 @@ export class KvWaits {
     const { pathname } = new URL(request.url);
     const events = pathname.match(/^\/waits\/([^/]+)\/events$/);
     if (events) {
-      if (request.method !== 'GET') return Response.json({ error: 'use GET on /waits/{id}/events' }, { status: 405, headers: { allow: 'GET' } });
+      if (request.method !== 'GET')
+        return Response.json({ error: 'use GET on /waits/{id}/events' }, { status: 405, headers: { allow: 'GET' } });
       return this.listen(events[1]);
     }
     if (pathname === '/watch') {
@@ -182,7 +183,8 @@ export class KvWaits {
     if (this.failures > 0) next = Math.max(next, now + Math.min(MAX_BACKOFF_MS, 2000 * 2 ** (this.failures - 1)));
     const token = crypto.randomUUID();
     const delay = Math.min(MAX_DELAY_MS, Math.max(0, next - now));
-    await this.kv.atomic()
+    await this.kv
+      .atomic()
       .set(ALARM, { at: next, token })
       .enqueue({ [ROOT]: 'round', token }, { delay, backoffSchedule: RETRIES })
       .commit();

@@ -24,7 +24,15 @@
 // { type: 'outage', error } for each round lost.
 
 /** The methods a wait is made of: those `client.checkpoint` takes. */
-const METHODS = ['provision', 'waitForProvisionState', 'setPowerState', 'waitForPowerState', 'waitForReservation', 'createAllocation', 'waitForAllocation'];
+const METHODS = [
+  'provision',
+  'waitForProvisionState',
+  'setPowerState',
+  'waitForPowerState',
+  'waitForReservation',
+  'createAllocation',
+  'waitForAllocation',
+];
 
 /** A request body larger than this is refused (a checkpoint of 10,000 UUIDs is about 450 KB). */
 const MAX_BODY = 1024 * 1024;
@@ -203,7 +211,13 @@ export class Waits {
         Object.assign(record, { checkpoint: answer.checkpoint, wakeAt: answer.wakeAt, outages: 0 });
       } else {
         Object.assign(record, {
-          checkpoint: null, wakeAt: null, done: true, outages: 0, ended: this.now(), report: plain(answer.report), error: plain(answer.error),
+          checkpoint: null,
+          wakeAt: null,
+          done: true,
+          outages: 0,
+          ended: this.now(),
+          report: plain(answer.report),
+          error: plain(answer.error),
         });
       }
       await this.storage.put(keyOf(record.id), record);

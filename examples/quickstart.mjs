@@ -6,7 +6,10 @@ import { startSimulator } from '../sim/server.mjs';
 // A stand-in Ironic: two available nodes, one of which fails to deploy.
 const ironic = await startSimulator({
   scenario: {
-    nodes: [{ name: 'web-1', provision_state: 'available' }, { name: 'web-2', provision_state: 'available' }],
+    nodes: [
+      { name: 'web-1', provision_state: 'available' },
+      { name: 'web-2', provision_state: 'available' },
+    ],
     timing: { deploying: 300, 'wait call-back': 200 },
     transitions: [{ node: 'web-2', action: 'deploy', fail: 'No deploy steps returned by the driver' }],
   },

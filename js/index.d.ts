@@ -47,8 +47,15 @@ export interface Tables {
   outcomes: readonly Outcome[];
   /** Seconds unless named otherwise. */
   defaults: Readonly<{
-    pollInterval: number; allocationPollInterval: number; concurrency: number; listThreshold: number;
-    pageSize: number; requestTimeout: number; maxRetries: number; retryInterval: number; maxResponseBytes: number;
+    pollInterval: number;
+    allocationPollInterval: number;
+    concurrency: number;
+    listThreshold: number;
+    pageSize: number;
+    requestTimeout: number;
+    maxRetries: number;
+    retryInterval: number;
+    maxResponseBytes: number;
   }>;
   /** `maxSeconds`: the longest timeout or interval (a JS timer's limit); `maxRetryAfter` in seconds. */
   limits: Readonly<{ maxSeconds: number; maxPageSize: number; maxPages: number; maxRetryAfter: number }>;
@@ -139,8 +146,21 @@ export interface AuthOptions {
 }
 
 export type ProvisionAction =
-  | 'manage' | 'provide' | 'active' | 'deploy' | 'deleted' | 'undeploy' | 'rebuild' | 'inspect'
-  | 'clean' | 'adopt' | 'rescue' | 'unrescue' | 'service' | 'abort' | 'unhold';
+  | 'manage'
+  | 'provide'
+  | 'active'
+  | 'deploy'
+  | 'deleted'
+  | 'undeploy'
+  | 'rebuild'
+  | 'inspect'
+  | 'clean'
+  | 'adopt'
+  | 'rescue'
+  | 'unrescue'
+  | 'service'
+  | 'abort'
+  | 'unhold';
 
 /**
  * How a node settled. `error`: its PUT was refused (settle `all`) or its check failed (an HTTP error after
@@ -148,7 +168,15 @@ export type ProvisionAction =
  * `accepted`: the action was sent and not waited for.
  */
 export type Outcome =
-  | 'reached' | 'failed' | 'unexpected-stable' | 'held' | 'timed-out' | 'aborted' | 'not-found' | 'error' | 'stopped'
+  | 'reached'
+  | 'failed'
+  | 'unexpected-stable'
+  | 'held'
+  | 'timed-out'
+  | 'aborted'
+  | 'not-found'
+  | 'error'
+  | 'stopped'
   | 'accepted';
 
 export interface ProgressEvent {
@@ -306,8 +334,13 @@ export interface WaitReport {
 export interface AllocationReport {
   ok: boolean;
   allocation: {
-    allocation: string; outcome: Outcome; state: string | null; lastError: string | null;
-    polls: number; elapsed: number; body: object | null;
+    allocation: string;
+    outcome: Outcome;
+    state: string | null;
+    lastError: string | null;
+    polls: number;
+    elapsed: number;
+    body: object | null;
   };
   requests: number;
   retries: number;
@@ -381,10 +414,7 @@ export class IronicClient {
    * Waits until no conductor holds each node's lock (`reservation` null); nothing fails. Report entries' `state` is
    * the conductor holding it when last seen (null once released).
    */
-  waitForReservation(
-    nodes: string | string[],
-    options?: Omit<NodeFieldWaitTuning, 'diagnose'> & { timeout?: number },
-  ): Promise<WaitReport>;
+  waitForReservation(nodes: string | string[], options?: Omit<NodeFieldWaitTuning, 'diagnose'> & { timeout?: number }): Promise<WaitReport>;
   /** A node's history (API 1.78): its events as Ironic lists them, oldest first (one page: Ironic keeps 300 a node by default). */
   getNodeHistory(node: string, options?: CallOptions): Promise<NodeHistoryEvent[]>;
   /** Creates an allocation and, with `wait`, waits until it is active. */
@@ -416,9 +446,7 @@ export class IronicClient {
    * watcher's or a wait's listing of it) share the same requests; or, with `limit`, one page of that many, on its own.
    * `fields` (API 1.8+) limits what each node has, as Ironic lists it; without it, every field (`/v1/nodes/detail`).
    */
-  listNodes(
-    options?: CallOptions & { fields?: string[]; limit?: number; provisionState?: string },
-  ): Promise<Record<string, unknown>[]>;
+  listNodes(options?: CallOptions & { fields?: string[]; limit?: number; provisionState?: string }): Promise<Record<string, unknown>[]>;
   /**
    * The checkpoint of a wait, made without sending anything: `method` and its arguments as that method takes them.
    * `resume` or `step` it to run the call.
@@ -426,9 +454,22 @@ export class IronicClient {
   checkpoint(method: 'provision', nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): string;
   checkpoint(method: 'waitForProvisionState', nodes: string | string[], expectedState: string, options?: WaitOptions): string;
   checkpoint(method: 'setPowerState', nodes: string | string[], action: PowerAction, options?: PowerOptions): string;
-  checkpoint(method: 'waitForPowerState', nodes: string | string[], state: 'power on' | 'power off', options?: NodeFieldWaitTuning & { timeout?: number }): string;
-  checkpoint(method: 'waitForReservation', nodes: string | string[], options?: Omit<NodeFieldWaitTuning, 'diagnose'> & { timeout?: number }): string;
-  checkpoint(method: 'createAllocation', fields: AllocationFields, options?: CallOptions & { wait?: boolean | number; pollInterval?: number }): string;
+  checkpoint(
+    method: 'waitForPowerState',
+    nodes: string | string[],
+    state: 'power on' | 'power off',
+    options?: NodeFieldWaitTuning & { timeout?: number },
+  ): string;
+  checkpoint(
+    method: 'waitForReservation',
+    nodes: string | string[],
+    options?: Omit<NodeFieldWaitTuning, 'diagnose'> & { timeout?: number },
+  ): string;
+  checkpoint(
+    method: 'createAllocation',
+    fields: AllocationFields,
+    options?: CallOptions & { wait?: boolean | number; pollInterval?: number },
+  ): string;
   checkpoint(method: 'waitForAllocation', id: string, options?: WaitOptions): string;
   /**
    * Goes on with the call a checkpoint was made of (in this process or another, of this client's endpoint) and
@@ -453,9 +494,7 @@ export class IronicClient {
    * The endpoint in use and a current token, for requests of the caller's own (a proxy): logs in or asks `getToken()`
    * when there is no token, it is due for renewal, or it is `refused` (the token a 401 answered) and still current.
    */
-  authenticate(
-    options?: CallOptions & { refused?: string },
-  ): Promise<{ endpoint: string; token: string | null; expiresAt: string | null }>;
+  authenticate(options?: CallOptions & { refused?: string }): Promise<{ endpoint: string; token: string | null; expiresAt: string | null }>;
 }
 
 export class IronicWaitError extends Error {}

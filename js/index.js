@@ -427,7 +427,9 @@ export class IronicClient {
     if (!signal) return this.#settle(raw[method](...args, given));
     if (aborted(signal)) throw reasonOf(signal);
     let rejectNow;
-    const abortedCall = new Promise((_, reject) => { rejectNow = reject; });
+    const abortedCall = new Promise((_, reject) => {
+      rejectNow = reject;
+    });
     const following = readable('Option signal', () => follow(signal, () => rejectNow(reasonOf(signal))));
     given.signal = following.signal;
     const work = this.#settle(raw[method](...args, given));

@@ -88,7 +88,14 @@ async function minifyJs(dir) {
 function bindgenAndOptimise() {
   const key = createHash('sha256')
     .update(readFileSync(CARGO_WASM))
-    .update(JSON.stringify([wasmBindgenVersion(), readFileSync(join(WASM_OPT, '../../package.json'), 'utf8'), WASM_OPT_ARGS, shortenWasmNames.toString()]))
+    .update(
+      JSON.stringify([
+        wasmBindgenVersion(),
+        readFileSync(join(WASM_OPT, '../../package.json'), 'utf8'),
+        WASM_OPT_ARGS,
+        shortenWasmNames.toString(),
+      ]),
+    )
     .digest('hex');
   const cached = existsSync(STAMP) && JSON.parse(readFileSync(STAMP, 'utf8'));
   if (cached?.key === key) return cached.before;
@@ -113,7 +120,9 @@ function bindgenAndOptimise() {
 // a dot), or the build stops.
 function shortenWasmNames(wasm, glue) {
   const features = WASM_FEATURES.map((f) => `--enable-${f}`);
-  const printed = execFileSync(process.execPath, [WASM_OPT, wasm, '--minify-imports-and-exports-and-modules', ...features, '-o', wasm], { encoding: 'utf8' });
+  const printed = execFileSync(process.execPath, [WASM_OPT, wasm, '--minify-imports-and-exports-and-modules', ...features, '-o', wasm], {
+    encoding: 'utf8',
+  });
   const map = JSON.parse(printed.slice(printed.indexOf('{')));
   const modules = new Set(WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(wasm))).map((i) => i.module));
   if (modules.size !== 1) throw new Error(`shortening wasm names: ${modules.size} import modules, not 1`);
@@ -131,4 +140,3 @@ function shortenWasmNames(wasm, glue) {
   rename(/(["'])\.\/ironic_wait_bg\.js\1/g, JSON.stringify([...modules][0]), 1, 'the import module');
   writeFileSync(glue, js);
 }
-

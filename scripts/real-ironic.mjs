@@ -91,7 +91,8 @@ export async function ensureServiceVenv({ name, dir, requirements, migrate, quie
   mkdirSync(dir, { recursive: true });
   await withLock(join(dir, 'install.lock'), async () => {
     const say = (s) => quiet || console.error(`${name}: ${s}`);
-    if (!venvComplete()) { // (or made by another process while we waited)
+    if (!venvComplete()) {
+      // (or made by another process while we waited)
       const started = performance.now();
       await ensurePythonVenv(say, log);
       rmSync(venv, { recursive: true, force: true });
@@ -108,7 +109,10 @@ export async function ensureServiceVenv({ name, dir, requirements, migrate, quie
       rmSync(work, { recursive: true, force: true });
       mkdirSync(work, { recursive: true });
       const conf = join(work, 'migrate.conf');
-      writeFileSync(conf, `[DEFAULT]\nlog_dir = ${work}\nlog_file = migrate.log\nuse_stderr = false\n[database]\nconnection = sqlite:///${db}\n`);
+      writeFileSync(
+        conf,
+        `[DEFAULT]\nlog_dir = ${work}\nlog_file = migrate.log\nuse_stderr = false\n[database]\nconnection = sqlite:///${db}\n`,
+      );
       await migrate(conf, log);
       const wal = 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL").fetchall()';
       await exec(join(venv, 'bin', 'python'), ['-c', wal, db], { log });
@@ -200,7 +204,9 @@ async function launch(dir, port) {
   // detached: its own process group, so that stopping reaches every process
   // the launcher forks, and a Ctrl-C meant for the caller does not.
   const child = spawn(join(VENV, 'bin', 'ironic'), ['--config-file', join(dir, 'ironic.conf')], {
-    cwd: dir, detached: true, stdio: ['ignore', out, out],
+    cwd: dir,
+    detached: true,
+    stdio: ['ignore', out, out],
   });
   closeSync(out);
   const { stop, exited } = supervise(child, join(dir, 'ironic.pid'), 15_000);
@@ -355,19 +361,20 @@ export function supervise(child, pidFile, graceMs) {
   for (const signal of SIGNALS) process.once(signal, onSignal);
 
   let stopping = null;
-  const stop = () => (stopping ??= (async () => {
-    killGroup(child.pid, 'SIGTERM');
-    const deadline = performance.now() + graceMs;
-    while ((!exited || groupAlive(child.pid)) && performance.now() < deadline) await sleep(100);
-    if (!exited || groupAlive(child.pid)) {
-      killGroup(child.pid, 'SIGKILL');
-      await exit;
-      while (groupAlive(child.pid)) await sleep(50);
-    }
-    process.removeListener('exit', killNow);
-    for (const signal of SIGNALS) process.removeListener(signal, onSignal);
-    rmSync(pidFile, { force: true });
-  })());
+  const stop = () =>
+    (stopping ??= (async () => {
+      killGroup(child.pid, 'SIGTERM');
+      const deadline = performance.now() + graceMs;
+      while ((!exited || groupAlive(child.pid)) && performance.now() < deadline) await sleep(100);
+      if (!exited || groupAlive(child.pid)) {
+        killGroup(child.pid, 'SIGKILL');
+        await exit;
+        while (groupAlive(child.pid)) await sleep(50);
+      }
+      process.removeListener('exit', killNow);
+      for (const signal of SIGNALS) process.removeListener(signal, onSignal);
+      rmSync(pidFile, { force: true });
+    })());
   return { stop, exited: () => exited };
 }
 

@@ -30,7 +30,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from './lib.mjs';
 import {
-  answers, ensureServiceVenv, exec, freePort, killGroup, request, serviceCli, startIronic, supervise, tail,
+  answers,
+  ensureServiceVenv,
+  exec,
+  freePort,
+  killGroup,
+  request,
+  serviceCli,
+  startIronic,
+  supervise,
+  tail,
 } from './real-ironic.mjs';
 
 export const DIR = join(ROOT, '.cache', 'real-keystone');
@@ -89,9 +98,11 @@ export async function startKeystone({ name = 'keystone', tokenExpiration, corsOr
   writeFileSync(join(dir, 'keystone_gunicorn.py'), WSGI_MODULE);
 
   // Fresh keys for each run; the two are independent, so side by side.
-  const manage = (args, env) => exec(join(BIN, 'keystone-manage'), ['--config-file', conf, ...args], {
-    log: join(dir, 'manage.log'), env: env && { ...process.env, ...env },
-  });
+  const manage = (args, env) =>
+    exec(join(BIN, 'keystone-manage'), ['--config-file', conf, ...args], {
+      log: join(dir, 'manage.log'),
+      env: env && { ...process.env, ...env },
+    });
   await Promise.all([
     manage(['fernet_setup', '--keystone-user', String(process.getuid()), '--keystone-group', String(process.getgid())]),
     manage(['credential_setup', '--keystone-user', String(process.getuid()), '--keystone-group', String(process.getgid())]),
@@ -107,17 +118,28 @@ export async function startKeystone({ name = 'keystone', tokenExpiration, corsOr
         // bootstrap needs Keystone's own URL (for the identity endpoints), so
         // it runs once the port is bound, while the worker is still importing
         // Keystone. The password goes by the environment, not the command line.
-        await manage([
-          'bootstrap',
-          '--bootstrap-username', 'admin',
-          '--bootstrap-project-name', 'admin',
-          '--bootstrap-role-name', 'admin',
-          '--bootstrap-service-name', 'keystone',
-          '--bootstrap-region-id', REGION,
-          '--bootstrap-admin-url', `${root}/v3`,
-          '--bootstrap-internal-url', `${root}/v3`,
-          '--bootstrap-public-url', `${root}/v3`,
-        ], { OS_BOOTSTRAP_PASSWORD: adminPassword });
+        await manage(
+          [
+            'bootstrap',
+            '--bootstrap-username',
+            'admin',
+            '--bootstrap-project-name',
+            'admin',
+            '--bootstrap-role-name',
+            'admin',
+            '--bootstrap-service-name',
+            'keystone',
+            '--bootstrap-region-id',
+            REGION,
+            '--bootstrap-admin-url',
+            `${root}/v3`,
+            '--bootstrap-internal-url',
+            `${root}/v3`,
+            '--bootstrap-public-url',
+            `${root}/v3`,
+          ],
+          { OS_BOOTSTRAP_PASSWORD: adminPassword },
+        );
       });
       break;
     } catch (e) {
@@ -173,25 +195,35 @@ async function launch(dir, port, conf, corsOrigin, whenBound) {
   };
   // detached: its own process group, so that stopping reaches gunicorn's
   // worker too, and a Ctrl-C meant for the caller does not.
-  const child = spawn(join(BIN, 'gunicorn'), [
-    '--bind', `127.0.0.1:${port}`,
-    // One worker process (~130 MB) of the default sync class: one request at
-    // a time. SQLite cannot take Keystone's concurrent writes: with threads,
-    // two password auths of one user racing to update its last_active_at
-    // made a 500 ("database is locked"). The sync worker also closes each
-    // connection after its answer, which avoids another trap: the gthread
-    // worker drops an idle kept-alive connection after 2 s (--keep-alive)
-    // while Node's fetch reuses one for up to 4 s, and a request sent in
-    // between fails with "other side closed".
-    '--workers', '1',
-    '--graceful-timeout', '5',
-    // gunicorn 27 otherwise opens a control socket under ~/.gunicorn.
-    '--no-control-socket',
-    '--pythonpath', dir, // the wrapper module; also what stopLeftover recognises
-    '--chdir', dir,
-    '--error-logfile', '-',
-    'keystone_gunicorn:application',
-  ], { cwd: dir, detached: true, stdio: ['ignore', out, out], env });
+  const child = spawn(
+    join(BIN, 'gunicorn'),
+    [
+      '--bind',
+      `127.0.0.1:${port}`,
+      // One worker process (~130 MB) of the default sync class: one request at
+      // a time. SQLite cannot take Keystone's concurrent writes: with threads,
+      // two password auths of one user racing to update its last_active_at
+      // made a 500 ("database is locked"). The sync worker also closes each
+      // connection after its answer, which avoids another trap: the gthread
+      // worker drops an idle kept-alive connection after 2 s (--keep-alive)
+      // while Node's fetch reuses one for up to 4 s, and a request sent in
+      // between fails with "other side closed".
+      '--workers',
+      '1',
+      '--graceful-timeout',
+      '5',
+      // gunicorn 27 otherwise opens a control socket under ~/.gunicorn.
+      '--no-control-socket',
+      '--pythonpath',
+      dir, // the wrapper module; also what stopLeftover recognises
+      '--chdir',
+      dir,
+      '--error-logfile',
+      '-',
+      'keystone_gunicorn:application',
+    ],
+    { cwd: dir, detached: true, stdio: ['ignore', out, out], env },
+  );
   closeSync(out);
   const { stop, exited } = supervise(child, join(dir, 'keystone.pid'), 10_000);
 
@@ -263,8 +295,7 @@ export async function issueToken(url, auth) {
 export function passwordAuth({ user, password, project, domain = DOMAIN, system = false }) {
   return {
     identity: { methods: ['password'], password: { user: { name: user, domain: { id: domain }, password } } },
-    ...(system ? { scope: { system: { all: true } } }
-      : project ? { scope: { project: { name: project, domain: { id: domain } } } } : {}),
+    ...(system ? { scope: { system: { all: true } } } : project ? { scope: { project: { name: project, domain: { id: domain } } } } : {}),
   };
 }
 
@@ -275,8 +306,7 @@ export function passwordAuth({ user, password, project, domain = DOMAIN, system 
  * refused ("Application credentials cannot request a scope").
  */
 export function applicationCredentialAuth({ id, name, secret, userId, user, domain = DOMAIN }) {
-  const credential = id ? { id, secret }
-    : { name, secret, user: userId ? { id: userId } : { name: user, domain: { id: domain } } };
+  const credential = id ? { id, secret } : { name, secret, user: userId ? { id: userId } : { name: user, domain: { id: domain } } };
   return { identity: { methods: ['application_credential'], application_credential: credential } };
 }
 
@@ -311,7 +341,9 @@ export function ironicApi(ironicUrl, token) {
  * @returns the variables that point the OpenStack tools at both files
  */
 export function writeCloudConfig(dir, keystone, { name = 'lab', user, password, project }) {
-  writeFileSync(join(dir, 'clouds.yaml'), `clouds:
+  writeFileSync(
+    join(dir, 'clouds.yaml'),
+    `clouds:
   ${name}:
     auth_type: password
     auth:
@@ -321,7 +353,8 @@ export function writeCloudConfig(dir, keystone, { name = 'lab', user, password, 
       user_domain_name: Default
       project_domain_name: Default
     region_name: ${REGION}
-`);
+`,
+  );
   writeFileSync(join(dir, 'secure.yaml'), `clouds:\n  ${name}:\n    auth:\n      password: ${password}\n`);
   return { OS_CLIENT_CONFIG_FILE: join(dir, 'clouds.yaml'), OS_CLIENT_SECURE_FILE: join(dir, 'secure.yaml') };
 }
@@ -417,7 +450,10 @@ function withHelpers(keystone) {
         ...(roles ? { roles: roles.map((role) => ({ name: role })) } : {}),
         ...(expiresAt ? { expires_at: expiresAt } : {}),
       };
-      const r = await request(url, 'POST', `/users/${userId}/application_credentials`, { body: { application_credential: credential }, token: auth.token });
+      const r = await request(url, 'POST', `/users/${userId}/application_credentials`, {
+        body: { application_credential: credential },
+        token: auth.token,
+      });
       if (r.status !== 201) throw new Error(`application credential ${name}: ${r.status} ${r.text}`);
       return r.body.application_credential;
     },
@@ -454,7 +490,7 @@ function withHelpers(keystone) {
 export async function startIronicBehindKeystone(keystone, { name = 'ironic-keystone', ...options } = {}) {
   const password = `ironic-${randomBytes(9).toString('base64url')}`;
   const found = (await keystone.api('GET', '/projects?name=service', undefined, 200)).body.projects[0];
-  const project = found ?? await keystone.createProject('service');
+  const project = found ?? (await keystone.createProject('service'));
   const user = await keystone.createUser('ironic', password);
   await keystone.grantRole({ user: user.id, project: project.id, role: 'admin' });
   const ironic = await startIronic({
@@ -478,7 +514,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     venv: VENV,
     ensure: ensureVenv,
     start: ({ port }) => startKeystone({ name: 'manual', port }),
-    more: (keystone) => [`OS_AUTH_URL=${keystone.url} OS_USERNAME=admin OS_PASSWORD=${keystone.adminPassword} OS_PROJECT_NAME=admin`
-      + ' OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default'],
+    more: (keystone) => [
+      `OS_AUTH_URL=${keystone.url} OS_USERNAME=admin OS_PASSWORD=${keystone.adminPassword} OS_PROJECT_NAME=admin` +
+        ' OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default',
+    ],
   });
 }

@@ -57,13 +57,14 @@ export async function setup({ tests = false } = {}) {
 // installed (node_modules/.package-lock.json) has every locked package at the
 // locked version. Optional packages for other platforms are never installed.
 function npmInstalled() {
-  const read = (f) => (existsSync(f) ? JSON.parse(readFileSync(f, 'utf8')).packages ?? {} : null);
+  const read = (f) => (existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')).packages ?? {}) : null);
   const locked = read(join(ROOT, 'package-lock.json'));
   const installed = read(join(ROOT, 'node_modules', '.package-lock.json'));
   if (!installed) return false;
   if (!locked) return true; // nothing pinned: any install will do
-  return Object.entries(locked).every(([path, pkg]) =>
-    path === '' || (installed[path] ? installed[path].version === pkg.version : pkg.optional === true));
+  return Object.entries(locked).every(
+    ([path, pkg]) => path === '' || (installed[path] ? installed[path].version === pkg.version : pkg.optional === true),
+  );
 }
 
 // The CLI must be exactly the version of the `wasm-bindgen` crate in
@@ -95,7 +96,9 @@ async function installWasmBindgen() {
 
 function installChromium() {
   if (capture('apt-get', ['--version']) === null) {
-    throw new Error(`Chromium is missing at ${CHROMIUM} and there is no apt-get to install it: install Chromium so that ${CHROMIUM} runs it`);
+    throw new Error(
+      `Chromium is missing at ${CHROMIUM} and there is no apt-get to install it: install Chromium so that ${CHROMIUM} runs it`,
+    );
   }
   run('apt-get', ['update']);
   run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });

@@ -25,12 +25,13 @@ await main('start', async () => {
 
   const port = Number(process.env.PORT ?? 8000);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${process.env.PORT}`);
-  const upstream = fleet === undefined
-    ? await ironic(process.env)
-    : {
-      options: { scenario: demoFleet({ size: fleet }) },
-      says: `is the Ironic simulator with a demo fleet of ${fleet.toLocaleString('en')} nodes, about 1 % of them starting a provision action every 2 s`,
-    };
+  const upstream =
+    fleet === undefined
+      ? await ironic(process.env)
+      : {
+          options: { scenario: demoFleet({ size: fleet }) },
+          says: `is the Ironic simulator with a demo fleet of ${fleet.toLocaleString('en')} nodes, about 1 % of them starting a provision action every 2 s`,
+        };
   const server = await startConsoleServer({ port, ...upstream.options }).catch((e) => {
     throw e.code === 'EADDRINUSE' ? new Error(`port ${port} is in use: set PORT to another one`) : e;
   });
@@ -90,9 +91,8 @@ async function ironic(env) {
   const { endpoint, token } = await client.authenticate();
   const auth = options.auth ?? {};
   // Ironic's own HTTP basic auth goes as IRONIC_URL's credentials do.
-  const ironicUrl = auth.type === 'http_basic'
-    ? Object.assign(new URL(endpoint), { username: auth.username, password: auth.password }).href
-    : endpoint;
+  const ironicUrl =
+    auth.type === 'http_basic' ? Object.assign(new URL(endpoint), { username: auth.username, password: auth.password }).href : endpoint;
   const from = cloud ? `cloud ${cloud}` : 'the OS_* variables';
   return {
     options: { ironicUrl, ironicToken: token === null ? undefined : async (refused) => (await client.authenticate({ refused })).token },

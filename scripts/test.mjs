@@ -14,18 +14,54 @@ const PARTS = [
   { name: 'rust', what: 'the core: unit, engine, property and fuzz tests (cargo test)', cmd: 'cargo', args: ['test'] },
   { name: 'sim', what: 'the simulator', ...node('--test', 'sim/test') },
   { name: 'node', what: 'the built package in Node against the simulator', ...node('--test', 'tests/node') },
-  { name: 'cli', what: "the ironic-wait command line, and against python-ironicclient's baremetal on the same simulator scenarios (the real-ironic venv)", ...node('--test', 'tests/cli') },
+  {
+    name: 'cli',
+    what: "the ironic-wait command line, and against python-ironicclient's baremetal on the same simulator scenarios (the real-ironic venv)",
+    ...node('--test', 'tests/cli'),
+  },
   { name: 'browser', what: 'the console and its server, in Chromium', ...node('--test', 'tests/browser') },
-  { name: 'real-ironic', what: 'the package and python-ironicclient 6.3 side by side against a real Ironic 39 (its venv in .cache/real-ironic)', ...node('--test', 'tests/real-ironic') },
-  { name: 'real-keystone', what: 'the package, the CLI and the console logging in to a real Keystone 30, a real Ironic 39 behind it (venvs in .cache/)', ...node('--test', 'tests/real-keystone') },
+  {
+    name: 'real-ironic',
+    what: 'the package and python-ironicclient 6.3 side by side against a real Ironic 39 (its venv in .cache/real-ironic)',
+    ...node('--test', 'tests/real-ironic'),
+  },
+  {
+    name: 'real-keystone',
+    what: 'the package, the CLI and the console logging in to a real Keystone 30, a real Ironic 39 behind it (venvs in .cache/)',
+    ...node('--test', 'tests/real-keystone'),
+  },
   // The runtime matrix (tests/runtimes/): one scenario, the package from its own tarball, each runtime vs Node.
-  { name: 'node-pack', what: 'the runtime scenario in Node, the package installed from its tarball', ...node('--test', 'tests/runtimes/node.test.mjs') },
+  {
+    name: 'node-pack',
+    what: 'the runtime scenario in Node, the package installed from its tarball',
+    ...node('--test', 'tests/runtimes/node.test.mjs'),
+  },
   { name: 'deno', what: 'the runtime scenario in Deno, with --allow-net only', ...node('--test', 'tests/runtimes/deno.test.mjs') },
-  { name: 'workerd', what: 'the runtime scenario in a wrangler-bundled Worker under workerd', ...node('--test', 'tests/runtimes/workerd.test.mjs') },
-  { name: 'cloudflare', what: "ironic-wait/cloudflare's Durable Object in examples/cloudflare's Worker under workerd: storage and alarms on disk, WebSocket listeners, SIGKILL", ...node('--experimental-websocket', '--test', 'tests/runtimes/cloudflare.test.mjs') },
-  { name: 'deno-kv', what: "ironic-wait/deno's KvWaits in examples/deno's server under deno: waits and rounds in a Deno KV file and its queue, SSE listeners, SIGKILL", ...node('--test', 'tests/runtimes/deno-kv.test.mjs') },
-  { name: 'chromium', what: 'the runtime scenario in Chromium: vite and import-map pages, and module workers', ...node('--test', 'tests/runtimes/chromium.test.mjs') },
-  { name: 'cors', what: 'a page calling a real Ironic 39 across origins, stock and documented [cors]', ...node('--test', 'tests/runtimes/cors.test.mjs') },
+  {
+    name: 'workerd',
+    what: 'the runtime scenario in a wrangler-bundled Worker under workerd',
+    ...node('--test', 'tests/runtimes/workerd.test.mjs'),
+  },
+  {
+    name: 'cloudflare',
+    what: "ironic-wait/cloudflare's Durable Object in examples/cloudflare's Worker under workerd: storage and alarms on disk, WebSocket listeners, SIGKILL",
+    ...node('--experimental-websocket', '--test', 'tests/runtimes/cloudflare.test.mjs'),
+  },
+  {
+    name: 'deno-kv',
+    what: "ironic-wait/deno's KvWaits in examples/deno's server under deno: waits and rounds in a Deno KV file and its queue, SSE listeners, SIGKILL",
+    ...node('--test', 'tests/runtimes/deno-kv.test.mjs'),
+  },
+  {
+    name: 'chromium',
+    what: 'the runtime scenario in Chromium: vite and import-map pages, and module workers',
+    ...node('--test', 'tests/runtimes/chromium.test.mjs'),
+  },
+  {
+    name: 'cors',
+    what: 'a page calling a real Ironic 39 across origins, stock and documented [cors]',
+    ...node('--test', 'tests/runtimes/cors.test.mjs'),
+  },
 ];
 
 await main('test', async () => {

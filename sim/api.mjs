@@ -18,7 +18,9 @@ const pyString = (s) => JSON.stringify(s).replace(/[\u0080-\uffff]/g, (c) => `\\
 export function pyJson(v) {
   if (v === null || typeof v !== 'object') return typeof v === 'string' ? pyString(v) : JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(pyJson).join(', ')}]`;
-  return `{${Object.entries(v).map(([k, x]) => `${pyString(k)}: ${pyJson(x)}`).join(', ')}}`;
+  return `{${Object.entries(v)
+    .map(([k, x]) => `${pyString(k)}: ${pyJson(x)}`)
+    .join(', ')}}`;
 }
 
 /** Ironic's usual error body: the inner document is a JSON *string*. */
@@ -26,8 +28,7 @@ export const faultBody = (faultstring, faultcode = 'Client') =>
   pyJson({ error_message: pyJson({ faultcode, faultstring, debuginfo: null }) });
 
 /** The body of errors raised by webob before Ironic's own code runs (bad version header, unknown route). */
-const webobBody = (code, title, description = '') =>
-  pyJson({ error_message: pyJson({ code, title, description }) });
+const webobBody = (code, title, description = '') => pyJson({ error_message: pyJson({ code, title, description }) });
 
 /** The range headers; `max` is lower than MAX_MINOR for a scenario that plays an older Ironic. */
 export const rangeHeaders = (max = MAX_MINOR) => ({
@@ -71,12 +72,17 @@ export function requestedVersion(headers, max = MAX_MINOR) {
   if (raw.trim().toLowerCase() === 'latest') return { minor: max };
   const m = /^\s*(\d+)\s*\.\s*(\d+)\s*$/.exec(raw);
   if (!m) return { invalid: true };
-  const major = Number(m[1]), minor = Number(m[2]);
+  const major = Number(m[1]),
+    minor = Number(m[2]);
   if (major !== 1) {
-    return { outOfRange: `Mutually exclusive versions requested. Version ${major}.${minor} requested but not supported by this service. The supported version range is: ${range}.` };
+    return {
+      outOfRange: `Mutually exclusive versions requested. Version ${major}.${minor} requested but not supported by this service. The supported version range is: ${range}.`,
+    };
   }
   if (minor < MIN_MINOR || minor > max) {
-    return { outOfRange: `Version ${major}.${minor} was requested but the minor version is not supported by this service. The supported version range is: ${range}.` };
+    return {
+      outOfRange: `Version ${major}.${minor} was requested but the minor version is not supported by this service. The supported version range is: ${range}.`,
+    };
   }
   return { minor };
 }
@@ -85,16 +91,51 @@ export function requestedVersion(headers, max = MAX_MINOR) {
 
 /** Microversion each node field appeared in (api/controllers/v1/utils.py VERSIONED_FIELDS). */
 const FIELD_MIN = {
-  driver_internal_info: 3, name: 5, inspection_finished_at: 6, inspection_started_at: 6,
-  clean_step: 7, raid_config: 12, target_raid_config: 12, network_interface: 20,
-  resource_class: 21, storage_interface: 33, traits: 37, rescue_interface: 38,
-  bios_interface: 40, fault: 42, deploy_step: 44, conductor_group: 46, automated_clean: 47,
-  protected: 48, protected_reason: 48, conductor: 49, owner: 50, description: 51,
-  allocation_uuid: 52, events: 54, retired: 61, retired_reason: 61, lessee: 65, network_data: 66,
-  boot_mode: 75, secure_boot: 75, shard: 82, parent_node: 83, firmware_interface: 86,
-  service_step: 87, disable_power_off: 95, instance_name: 104, health: 109,
-  boot_interface: 31, console_interface: 31, deploy_interface: 31, inspect_interface: 31,
-  management_interface: 31, power_interface: 31, raid_interface: 31, vendor_interface: 31,
+  driver_internal_info: 3,
+  name: 5,
+  inspection_finished_at: 6,
+  inspection_started_at: 6,
+  clean_step: 7,
+  raid_config: 12,
+  target_raid_config: 12,
+  network_interface: 20,
+  resource_class: 21,
+  storage_interface: 33,
+  traits: 37,
+  rescue_interface: 38,
+  bios_interface: 40,
+  fault: 42,
+  deploy_step: 44,
+  conductor_group: 46,
+  automated_clean: 47,
+  protected: 48,
+  protected_reason: 48,
+  conductor: 49,
+  owner: 50,
+  description: 51,
+  allocation_uuid: 52,
+  events: 54,
+  retired: 61,
+  retired_reason: 61,
+  lessee: 65,
+  network_data: 66,
+  boot_mode: 75,
+  secure_boot: 75,
+  shard: 82,
+  parent_node: 83,
+  firmware_interface: 86,
+  service_step: 87,
+  disable_power_off: 95,
+  instance_name: 104,
+  health: 109,
+  boot_interface: 31,
+  console_interface: 31,
+  deploy_interface: 31,
+  inspect_interface: 31,
+  management_interface: 31,
+  power_interface: 31,
+  raid_interface: 31,
+  vendor_interface: 31,
 };
 const allowed = (field, minor) => (FIELD_MIN[field] ?? 0) <= minor;
 
@@ -103,7 +144,12 @@ const API_FIELDS = ['conductor', 'allocation_uuid', 'chassis_uuid'];
 /** What `?fields=` may name: the stored fields but the timestamps, plus the API's own. */
 const QUERYABLE = new Set([...NODE_FIELDS.filter((f) => f !== 'created_at' && f !== 'updated_at'), ...API_FIELDS]);
 const DEFAULT_LIST_FIELDS = ['instance_uuid', 'maintenance', 'power_state', 'provision_state', 'uuid', 'name'];
-const SUBRESOURCES = [['ports', 0], ['states', 14], ['portgroups', 24], ['volume', 32]];
+const SUBRESOURCES = [
+  ['ports', 0],
+  ['states', 14],
+  ['portgroups', 24],
+  ['volume', 32],
+];
 
 const links = (base, path) => [
   { href: `${base}/v1/${path}`, rel: 'self' },
@@ -189,13 +235,21 @@ function parseFields(query, minor) {
 
 function renderAllocation(world, a, minor, base) {
   const out = {
-    uuid: a.uuid, created_at: world.iso(a.created_at), updated_at: world.iso(a.updated_at),
-    candidate_nodes: a.candidate_nodes, extra: a.extra, last_error: a.last_error, name: a.name,
+    uuid: a.uuid,
+    created_at: world.iso(a.created_at),
+    updated_at: world.iso(a.updated_at),
+    candidate_nodes: a.candidate_nodes,
+    extra: a.extra,
+    last_error: a.last_error,
+    name: a.name,
   };
   if (minor >= 60) out.owner = a.owner;
   Object.assign(out, {
-    resource_class: a.resource_class, state: a.state, traits: a.traits,
-    links: links(base, `allocations/${a.uuid}`), node_uuid: a.node_uuid,
+    resource_class: a.resource_class,
+    state: a.state,
+    traits: a.traits,
+    links: links(base, `allocations/${a.uuid}`),
+    node_uuid: a.node_uuid,
   });
   return out;
 }
@@ -204,20 +258,38 @@ function renderAllocation(world, a, minor, base) {
 
 const DESCRIPTION = 'Ironic is an OpenStack project which enables the provision and management of baremetal machines.';
 const versionDoc = (base, max) => ({
-  id: 'v1', links: [{ href: `${base}/v1/`, rel: 'self' }], status: 'CURRENT',
-  min_version: `1.${MIN_MINOR}`, version: `1.${max}`,
+  id: 'v1',
+  links: [{ href: `${base}/v1/`, rel: 'self' }],
+  status: 'CURRENT',
+  min_version: `1.${MIN_MINOR}`,
+  version: `1.${max}`,
 });
 const rootDoc = (base, max) => ({
-  name: 'OpenStack Ironic API', description: DESCRIPTION,
-  default_version: versionDoc(base, max), versions: [versionDoc(base, max)],
+  name: 'OpenStack Ironic API',
+  description: DESCRIPTION,
+  default_version: versionDoc(base, max),
+  versions: [versionDoc(base, max)],
 });
 
 /** Controllers GET /v1 lists, with the microversion each appears in (v1/__init__.py). */
 const V1_LINKS = [
-  ['chassis', 0], ['nodes', 0], ['ports', 0], ['drivers', 0], ['version', null],
-  ['portgroups', 23], ['volume', 32], ['lookup', 22], ['heartbeat', 22], ['conductors', 49],
-  ['allocations', 52], ['events', 54], ['deploy_templates', 55], ['shards', 82], ['runbooks', 92],
-  ['inspection_rules', 96], ['continue_inspection', 84],
+  ['chassis', 0],
+  ['nodes', 0],
+  ['ports', 0],
+  ['drivers', 0],
+  ['version', null],
+  ['portgroups', 23],
+  ['volume', 32],
+  ['lookup', 22],
+  ['heartbeat', 22],
+  ['conductors', 49],
+  ['allocations', 52],
+  ['events', 54],
+  ['deploy_templates', 55],
+  ['shards', 82],
+  ['runbooks', 92],
+  ['inspection_rules', 96],
+  ['continue_inspection', 84],
 ];
 function v1Doc(base, minor, max) {
   const doc = {
@@ -230,7 +302,11 @@ function v1Doc(base, minor, max) {
   };
   for (const [name, min] of V1_LINKS) {
     if (min === null) doc.version = versionDoc(base, max);
-    else if (minor >= min) doc[name] = [{ href: `${base}/v1/${name}/`, rel: 'self' }, { href: `${base}/${name}/`, rel: 'bookmark' }];
+    else if (minor >= min)
+      doc[name] = [
+        { href: `${base}/v1/${name}/`, rel: 'self' },
+        { href: `${base}/${name}/`, rel: 'bookmark' },
+      ];
   }
   return doc;
 }
@@ -244,7 +320,9 @@ const json = (status, minor, doc, extra) => ({
   body: typeof doc === 'string' ? doc : JSON.stringify(doc),
 });
 const webob = (status, title, description, headers = {}) => ({
-  status, headers: { ...headers, ...JSON_TYPE }, body: webobBody(status, title, description),
+  status,
+  headers: { ...headers, ...JSON_TYPE },
+  body: webobBody(status, title, description),
 });
 export const notFoundRoute = () => webob(404, 'Not Found');
 const methodNotAllowed = () => webob(405, 'Method Not Allowed');
@@ -276,9 +354,7 @@ export function handleApi(ctx) {
   const isRoot = path === '/';
   if (asked.invalid) {
     const text = `Invalid value for ${VERSION_HEADER} header`;
-    return isRoot
-      ? { status: 406, headers: JSON_TYPE, body: faultBody(text) }
-      : webob(406, 'Not Acceptable', text);
+    return isRoot ? { status: 406, headers: JSON_TYPE, body: faultBody(text) } : webob(406, 'Not Acceptable', text);
   }
   if (asked.outOfRange) {
     return isRoot
@@ -338,7 +414,8 @@ function route(ctx, minor) {
   } else if (parts[2] === 'allocations' && parts.length <= 4) {
     if (minor < 52) throw new ApiError(404, 'The API version does not allow allocations');
     if (parts.length === 3) {
-      if (get) return json(200, minor, { allocations: [...world.allocations.values()].map((a) => renderAllocation(world, a, minor, base)) });
+      if (get)
+        return json(200, minor, { allocations: [...world.allocations.values()].map((a) => renderAllocation(world, a, minor, base)) });
       return method === 'POST' ? createAllocation(ctx, minor) : methodNotAllowed();
     }
     if (!get) return methodNotAllowed();
@@ -363,11 +440,21 @@ function pyBool(name, raw) {
   const v = raw.trim().toLowerCase();
   if (['1', 't', 'true', 'on', 'y', 'yes'].includes(v)) return true;
   if (['0', 'f', 'false', 'off', 'n', 'no'].includes(v)) return false;
-  throw new ApiError(400, `Invalid ${name}: Unrecognized value '${raw}', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'`);
+  throw new ApiError(
+    400,
+    `Invalid ${name}: Unrecognized value '${raw}', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'`,
+  );
 }
 
 /** args.string_list: comma-separated, trimmed, lower-cased, empty items and repeats dropped. */
-const stringList = (raw) => [...new Set(raw.split(',').map((v) => v.trim().toLowerCase()).filter(Boolean))];
+const stringList = (raw) => [
+  ...new Set(
+    raw
+      .split(',')
+      .map((v) => v.trim().toLowerCase())
+      .filter(Boolean),
+  ),
+];
 
 /**
  * The parameters of NodesController.get_all and .detail, in their signature
@@ -377,12 +464,32 @@ const stringList = (raw) => [...new Set(raw.split(',').map((v) => v.trim().toLow
  * `include_children` (it stays a string, so any non-empty value is true).
  */
 const LIST_PARAMS = {
-  chassis_uuid: 'uuid', instance_uuid: 'uuid', associated: 'boolean', maintenance: 'boolean',
-  retired: 'boolean', provision_state: 'string', marker: 'uuid', limit: 'integer', sort_key: 'string',
-  sort_dir: 'string', driver: 'string', fields: 'list', resource_class: 'string', fault: 'string',
-  conductor_group: 'string', detail: 'boolean', conductor: 'string', owner: 'string',
-  description_contains: 'string', lessee: 'string', project: 'string', shard: 'list', sharded: 'boolean',
-  include_children: 'boolean', parent_node: 'string', instance_name: 'string',
+  chassis_uuid: 'uuid',
+  instance_uuid: 'uuid',
+  associated: 'boolean',
+  maintenance: 'boolean',
+  retired: 'boolean',
+  provision_state: 'string',
+  marker: 'uuid',
+  limit: 'integer',
+  sort_key: 'string',
+  sort_dir: 'string',
+  driver: 'string',
+  fields: 'list',
+  resource_class: 'string',
+  fault: 'string',
+  conductor_group: 'string',
+  detail: 'boolean',
+  conductor: 'string',
+  owner: 'string',
+  description_contains: 'string',
+  lessee: 'string',
+  project: 'string',
+  shard: 'list',
+  sharded: 'boolean',
+  include_children: 'boolean',
+  parent_node: 'string',
+  instance_name: 'string',
 };
 const DETAIL_PARAMS = { ...LIST_PARAMS, include_children: 'string' };
 delete DETAIL_PARAMS.fields;
@@ -411,8 +518,18 @@ const VALID_FAULTS = ['power failure', 'clean failure', 'rescue abort failure', 
 
 /** Columns the node controller refuses to sort by (NodesController.invalid_sort_key_list). */
 const UNSORTABLE = new Set([
-  'properties', 'driver_info', 'extra', 'instance_info', 'driver_internal_info', 'clean_step',
-  'deploy_step', 'raid_config', 'target_raid_config', 'traits', 'network_data', 'service_step',
+  'properties',
+  'driver_info',
+  'extra',
+  'instance_info',
+  'driver_internal_info',
+  'clean_step',
+  'deploy_step',
+  'raid_config',
+  'target_raid_config',
+  'traits',
+  'network_data',
+  'service_step',
 ]);
 
 /**
@@ -435,33 +552,86 @@ function checkListArgs(a, minor, resource) {
       if (minor < 9) throw notAcceptable();
       if (!ALL_STATES.has(a.provision_state)) throw new ApiError(400, `Provision state "${a.provision_state}" is not valid`);
     },
-    driver: () => { if (a.driver !== undefined && minor < 16) throw tooOld(16); },
-    resource_class: () => { if (a.resource_class !== undefined && minor < 21) throw tooOld(21); },
+    driver: () => {
+      if (a.driver !== undefined && minor < 16) throw tooOld(16);
+    },
+    resource_class: () => {
+      if (a.resource_class !== undefined && minor < 21) throw tooOld(21);
+    },
     fault: () => {
       if (a.fault === undefined) return;
       if (minor < 42) throw tooOld(42);
       if (!VALID_FAULTS.includes(a.fault)) {
-        throw new ApiError(400, `Unrecognized fault "${a.fault}" is specified, allowed faults are (${VALID_FAULTS.map((f) => `'${f}'`).join(', ')})`);
+        throw new ApiError(
+          400,
+          `Unrecognized fault "${a.fault}" is specified, allowed faults are (${VALID_FAULTS.map((f) => `'${f}'`).join(', ')})`,
+        );
       }
     },
-    conductor_group: () => { if (a.conductor_group !== undefined && minor < 46) throw tooOld(46); },
-    conductor: () => { if (a.conductor !== undefined && minor < 49) throw tooOld(49); },
-    owner: () => { if (a.owner !== undefined && minor < 50) throw tooOld(50); },
-    lessee: () => { if (a.lessee !== undefined && minor < 65) throw tooOld(65); },
-    shard: () => { if (a.shard !== undefined && minor < 82) throw tooOld(82); },
-    sharded: () => { if (a.sharded !== undefined && minor < 82) throw tooOld(82); },
+    conductor_group: () => {
+      if (a.conductor_group !== undefined && minor < 46) throw tooOld(46);
+    },
+    conductor: () => {
+      if (a.conductor !== undefined && minor < 49) throw tooOld(49);
+    },
+    owner: () => {
+      if (a.owner !== undefined && minor < 50) throw tooOld(50);
+    },
+    lessee: () => {
+      if (a.lessee !== undefined && minor < 65) throw tooOld(65);
+    },
+    shard: () => {
+      if (a.shard !== undefined && minor < 82) throw tooOld(82);
+    },
+    sharded: () => {
+      if (a.sharded !== undefined && minor < 82) throw tooOld(82);
+    },
     instance_name: () => {
       if (a.instance_name !== undefined && minor < 104) throw new ApiError(406, 'instance_name is not acceptable in this API version');
     },
-    children: () => { if ((a.include_children !== undefined || a.parent_node !== undefined) && minor < 83) throw tooOld(83); },
-    detail: () => { // get_request_return_fields
-      if (a.detail !== undefined && minor < 43) throw new ApiError(400, `Invalid query parameter ?detail=${a.detail ? 'True' : 'False'} received.`);
+    children: () => {
+      if ((a.include_children !== undefined || a.parent_node !== undefined) && minor < 83) throw tooOld(83);
+    },
+    detail: () => {
+      // get_request_return_fields
+      if (a.detail !== undefined && minor < 43)
+        throw new ApiError(400, `Invalid query parameter ?detail=${a.detail ? 'True' : 'False'} received.`);
       if (a.fields !== undefined && a.detail) throw new ApiError(400, 'Can not specify ?detail=True and fields in the same request.');
     },
   };
-  const order = resource === 'nodes'
-    ? ['fields', 'sort_key', 'provision_state', 'driver', 'resource_class', 'fault', 'conductor_group', 'conductor', 'owner', 'lessee', 'shard', 'sharded', 'instance_name', 'children', 'detail']
-    : ['provision_state', 'driver', 'resource_class', 'fault', 'conductor_group', 'owner', 'lessee', 'sort_key', 'conductor', 'shard', 'sharded', 'instance_name'];
+  const order =
+    resource === 'nodes'
+      ? [
+          'fields',
+          'sort_key',
+          'provision_state',
+          'driver',
+          'resource_class',
+          'fault',
+          'conductor_group',
+          'conductor',
+          'owner',
+          'lessee',
+          'shard',
+          'sharded',
+          'instance_name',
+          'children',
+          'detail',
+        ]
+      : [
+          'provision_state',
+          'driver',
+          'resource_class',
+          'fault',
+          'conductor_group',
+          'owner',
+          'lessee',
+          'sort_key',
+          'conductor',
+          'shard',
+          'sharded',
+          'instance_name',
+        ];
   for (const name of order) checks[name]();
 }
 
@@ -475,7 +645,9 @@ function likeContains(keyword) {
 /** The database filters of _add_nodes_filters as one predicate (undefined: every node). */
 function nodeFilter(a) {
   const tests = [];
-  const eq = (field, value) => { if (value !== undefined) tests.push((r) => r[field] === value); };
+  const eq = (field, value) => {
+    if (value !== undefined) tests.push((r) => r[field] === value);
+  };
   eq('maintenance', a.maintenance);
   eq('retired', a.retired);
   eq('driver', a.driver);
@@ -533,7 +705,8 @@ function listNodes({ world, query, base }, minor, resource) {
   const marker = a.marker === undefined ? undefined : world.nodes.get(a.marker);
   if (a.marker !== undefined && !marker) throw new ApiError(404, `Node ${a.marker} could not be found.`);
   if (a.chassis_uuid !== undefined) throw new ApiError(404, `Chassis ${a.chassis_uuid} could not be found.`); // the simulator has no chassis
-  if (sortKey !== '' && !SORT_COLUMNS.has(sortKey)) throw new ApiError(400, `The sort_key value "${sortKey}" is an invalid field for sorting`);
+  if (sortKey !== '' && !SORT_COLUMNS.has(sortKey))
+    throw new ApiError(400, `The sort_key value "${sortKey}" is an invalid field for sorting`);
   let page = world.listNodes({ sortKey, desc: sortDir === 'desc', marker, limit, match: nodeFilter(a) });
   // The conductor filter runs on the page the database gave: a page may come short, and then has no next.
   if (a.conductor) page = page.filter((n) => conductorOf(n.rec) === a.conductor);
@@ -555,19 +728,41 @@ function listNodes({ world, query, base }, minor, resource) {
 
 /** Fields a POST may set (the rest of the node schema is read-only). */
 const READ_ONLY = new Set([
-  'created_at', 'updated_at', 'provision_state', 'target_provision_state', 'power_state',
-  'target_power_state', 'provision_updated_at', 'reservation', 'last_error', 'allocation_uuid',
-  'instance_uuid', 'inspection_started_at', 'inspection_finished_at', 'clean_step', 'deploy_step',
-  'service_step', 'fault', 'console_enabled', 'maintenance', 'maintenance_reason', 'raid_config',
-  'target_raid_config', 'driver_internal_info', 'traits', 'health',
+  'created_at',
+  'updated_at',
+  'provision_state',
+  'target_provision_state',
+  'power_state',
+  'target_power_state',
+  'provision_updated_at',
+  'reservation',
+  'last_error',
+  'allocation_uuid',
+  'instance_uuid',
+  'inspection_started_at',
+  'inspection_finished_at',
+  'clean_step',
+  'deploy_step',
+  'service_step',
+  'fault',
+  'console_enabled',
+  'maintenance',
+  'maintenance_reason',
+  'raid_config',
+  'target_raid_config',
+  'driver_internal_info',
+  'traits',
+  'health',
 ]);
 
 function createNode({ world, body, base }, minor) {
   const doc = parseBody(body);
   if (doc === undefined) throw new ApiError(500, 'Expecting value: line 1 column 1 (char 0)');
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new ApiError(400, `Schema error for node: ${pyJson(doc)} is not of type 'object'`);
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
+    throw new ApiError(400, `Schema error for node: ${pyJson(doc)} is not of type 'object'`);
   for (const k of Object.keys(doc)) {
-    if (READ_ONLY.has(k) || !NODE_FIELDS.includes(k)) throw new ApiError(400, `Schema error for node: Additional properties are not allowed ('${k}' was unexpected)`);
+    if (READ_ONLY.has(k) || !NODE_FIELDS.includes(k))
+      throw new ApiError(400, `Schema error for node: Additional properties are not allowed ('${k}' was unexpected)`);
   }
   if (typeof doc.driver !== 'string') throw new ApiError(400, "Schema error for node: 'driver' is a required property");
   for (const k of Object.keys(doc)) {
@@ -615,7 +810,15 @@ function setProvisionState({ world, body, base }, minor, ident) {
 /** GET /v1/nodes/{id}/states (where the state PUTs' Location points): node_states_convert. */
 function getStates({ world }, minor, ident) {
   const node = findNodeOr404(world, ident);
-  const fields = ['console_enabled', 'last_error', 'power_state', 'provision_state', 'target_power_state', 'target_provision_state', 'provision_updated_at'];
+  const fields = [
+    'console_enabled',
+    'last_error',
+    'power_state',
+    'provision_state',
+    'target_power_state',
+    'target_provision_state',
+    'provision_updated_at',
+  ];
   if (minor >= 12) fields.push('raid_config', 'target_raid_config');
   if (minor >= 75) fields.push('boot_mode', 'secure_boot');
   const doc = {};
@@ -658,9 +861,36 @@ function setPowerState({ world, body, base }, minor, ident) {
 
 /** NodeHistoryController's field lists: a list shows the standard ones unless `detail`, one event always the detail. */
 const HISTORY_STANDARD = ['uuid', 'created_at', 'severity', 'event'];
-const HISTORY_DETAIL = ['uuid', 'created_at', 'severity', 'event_type', 'event', 'conductor', 'user', 'project', 'state', 'target_provision_state', 'duration_seconds'];
+const HISTORY_DETAIL = [
+  'uuid',
+  'created_at',
+  'severity',
+  'event_type',
+  'event',
+  'conductor',
+  'user',
+  'project',
+  'state',
+  'target_provision_state',
+  'duration_seconds',
+];
 /** The node_history table's columns: what sort_key may name. */
-const HISTORY_COLUMNS = new Set(['id', 'uuid', 'created_at', 'updated_at', 'conductor', 'event_type', 'severity', 'event', 'user', 'project', 'node_id', 'state', 'target_provision_state', 'duration_seconds']);
+const HISTORY_COLUMNS = new Set([
+  'id',
+  'uuid',
+  'created_at',
+  'updated_at',
+  'conductor',
+  'event_type',
+  'severity',
+  'event',
+  'user',
+  'project',
+  'node_id',
+  'state',
+  'target_provision_state',
+  'duration_seconds',
+]);
 
 /** One event as _history_event_convert_with_links renders it at `minor`. */
 function renderEvent(world, ev, nodeUuid, minor, base, detail) {
@@ -683,10 +913,12 @@ function renderEvent(world, ev, nodeUuid, minor, base, detail) {
 function historyRepr(world, ev) {
   const v = (x) => (x === null ? 'None' : typeof x === 'number' ? String(x) : `'${x}'`);
   const when = world.iso(ev.created_at).replace(/(\.\d+)?\+00:00$/, 'Z');
-  return `NodeHistory(conductor=${v(ev.conductor)},created_at=${when},duration_seconds=${v(ev.duration_seconds)},`
-    + `event=${v(ev.event)},event_type=${v(ev.event_type)},id=${ev.id},node_id=${ev.node_id},project=${v(ev.project)},`
-    + `severity=${v(ev.severity)},state=${v(ev.state)},target_provision_state=${v(ev.target_provision_state)},`
-    + `updated_at=None,user=${v(ev.user)},uuid=${ev.uuid})`;
+  return (
+    `NodeHistory(conductor=${v(ev.conductor)},created_at=${when},duration_seconds=${v(ev.duration_seconds)},` +
+    `event=${v(ev.event)},event_type=${v(ev.event_type)},id=${ev.id},node_id=${ev.node_id},project=${v(ev.project)},` +
+    `severity=${v(ev.severity)},state=${v(ev.state)},target_provision_state=${v(ev.target_provision_state)},` +
+    `updated_at=None,user=${v(ev.user)},uuid=${ev.uuid})`
+  );
 }
 
 const HISTORY_PARAMS = { detail: 'boolean', marker: 'uuid', limit: 'integer', sort_key: 'string', sort_dir: 'string' };
@@ -714,7 +946,8 @@ function listHistory({ world, query, base }, minor, ident) {
   if (limit <= 0) throw new ApiError(400, 'Limit must be positive');
   limit = Math.min(limit, MAX_LIMIT);
   const sortDir = a.sort_dir ?? 'asc';
-  if (sortDir !== 'asc' && sortDir !== 'desc') throw new ApiError(400, `Invalid sort direction: ${sortDir}. Acceptable values are 'asc' or 'desc'`);
+  if (sortDir !== 'asc' && sortDir !== 'desc')
+    throw new ApiError(400, `Invalid sort direction: ${sortDir}. Acceptable values are 'asc' or 'desc'`);
   const sortKey = a.sort_key ?? 'created_at';
   if (sortKey && !HISTORY_COLUMNS.has(sortKey)) throw new ApiError(400, `The sort_key value "${sortKey}" is an invalid field for sorting`);
   const detail = a.detail ?? false;
@@ -733,7 +966,8 @@ function listHistory({ world, query, base }, minor, ident) {
 /** Order by (key, id) as the database does (NULL smallest), then the rows after `marker` by its current values. */
 function pageOf(events, key, desc, marker, limit) {
   const cmp = (x, y) => {
-    const a = x[key], b = y[key];
+    const a = x[key],
+      b = y[key];
     const byKey = a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1;
     return (byKey || x.id - y.id) * (desc ? -1 : 1);
   };
@@ -742,9 +976,11 @@ function pageOf(events, key, desc, marker, limit) {
     const m = marker[key];
     const after = (x, y) => (desc ? x < y : x > y);
     // (key op m.key) OR (key = m.key AND id op m.id): a NULL key matches neither; a NULL marker key drops that test
-    rows = rows.filter(m === null || key === 'id'
-      ? (e) => after(e.id, marker.id)
-      : (e) => e[key] !== null && (after(e[key], m) || (e[key] === m && after(e.id, marker.id))));
+    rows = rows.filter(
+      m === null || key === 'id'
+        ? (e) => after(e.id, marker.id)
+        : (e) => e[key] !== null && (after(e[key], m) || (e[key] === m && after(e.id, marker.id))),
+    );
   }
   return rows.slice(0, limit);
 }
@@ -763,7 +999,8 @@ const ALLOCATION_KEYS = new Set(['candidate_nodes', 'extra', 'name', 'node', 'ow
 function createAllocation({ world, body, base }, minor) {
   const doc = parseBody(body);
   if (doc === undefined) throw new ApiError(500, 'Expecting value: line 1 column 1 (char 0)');
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new ApiError(400, `Schema error: ${pyJson(doc)} is not of type 'object'`);
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
+    throw new ApiError(400, `Schema error: ${pyJson(doc)} is not of type 'object'`);
   for (const k of Object.keys(doc)) {
     if (!ALLOCATION_KEYS.has(k)) throw new ApiError(400, `Schema error: Additional properties are not allowed ('${k}' was unexpected)`);
   }
@@ -773,8 +1010,12 @@ function createAllocation({ world, body, base }, minor) {
   const candidates = doc.candidate_nodes ?? [];
   const missing = candidates.filter((c) => !world.findNode(c));
   if (missing.length) throw new ApiError(400, `Nodes cannot be found: ${missing.join(', ')}`);
-  const alloc = world.createAllocation({
-    ...doc, candidate_nodes: candidates.map((c) => world.findNode(c).rec.uuid),
-  }, world.now());
+  const alloc = world.createAllocation(
+    {
+      ...doc,
+      candidate_nodes: candidates.map((c) => world.findNode(c).rec.uuid),
+    },
+    world.now(),
+  );
   return json(201, minor, renderAllocation(world, alloc, minor, base), { Location: `${base}/v1/allocations/${alloc.uuid}` });
 }

@@ -26,7 +26,8 @@ const SIZE = Number(values.size);
 const CHURN = Number(values.churn);
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const FIELDS = 'uuid,name,provision_state,target_provision_state,power_state,target_power_state,last_error,maintenance,fault,conductor_group,resource_class,owner,provision_updated_at';
+const FIELDS =
+  'uuid,name,provision_state,target_provision_state,power_state,target_power_state,last_error,maintenance,fault,conductor_group,resource_class,owner,provision_updated_at';
 const FEED = `sort_key=provision_updated_at&sort_dir=desc&fields=${FIELDS}`;
 
 // The child: the simulator with the demo fleet, its URL on stdout, and (on
@@ -64,21 +65,38 @@ function startChild() {
     while ((i = out.indexOf('\n')) >= 0) {
       const line = JSON.parse(out.slice(0, i));
       out = out.slice(i + 1);
-      if (waiting) { waiting(line); waiting = null; } else lines.push(line);
+      if (waiting) {
+        waiting(line);
+        waiting = null;
+      } else lines.push(line);
     }
   });
-  const next = () => (lines.length ? Promise.resolve(lines.shift()) : new Promise((resolve) => { waiting = resolve; }));
-  return { child, next, stats: () => { child.stdin.write('stats\n'); return next(); } };
+  const next = () =>
+    lines.length
+      ? Promise.resolve(lines.shift())
+      : new Promise((resolve) => {
+          waiting = resolve;
+        });
+  return {
+    child,
+    next,
+    stats: () => {
+      child.stdin.write('stats\n');
+      return next();
+    },
+  };
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 function get(url) {
   return new Promise((resolve, reject) => {
-    http.get(url, { agent, headers: { 'X-OpenStack-Ironic-API-Version': '1.115' } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
-    }).on('error', reject);
+    http
+      .get(url, { agent, headers: { 'X-OpenStack-Ironic-API-Version': '1.115' } }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+      })
+      .on('error', reject);
   });
 }
 
@@ -86,7 +104,9 @@ function get(url) {
 async function fullListing(base, filter = '') {
   const t0 = performance.now();
   let url = `${base}/v1/nodes?fields=${FIELDS}&limit=1000${filter}`;
-  let pages = 0, nodes = 0, slowest = 0;
+  let pages = 0,
+    nodes = 0,
+    slowest = 0;
   while (url) {
     const a = performance.now();
     const page = await get(url);
@@ -115,12 +135,21 @@ const mb = (b) => `${(b / 1e6).toFixed(0)} MB`;
 const { child, next, stats } = startChild();
 const start = await next();
 const base = start.url;
-console.log(`demoFleet({ size: ${SIZE} }): built in ${f(start.built)} ms, simulator ready after ${f(start.loaded)} ms; heap ${mb(start.heap)}, RSS ${mb(start.rss)}`);
+console.log(
+  `demoFleet({ size: ${SIZE} }): built in ${f(start.built)} ms, simulator ready after ${f(start.loaded)} ms; heap ${mb(start.heap)}, RSS ${mb(start.rss)}`,
+);
 
 const cold = await fullListing(base);
 const warm = await fullListing(base);
-console.log(`full listing, ${cold.pages} pages of 1000 (${cold.nodes} nodes): ${f(cold.ms)} ms cold (${f(cold.ms / cold.pages)} a page, slowest ${f(cold.slowest)}), ${f(warm.ms)} ms warm (${f(warm.ms / warm.pages)} a page)`);
-for (const filter of ['&conductor_group=dc2', '&fault=clean%20failure', '&provision_state=manageable&resource_class=gpu', '&shard=shard-03,shard-07&owner=project-05']) {
+console.log(
+  `full listing, ${cold.pages} pages of 1000 (${cold.nodes} nodes): ${f(cold.ms)} ms cold (${f(cold.ms / cold.pages)} a page, slowest ${f(cold.slowest)}), ${f(warm.ms)} ms warm (${f(warm.ms / warm.pages)} a page)`,
+);
+for (const filter of [
+  '&conductor_group=dc2',
+  '&fault=clean%20failure',
+  '&provision_state=manageable&resource_class=gpu',
+  '&shard=shard-03,shard-07&owner=project-05',
+]) {
   const r = await fullListing(base, filter);
   console.log(`  filtered ${filter.slice(1)}: ${r.nodes} nodes, ${r.pages} pages, ${f(r.ms)} ms`);
 }
@@ -130,9 +159,11 @@ for (const limit of [50, 1000]) {
 }
 const s = await stats();
 const rounds = s.rounds.slice(0, Number(values.rounds));
-console.log(`churn so far: ${s.rounds.length} rounds in ${f(s.now / 1000)} s, a round (picking and starting ~${Math.round(CHURN * SIZE)} actions) ${rounds.map(f).join(' / ')} ms; `
-  + `all transition work ${f(s.busy)} ms (${((100 * s.busy) / s.now).toFixed(1)} % of the time); heap ${mb(s.heap)}, RSS ${mb(s.rss)}; `
-  + `${s.events} history rows, ${s.entries} sim history entries`);
+console.log(
+  `churn so far: ${s.rounds.length} rounds in ${f(s.now / 1000)} s, a round (picking and starting ~${Math.round(CHURN * SIZE)} actions) ${rounds.map(f).join(' / ')} ms; ` +
+    `all transition work ${f(s.busy)} ms (${((100 * s.busy) / s.now).toFixed(1)} % of the time); heap ${mb(s.heap)}, RSS ${mb(s.rss)}; ` +
+    `${s.events} history rows, ${s.entries} sim history entries`,
+);
 console.log(JSON.stringify(s.byState));
 agent.destroy();
 child.kill();

@@ -28,9 +28,13 @@ const VERSION = { 'X-OpenStack-Ironic-API-Version': '1.115' };
 
 function startServer() {
   const t0 = performance.now();
-  const server = spawn(process.execPath, [fileURLToPath(new URL('./server.mjs', import.meta.url)), '--port', '0', '--nodes', String(NODES), '--seed', '1'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const server = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('./server.mjs', import.meta.url)), '--port', '0', '--nodes', String(NODES), '--seed', '1'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   return new Promise((resolve, reject) => {
     let out = '';
     server.stdout.on('data', (chunk) => {
@@ -98,8 +102,13 @@ function load(url, label, pathOf, { seconds = SECONDS, concurrency = CONCURRENCY
       const cpu = serverCpu() - cpu0;
       latencies.sort((a, b) => a - b);
       const row = {
-        label, concurrency, requests: latencies.length, 'req/s': Math.round(latencies.length / elapsed),
-        'p50 ms': pct(latencies, 50).toFixed(2), 'p99 ms': pct(latencies, 99).toFixed(2), 'max ms': latencies.at(-1).toFixed(1),
+        label,
+        concurrency,
+        requests: latencies.length,
+        'req/s': Math.round(latencies.length / elapsed),
+        'p50 ms': pct(latencies, 50).toFixed(2),
+        'p99 ms': pct(latencies, 99).toFixed(2),
+        'max ms': latencies.at(-1).toFixed(1),
         'MB/s': (bytes / elapsed / 1e6).toFixed(1),
         'server CPU us/req': cpu === null ? 'n/a' : Math.round((cpu * 1e6) / latencies.length),
       };
@@ -137,11 +146,15 @@ async function pages(url) {
   let next = '/v1/nodes?limit=1000&fields=uuid';
   while (next) {
     const body = await new Promise((resolve, reject) => {
-      http.get(new URL(next, url), { headers: VERSION }, (res) => {
-        let text = '';
-        res.on('data', (c) => { text += c; });
-        res.on('end', () => resolve(JSON.parse(text)));
-      }).on('error', reject);
+      http
+        .get(new URL(next, url), { headers: VERSION }, (res) => {
+          let text = '';
+          res.on('data', (c) => {
+            text += c;
+          });
+          res.on('end', () => resolve(JSON.parse(text)));
+        })
+        .on('error', reject);
     });
     markers.push(body.nodes.at(-1)?.uuid);
     next = body.next && body.next.slice(url.length);
@@ -155,11 +168,15 @@ async function pages(url) {
 /** GET `path` (Node's client: for the few requests that are not measured one by one). */
 function getJson(url, path) {
   return new Promise((resolve, reject) => {
-    http.get(new URL(path, url), { headers: VERSION }, (res) => {
-      let text = '';
-      res.on('data', (c) => { text += c; });
-      res.on('end', () => resolve(JSON.parse(text)));
-    }).on('error', reject);
+    http
+      .get(new URL(path, url), { headers: VERSION }, (res) => {
+        let text = '';
+        res.on('data', (c) => {
+          text += c;
+        });
+        res.on('end', () => resolve(JSON.parse(text)));
+      })
+      .on('error', reject);
   });
 }
 
@@ -188,7 +205,9 @@ async function listing(url) {
       next = body.next && body.next.slice(url.length);
     }
     const ms = performance.now() - t0;
-    console.log(JSON.stringify({ label: `full listing by 1000 (${pass})`, pages, 'total ms': Math.round(ms), 'ms/page': (ms / pages).toFixed(1) }));
+    console.log(
+      JSON.stringify({ label: `full listing by 1000 (${pass})`, pages, 'total ms': Math.round(ms), 'ms/page': (ms / pages).toFixed(1) }),
+    );
   }
 }
 
@@ -203,13 +222,18 @@ async function churned(url, count) {
   for (let round = 0; round < 200; round++) {
     await post(url, '/__sim/churn', { count });
     started = performance.now();
-    const status = await new Promise((resolve) => { got = resolve; conn.send(feed(50)); });
+    const status = await new Promise((resolve) => {
+      got = resolve;
+      conn.send(feed(50));
+    });
     if (status !== 200) throw new Error(`${label}: HTTP ${status}`);
     latencies.push(performance.now() - started);
   }
   conn.close();
   latencies.sort((a, b) => a - b);
-  console.log(JSON.stringify({ label, rounds: latencies.length, 'p50 ms': pct(latencies, 50).toFixed(2), 'p99 ms': pct(latencies, 99).toFixed(2) }));
+  console.log(
+    JSON.stringify({ label, rounds: latencies.length, 'p50 ms': pct(latencies, 50).toFixed(2), 'p99 ms': pct(latencies, 99).toFixed(2) }),
+  );
 }
 
 let serverPid;

@@ -58,7 +58,13 @@ export function handleControl(sim, req, res, path, query, body, common) {
       case 'log':
         only('GET', 'DELETE');
         if (method === 'DELETE') sim.requestLog.clear();
-        else doc = sim.requests({ since: Number(q.get('since') ?? 0), method: q.get('method') ?? undefined, path: q.get('path') ?? undefined, node: q.get('node') ?? undefined });
+        else
+          doc = sim.requests({
+            since: Number(q.get('since') ?? 0),
+            method: q.get('method') ?? undefined,
+            path: q.get('path') ?? undefined,
+            node: q.get('node') ?? undefined,
+          });
         break;
       case 'history':
         only('GET');
@@ -89,7 +95,8 @@ export function handleControl(sim, req, res, path, query, body, common) {
         only('GET', 'POST');
         if (method === 'POST') {
           const { advance, skew, ...rest } = parseJson(body);
-          if (Object.keys(rest).length) throw new ControlError(400, `unknown clock keys: ${Object.keys(rest).join(', ')} (known: advance, skew)`);
+          if (Object.keys(rest).length)
+            throw new ControlError(400, `unknown clock keys: ${Object.keys(rest).join(', ')} (known: advance, skew)`);
           if (advance !== undefined) sim.advance(advance);
           if (skew !== undefined) sim.skew(skew);
         }

@@ -43,10 +43,17 @@ const RULE_KEYS = ['kind', 'method', 'path', 'node', 'count', 'skip', 'fraction'
 
 /** A path pattern where `*` matches any run of characters (slashes included). */
 export const globToRegExp = (glob) =>
-  new RegExp(`^${glob.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  new RegExp(
+    `^${glob
+      .split('*')
+      .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
 
 function check(rule) {
-  const fail = (why) => { throw new Error(`fault ${JSON.stringify(rule)}: ${why}`); };
+  const fail = (why) => {
+    throw new Error(`fault ${JSON.stringify(rule)}: ${why}`);
+  };
   if (rule === null || typeof rule !== 'object') fail('a fault is an object');
   if (!(rule.kind in FAULT_KINDS)) fail(`unknown kind (known: ${Object.keys(FAULT_KINDS).join(', ')})`);
   const known = new Set([...RULE_KEYS, ...FAULT_KINDS[rule.kind].params]);
@@ -65,7 +72,8 @@ function check(rule) {
   if (rule.versionHeaders !== undefined && typeof rule.versionHeaders !== 'boolean') fail('"versionHeaders" must be true or false');
   if (rule.kind === 'redirect') {
     if (rule.status !== undefined && !(isInt(rule.status, 300) && rule.status <= 399)) fail('"status" must be a 3xx status');
-    if (typeof rule.location !== 'string' || rule.location === '' || !HEADER_VALUE.test(rule.location)) fail('"location" must be a URL or a path');
+    if (typeof rule.location !== 'string' || rule.location === '' || !HEADER_VALUE.test(rule.location))
+      fail('"location" must be a URL or a path');
   }
   if (rule.kind === 'drip') {
     if (rule.chunk !== undefined && !isInt(rule.chunk, 1)) fail('"chunk" must be an integer >= 1 (bytes)');
@@ -74,19 +82,23 @@ function check(rule) {
   if ((rule.kind === 'gzip' || rule.kind === 'cut' || rule.kind === 'large') && rule.bytes !== undefined && !isInt(rule.bytes, 0)) {
     fail('"bytes" must be an integer >= 0');
   }
-  if (rule.kind === 'length' && !(Number.isInteger(rule.by) && rule.by !== 0)) fail('"by" must be a non-zero integer (bytes more or fewer than the body)');
+  if (rule.kind === 'length' && !(Number.isInteger(rule.by) && rule.by !== 0))
+    fail('"by" must be a non-zero integer (bytes more or fewer than the body)');
   if (rule.kind === 'page') {
     if (rule.limit !== undefined && !isInt(rule.limit, 1)) fail('"limit" must be an integer >= 1');
     if (rule.ignoreMarker !== undefined && typeof rule.ignoreMarker !== 'boolean') fail('"ignoreMarker" must be true or false');
-    if (rule.next !== undefined && (typeof rule.next !== 'string' || rule.next === '')) fail('"next" must be "same", "none", "fake" or a node');
+    if (rule.next !== undefined && (typeof rule.next !== 'string' || rule.next === ''))
+      fail('"next" must be "same", "none", "fake" or a node');
     if (rule.fake !== undefined && !(isInt(rule.fake, 0) && rule.fake <= 1000)) fail('"fake" must be an integer from 0 to 1000');
   }
   if (rule.kind === 'set' && (rule.set === null || typeof rule.set !== 'object')) fail('"set" must be an object');
   if (rule.kind === 'omit' && !Array.isArray(rule.omit)) fail('"omit" must be a list of field names');
   if (rule.path !== undefined && typeof rule.path !== 'string') fail('"path" must be a string (a "*" matches anything)');
   if (FAULT_KINDS[rule.kind].world) {
-    for (const k of ['method', 'path', 'process']) if (rule[k] !== undefined) fail(`"${k}": a ${rule.kind} rule matches node changes, not requests`);
-    if (!(rule.delay > 0 && rule.delay <= MAX_TIMER_MS)) fail(`"delay" must be a number of milliseconds from 0 (excluded) to ${MAX_TIMER_MS}`);
+    for (const k of ['method', 'path', 'process'])
+      if (rule[k] !== undefined) fail(`"${k}": a ${rule.kind} rule matches node changes, not requests`);
+    if (!(rule.delay > 0 && rule.delay <= MAX_TIMER_MS))
+      fail(`"delay" must be a number of milliseconds from 0 (excluded) to ${MAX_TIMER_MS}`);
     const states = rule.state === undefined ? [] : Array.isArray(rule.state) ? rule.state : [rule.state];
     if (!states.every((st) => typeof st === 'string')) fail('"state" must be a provision state or a list of them');
   }
@@ -245,8 +257,12 @@ function pageAnswer(rule, result, ironic) {
     for (let i = 0; i < rule.fake; i++) {
       const uuid = uuidFrom(rule.fakes);
       doc.nodes.push({
-        uuid, name: `fake-${uuid.slice(0, 8)}`, provision_state: 'deploying', target_provision_state: 'active',
-        last_error: null, links: [{ href: `${base}/v1/nodes/${uuid}`, rel: 'self' }],
+        uuid,
+        name: `fake-${uuid.slice(0, 8)}`,
+        provision_state: 'deploying',
+        target_provision_state: 'active',
+        last_error: null,
+        links: [{ href: `${base}/v1/nodes/${uuid}`, rel: 'self' }],
       });
     }
     result = { status: 200, headers: { ...ironic.headers, 'Content-Type': 'application/json' } };
@@ -258,7 +274,8 @@ function pageAnswer(rule, result, ironic) {
   const link = (marker) => `${base}${path}?${withPaging(query, { limit, marker })}`;
   const next = rule.next;
   if (next === 'none') delete doc.next;
-  else if (next === 'same') doc.next = link(new URLSearchParams(query).get('marker') ?? undefined); // as asked, even if ignored
+  else if (next === 'same')
+    doc.next = link(new URLSearchParams(query).get('marker') ?? undefined); // as asked, even if ignored
   else if (next === 'fake') doc.next = link(uuidFrom(rule.fakes));
   else if (next !== undefined) doc.next = link(ironic.uuidOf(next));
   else if (rule.fake !== undefined) doc.next = link(doc.nodes.at(-1)?.uuid ?? uuidFrom(rule.fakes));
@@ -305,7 +322,9 @@ export function faultAnswer(rule, result, ironic) {
     case 'set':
       return editDocuments(result, (d) => Object.assign(d, rule.set));
     case 'omit':
-      return editDocuments(result, (d) => { for (const f of rule.omit) delete d[f]; });
+      return editDocuments(result, (d) => {
+        for (const f of rule.omit) delete d[f];
+      });
     case 'large': {
       const doc = parseObject(result.body);
       if (!doc) return result;

@@ -18,13 +18,22 @@ import { rng, uuidFrom } from './rng.mjs';
  */
 export const FAILURE_EVENT_TYPE = {
   verifying: 'verifying',
-  deploying: 'deploying', 'wait call-back': 'deploying', 'deploy hold': 'deploying',
+  deploying: 'deploying',
+  'wait call-back': 'deploying',
+  'deploy hold': 'deploying',
   deleting: 'unprovision',
-  cleaning: 'cleaning', 'clean wait': 'cleaning', 'clean hold': 'cleaning',
-  inspecting: 'introspection', 'inspect wait': 'introspection',
+  cleaning: 'cleaning',
+  'clean wait': 'cleaning',
+  'clean hold': 'cleaning',
+  inspecting: 'introspection',
+  'inspect wait': 'introspection',
   adopting: 'adoption',
-  rescuing: 'rescue', 'rescue wait': 'rescue', unrescuing: 'rescue',
-  servicing: 'servicing', 'service wait': 'servicing', 'service hold': 'servicing',
+  rescuing: 'rescue',
+  'rescue wait': 'rescue',
+  unrescuing: 'rescue',
+  servicing: 'servicing',
+  'service wait': 'servicing',
+  'service hold': 'servicing',
 };
 
 /**
@@ -35,7 +44,9 @@ export const POWER_EVENT_TYPE = 'UNKNOWN';
 
 /** The steps fake-hardware runs, as the conductor's step list holds them (seen on Ironic 39). */
 const DEPLOY_STEPS = Object.freeze([{ step: 'deploy', priority: 100, abortable: true, argsinfo: null, interface: 'deploy' }]);
-const AUTOMATED_CLEAN_STEPS = Object.freeze([{ step: 'log_passthrough', priority: 1, abortable: false, argsinfo: null, interface: 'vendor', requires_ramdisk: true }]);
+const AUTOMATED_CLEAN_STEPS = Object.freeze([
+  { step: 'log_passthrough', priority: 1, abortable: false, argsinfo: null, interface: 'vendor', requires_ramdisk: true },
+]);
 
 /**
  * The step flows (utils.StepFlow). The end event lists the steps still in
@@ -57,9 +68,10 @@ export function flowEvent(flow, status, steps) {
   if (known) return known;
   const words = flow.replace(/_/g, ' ');
   const list = pyRepr(FLOWS[flow][status](steps));
-  const made = status === 'start'
-    ? { event_type: `${flow}_start`, event: `Starting ${words} with steps=${list}` }
-    : { event_type: `${flow}_end`, event: `${titleCase(words)} completed successfully with steps=${list}` };
+  const made =
+    status === 'start'
+      ? { event_type: `${flow}_start`, event: `Starting ${words} with steps=${list}` }
+      : { event_type: `${flow}_end`, event: `${titleCase(words)} completed successfully with steps=${list}` };
   if (key) fixedEvents.set(key, Object.freeze(made));
   return made;
 }
@@ -83,7 +95,9 @@ export function pyRepr(v) {
   if (typeof v === 'string') return pyStr(v);
   if (typeof v === 'number') return String(v);
   if (Array.isArray(v)) return `[${v.map(pyRepr).join(', ')}]`;
-  return `{${Object.entries(v).map(([k, x]) => `${pyStr(k)}: ${pyRepr(x)}`).join(', ')}}`;
+  return `{${Object.entries(v)
+    .map(([k, x]) => `${pyStr(k)}: ${pyRepr(x)}`)
+    .join(', ')}}`;
 }
 
 /** Python's `'%s' % value`: a string as is, anything else as its repr. */
@@ -126,7 +140,8 @@ export class Budget {
       owner.splice(at, 1);
       this.count--;
     }
-    if (this.head > 65536 && this.head * 2 > this.items.length) { // amortised: keep the queue short
+    if (this.head > 65536 && this.head * 2 > this.items.length) {
+      // amortised: keep the queue short
       this.items = this.items.slice(this.head);
       this.owners = this.owners.slice(this.head);
       this.head = 0;

@@ -10,9 +10,13 @@ import { lockedText, conductorOf } from './ironic.mjs';
 
 const LOCAL_ORIGIN = /^https?:\/\/(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 const EXPOSE = [
-  'X-OpenStack-Ironic-API-Minimum-Version', 'X-OpenStack-Ironic-API-Maximum-Version',
-  'X-OpenStack-Ironic-API-Version', 'X-OpenStack-Request-Id', 'OpenStack-Request-Id',
-  'Retry-After', 'Location',
+  'X-OpenStack-Ironic-API-Minimum-Version',
+  'X-OpenStack-Ironic-API-Maximum-Version',
+  'X-OpenStack-Ironic-API-Version',
+  'X-OpenStack-Request-Id',
+  'OpenStack-Request-Id',
+  'Retry-After',
+  'Location',
 ].join(',');
 const NO_CORS = {};
 
@@ -151,11 +155,15 @@ function ironicFor(req, nodeRef, world, request) {
     request,
     uuidOf: (ident) => world.findNode(ident)?.rec.uuid ?? ident,
     error(status, message) {
-      const text = message ??
-        (status === 409 && nodeRef ? lockedText(nodeRef.uuid, nodeRef.conductor)
-          : status === 409 ? 'Conflict.'
-            : status === 503 ? 'Resource temporarily unavailable, please retry.'
-              : http.STATUS_CODES[status] ?? 'Error');
+      const text =
+        message ??
+        (status === 409 && nodeRef
+          ? lockedText(nodeRef.uuid, nodeRef.conductor)
+          : status === 409
+            ? 'Conflict.'
+            : status === 503
+              ? 'Resource temporarily unavailable, please retry.'
+              : (http.STATUS_CODES[status] ?? 'Error'));
       return {
         status,
         headers: { ...headers, 'Content-Type': 'application/json' },

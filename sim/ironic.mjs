@@ -9,8 +9,16 @@ import { rng, uuidFrom, draw, UUID_RE } from './rng.mjs';
 import { SortedIndex } from './order.mjs';
 import { NodeHistory, Budget, FAILURE_EVENT_TYPE, POWER_EVENT_TYPE, flowEvent, pyFormat } from './history.mjs';
 import {
-  STABLE, ALL_STATES, VERBS, FAIL_STATE, ABORT_ERROR, FAULT_OF, TARGET_OF,
-  TARGET_MIN_VERSION, LATE_TARGET_MIN_VERSION, nextState,
+  STABLE,
+  ALL_STATES,
+  VERBS,
+  FAIL_STATE,
+  ABORT_ERROR,
+  FAULT_OF,
+  TARGET_OF,
+  TARGET_MIN_VERSION,
+  LATE_TARGET_MIN_VERSION,
+  nextState,
 } from './states.mjs';
 
 /** Sim milliseconds each working state lasts: a number, or [min, max] drawn per transition. 0 skips a wait state. */
@@ -73,22 +81,67 @@ const NONE = Object.freeze([]);
  * Timestamps are sim-clock milliseconds (or null) and rendered against the epoch.
  */
 const RECORD = Object.freeze({
-  uuid: null, created_at: 0, updated_at: null,
-  automated_clean: null, bios_interface: 'fake', boot_interface: 'fake', boot_mode: null,
-  clean_step: EMPTY, conductor_group: '', console_enabled: false, console_interface: 'fake',
-  disable_power_off: false, deploy_interface: 'fake', deploy_step: EMPTY, description: null,
-  driver: 'fake-hardware', driver_info: EMPTY, driver_internal_info: EMPTY, extra: EMPTY, fault: null,
-  firmware_interface: 'fake', health: null, inspection_finished_at: null,
-  inspection_started_at: null, inspect_interface: 'fake', instance_info: EMPTY,
-  instance_name: null, instance_uuid: null, last_error: null, lessee: null, maintenance: false,
-  maintenance_reason: null, management_interface: 'fake', name: null, network_data: EMPTY,
-  network_interface: 'noop', owner: null, parent_node: null, power_interface: 'fake',
-  power_state: null, properties: EMPTY, protected: false, protected_reason: null,
-  provision_state: 'enroll', provision_updated_at: null, raid_config: EMPTY, raid_interface: 'fake',
-  rescue_interface: 'fake', reservation: null, resource_class: null, retired: false,
-  retired_reason: null, secure_boot: null, service_step: EMPTY, shard: null,
-  storage_interface: 'noop', target_power_state: null, target_provision_state: null,
-  target_raid_config: EMPTY, traits: NONE, vendor_interface: 'fake',
+  uuid: null,
+  created_at: 0,
+  updated_at: null,
+  automated_clean: null,
+  bios_interface: 'fake',
+  boot_interface: 'fake',
+  boot_mode: null,
+  clean_step: EMPTY,
+  conductor_group: '',
+  console_enabled: false,
+  console_interface: 'fake',
+  disable_power_off: false,
+  deploy_interface: 'fake',
+  deploy_step: EMPTY,
+  description: null,
+  driver: 'fake-hardware',
+  driver_info: EMPTY,
+  driver_internal_info: EMPTY,
+  extra: EMPTY,
+  fault: null,
+  firmware_interface: 'fake',
+  health: null,
+  inspection_finished_at: null,
+  inspection_started_at: null,
+  inspect_interface: 'fake',
+  instance_info: EMPTY,
+  instance_name: null,
+  instance_uuid: null,
+  last_error: null,
+  lessee: null,
+  maintenance: false,
+  maintenance_reason: null,
+  management_interface: 'fake',
+  name: null,
+  network_data: EMPTY,
+  network_interface: 'noop',
+  owner: null,
+  parent_node: null,
+  power_interface: 'fake',
+  power_state: null,
+  properties: EMPTY,
+  protected: false,
+  protected_reason: null,
+  provision_state: 'enroll',
+  provision_updated_at: null,
+  raid_config: EMPTY,
+  raid_interface: 'fake',
+  rescue_interface: 'fake',
+  reservation: null,
+  resource_class: null,
+  retired: false,
+  retired_reason: null,
+  secure_boot: null,
+  service_step: EMPTY,
+  shard: null,
+  storage_interface: 'noop',
+  target_power_state: null,
+  target_provision_state: null,
+  target_raid_config: EMPTY,
+  traits: NONE,
+  vendor_interface: 'fake',
   // Not a column of the node table: filled from the allocation, like the API does.
   allocation_uuid: null,
 });
@@ -96,7 +149,13 @@ const RECORD = Object.freeze({
 const defaultRecord = () => ({ ...RECORD });
 
 export const NODE_FIELDS = Object.keys(RECORD);
-export const TIMESTAMP_FIELDS = new Set(['created_at', 'updated_at', 'provision_updated_at', 'inspection_started_at', 'inspection_finished_at']);
+export const TIMESTAMP_FIELDS = new Set([
+  'created_at',
+  'updated_at',
+  'provision_updated_at',
+  'inspection_started_at',
+  'inspection_finished_at',
+]);
 
 /**
  * Columns of Ironic's node table a list may sort by (db/sqlalchemy/models.py
@@ -106,7 +165,11 @@ export const TIMESTAMP_FIELDS = new Set(['created_at', 'updated_at', 'provision_
  */
 export const SORT_COLUMNS = new Set([
   ...NODE_FIELDS.filter((f) => f !== 'allocation_uuid' && f !== 'traits'),
-  'id', 'chassis_id', 'conductor_affinity', 'allocation_id', 'version',
+  'id',
+  'chassis_id',
+  'conductor_affinity',
+  'allocation_id',
+  'version',
 ]);
 
 /** Ironic's Node object version, stored in every row's `version` column. */
@@ -159,9 +222,16 @@ function createClock(manual) {
 // ---------------------------------------------------------------- the heap of due instants
 
 class DueHeap {
-  constructor() { this.a = []; this.seq = 0; }
-  get size() { return this.a.length; }
-  peek() { return this.a[0]; }
+  constructor() {
+    this.a = [];
+    this.seq = 0;
+  }
+  get size() {
+    return this.a.length;
+  }
+  peek() {
+    return this.a[0];
+  }
   /** `commit`: a change made at an earlier instant that becomes visible at `due` (a late commit). */
   push(due, ref, gen, commit) {
     const a = this.a;
@@ -171,7 +241,8 @@ class DueHeap {
     while (i > 0) {
       const p = (i - 1) >> 1;
       if (!before(e, a[p])) break;
-      a[i] = a[p]; i = p;
+      a[i] = a[p];
+      i = p;
     }
     a[i] = e;
   }
@@ -211,7 +282,14 @@ function withWait(work, wait, target, d) {
 }
 
 const HOLD_OF = { deploying: 'deploy hold', cleaning: 'clean hold', servicing: 'service hold' };
-const HOLD_WORK = { deploy: 'deploying', rebuild: 'deploying', provide: 'cleaning', clean: 'cleaning', delete: 'cleaning', service: 'servicing' };
+const HOLD_WORK = {
+  deploy: 'deploying',
+  rebuild: 'deploying',
+  provide: 'cleaning',
+  clean: 'cleaning',
+  delete: 'cleaning',
+  service: 'servicing',
+};
 const RESUME = {
   'deploy hold': ['wait call-back', 'deploying'],
   'clean hold': ['clean wait', 'cleaning'],
@@ -264,9 +342,15 @@ const CHURN_FAILURES = [
 
 /** The working state a failure state comes from (FAIL_STATE backwards, the first one): what a loaded failed node's ERROR row shows. */
 const FAILED_FROM = {
-  enroll: 'verifying', 'deploy failed': 'deploying', error: 'deleting', 'clean failed': 'cleaning',
-  'inspect failed': 'inspecting', 'adopt failed': 'adopting', 'rescue failed': 'rescuing',
-  'unrescue failed': 'unrescuing', 'service failed': 'servicing',
+  enroll: 'verifying',
+  'deploy failed': 'deploying',
+  error: 'deleting',
+  'clean failed': 'cleaning',
+  'inspect failed': 'inspecting',
+  'adopt failed': 'adopting',
+  'rescue failed': 'rescuing',
+  'unrescue failed': 'unrescuing',
+  'service failed': 'servicing',
 };
 
 /** What churn flips. */
@@ -297,16 +381,16 @@ function phasesFor(verb, node, d, body = {}) {
     case 'provide':
       return flow('automated_cleaning', [...withWait('cleaning', 'clean wait', 'available', d), rest('available')]);
     case 'clean':
-      return flow('manual_cleaning', [...withWait('cleaning', 'clean wait', 'manageable', d), rest('manageable')], { steps: body.clean_steps });
+      return flow('manual_cleaning', [...withWait('cleaning', 'clean wait', 'manageable', d), rest('manageable')], {
+        steps: body.clean_steps,
+      });
     case 'delete': {
       const cleaning = withWait('cleaning', 'clean wait', 'available', d);
       cleaning[0].apply = clearInstance;
       return flow('automated_cleaning', [phase('deleting', 'available', d('deleting')), ...cleaning, rest('available')], { at: 1 });
     }
     case 'manage':
-      return state === 'enroll'
-        ? [phase('verifying', 'manageable', d('verifying')), rest('manageable')]
-        : [rest('manageable')];
+      return state === 'enroll' ? [phase('verifying', 'manageable', d('verifying')), rest('manageable')] : [rest('manageable')];
     case 'inspect': {
       const p = [phase('inspecting', 'manageable', d('inspecting'))];
       const w = d('inspect wait');
@@ -357,7 +441,10 @@ function applyOutcome(phases, rule, verb, toClock) {
   }
   let i = -1;
   for (let k = phases.length - 2; k >= 0; k--) {
-    if (rule.at ? phases[k].state === rule.at : phases[k].lock) { i = k; break; }
+    if (rule.at ? phases[k].state === rule.at : phases[k].lock) {
+      i = k;
+      break;
+    }
   }
   if (i < 0) return false;
   const at = phases[i];
@@ -382,10 +469,12 @@ function checkTransitionRule(rule) {
   for (const k of Object.keys(rule)) if (!TRANSITION_KEYS.has(k)) throw new Error(`unknown key "${k}" in transition rule`);
   if (rule.times !== undefined && !(Number.isInteger(rule.times) && rule.times >= 1)) throw new Error('"times" must be an integer >= 1');
   const outcomes = TRANSITION_OUTCOMES.filter((k) => rule[k] !== undefined && rule[k] !== false);
-  if (outcomes.length !== 1) throw new Error(`a transition rule needs exactly one of ${TRANSITION_OUTCOMES.join(', ')}: ${JSON.stringify(rule)}`);
+  if (outcomes.length !== 1)
+    throw new Error(`a transition rule needs exactly one of ${TRANSITION_OUTCOMES.join(', ')}: ${JSON.stringify(rule)}`);
   if (isPowerAction(rule.action)) {
     // Power actions have no states to walk: they fail or hang, after their duration or `after`.
-    for (const k of Object.keys(rule)) if (!POWER_RULE_KEYS.has(k)) throw new Error(`"${k}" does not apply to power actions: ${JSON.stringify(rule)}`);
+    for (const k of Object.keys(rule))
+      if (!POWER_RULE_KEYS.has(k)) throw new Error(`"${k}" does not apply to power actions: ${JSON.stringify(rule)}`);
     if (rule.after !== undefined && !(rule.after >= 0)) throw new Error('"after" must be a non-negative number of milliseconds');
     return { ...rule, event: rule.action, power: true, used: 0 };
   }
@@ -406,7 +495,8 @@ function maxMinorOf(maxVersion) {
   if (maxVersion === undefined) return MAX_MINOR;
   const m = typeof maxVersion === 'string' ? /^1\.(\d+)$/.exec(maxVersion) : null;
   const minor = m ? Number(m[1]) : NaN;
-  if (!(minor >= 1 && minor <= MAX_MINOR)) throw new Error(`maxVersion must be "1.1" to "1.${MAX_MINOR}", not ${JSON.stringify(maxVersion)}`);
+  if (!(minor >= 1 && minor <= MAX_MINOR))
+    throw new Error(`maxVersion must be "1.1" to "1.${MAX_MINOR}", not ${JSON.stringify(maxVersion)}`);
   return minor;
 }
 
@@ -420,7 +510,8 @@ function checkTiming(timing = {}) {
 }
 
 const matchesNode = (spec, node) =>
-  spec === undefined || spec === '*' ||
+  spec === undefined ||
+  spec === '*' ||
   (Array.isArray(spec) ? spec.includes(node.rec.name) || spec.includes(node.rec.uuid) : spec === node.rec.name || spec === node.rec.uuid);
 
 /** `nodeHistory`: false ([conductor] node_history = False) or { steps, maxEntries }. */
@@ -428,9 +519,11 @@ function checkNodeHistory(spec) {
   if (spec === undefined || spec === true) return {};
   if (spec === false) return { enabled: false };
   if (spec === null || typeof spec !== 'object') throw new Error('"nodeHistory" is false or { steps, maxEntries }');
-  for (const k of Object.keys(spec)) if (k !== 'steps' && k !== 'maxEntries') throw new Error(`unknown key "${k}" in nodeHistory (known: steps, maxEntries)`);
+  for (const k of Object.keys(spec))
+    if (k !== 'steps' && k !== 'maxEntries') throw new Error(`unknown key "${k}" in nodeHistory (known: steps, maxEntries)`);
   if (spec.steps !== undefined && typeof spec.steps !== 'boolean') throw new Error('nodeHistory "steps" is true or false');
-  if (spec.maxEntries !== undefined && !(Number.isInteger(spec.maxEntries) && spec.maxEntries >= 1)) throw new Error('nodeHistory "maxEntries" must be an integer >= 1');
+  if (spec.maxEntries !== undefined && !(Number.isInteger(spec.maxEntries) && spec.maxEntries >= 1))
+    throw new Error('nodeHistory "maxEntries" must be an integer >= 1');
   return { ...spec };
 }
 
@@ -438,12 +531,14 @@ function checkNodeHistory(spec) {
 function checkChurn(spec) {
   if (spec === undefined || spec === null || spec === false) return null;
   if (typeof spec !== 'object' || Array.isArray(spec)) throw new Error('"churn" is { every, fraction } or { every, count }');
-  for (const k of Object.keys(spec)) if (!['every', 'fraction', 'count'].includes(k)) throw new Error(`unknown key "${k}" in churn (known: every, fraction, count)`);
+  for (const k of Object.keys(spec))
+    if (!['every', 'fraction', 'count'].includes(k)) throw new Error(`unknown key "${k}" in churn (known: every, fraction, count)`);
   const every = spec.every ?? 2000;
   if (!(every > 0)) throw new Error('churn "every" must be a positive number of milliseconds');
   if ((spec.fraction === undefined) === (spec.count === undefined)) throw new Error('churn needs one of "fraction" and "count"');
   if (spec.fraction !== undefined && !(spec.fraction > 0 && spec.fraction <= 1)) throw new Error('churn "fraction" must be in (0, 1]');
-  if (spec.count !== undefined && !(Number.isInteger(spec.count) && spec.count >= 0)) throw new Error('churn "count" must be an integer >= 0');
+  if (spec.count !== undefined && !(Number.isInteger(spec.count) && spec.count >= 0))
+    throw new Error('churn "count" must be an integer >= 0');
   return { every, fraction: spec.fraction, count: spec.count };
 }
 
@@ -497,7 +592,8 @@ export class World {
     if (!Array.isArray(defs)) throw new Error('"nodes" is a count or a list of node objects');
 
     const resolution = scenario.timestampResolution ?? o.timestampResolution ?? 'microsecond';
-    if (!RESOLUTIONS.includes(resolution)) throw new Error(`timestampResolution must be one of ${RESOLUTIONS.join(', ')}, not ${JSON.stringify(resolution)}`);
+    if (!RESOLUTIONS.includes(resolution))
+      throw new Error(`timestampResolution must be one of ${RESOLUTIONS.join(', ')}, not ${JSON.stringify(resolution)}`);
 
     this.seed = seed;
     this.resolution = resolution;
@@ -541,20 +637,29 @@ export class World {
     if (this.churnSpec) this.heap.push(this.toClock(this.churnSpec.every), { kind: 'churn', gen: 0 }, 0);
   }
 
-  now() { return this.clock.now(); }
-  toClock(simMs) { return simMs / this.timeScale; }
+  now() {
+    return this.clock.now();
+  }
+  toClock(simMs) {
+    return simMs / this.timeScale;
+  }
 
   /** Sim ms `ms` as the database keeps it: whole microseconds, or whole seconds (truncated, or rounded). */
   quantize(ms) {
     const wall = this.epoch + ms;
-    const us = this.resolution === 'second' ? Math.floor(wall / 1000) * 1e6
-      : this.resolution === 'second-rounded' ? Math.round(wall / 1000) * 1e6
-        : Math.round(wall * 1000);
+    const us =
+      this.resolution === 'second'
+        ? Math.floor(wall / 1000) * 1e6
+        : this.resolution === 'second-rounded'
+          ? Math.round(wall / 1000) * 1e6
+          : Math.round(wall * 1000);
     return us / 1000 - this.epoch;
   }
 
   /** The timestamp a change at instant `t` writes: the server's (maybe skewed) clock at the column's resolution. */
-  stamp(t) { return this.quantize(t + this.skew); }
+  stamp(t) {
+    return this.quantize(t + this.skew);
+  }
 
   /** A stored timestamp as Ironic renders it (Python's isoformat: no fraction when it is 0). */
   iso(ms) {
@@ -580,8 +685,12 @@ export class World {
     this.advance(); // what fell due before keeps the skew of its instant
     this.skew = ms;
   }
-  newUuid() { return uuidFrom(this.uuids); }
-  requestId() { return `req-${uuidFrom(this.requestIds)}`; }
+  newUuid() {
+    return uuidFrom(this.uuids);
+  }
+  requestId() {
+    return `req-${uuidFrom(this.requestIds)}`;
+  }
 
   /** Scripted outcomes of transitions (validated first: one bad rule adds none). */
   addTransitions(list) {
@@ -639,12 +748,25 @@ export class World {
     }
     // rev counts changes to rec: rendered documents are cached against it (api.mjs).
     // power: the power action in progress; events: its node history rows (history.mjs).
-    const node = { kind: 'node', id: this.nextId++, rec, timing: checkTiming(def.timing), plan: null, gen: 0, actions: 0, rev: 0, power: null, powerActions: 0, events: null };
+    const node = {
+      kind: 'node',
+      id: this.nextId++,
+      rec,
+      timing: checkTiming(def.timing),
+      plan: null,
+      gen: 0,
+      actions: 0,
+      rev: 0,
+      power: null,
+      powerActions: 0,
+      events: null,
+    };
     this.nodes.set(rec.uuid, node);
     if (rec.name !== null) this.names.set(rec.name, node);
     this.order.push(node);
     for (const index of this.indexes.values()) index.insert(node);
-    if (action !== 'load') this.record(node, t, action); // a loaded node's history starts when it is first needed
+    if (action !== 'load')
+      this.record(node, t, action); // a loaded node's history starts when it is first needed
     else if (rec.last_error) this.journalLoaded(node);
     return node;
   }
@@ -660,10 +782,20 @@ export class World {
     const working = monitoring ? undefined : FAILED_FROM[r.provision_state];
     if (!monitoring && !working) return; // last_error on a stable node (a manage out of a failed state keeps it): no failure to journal here
     const stamp = (monitoring ? r.updated_at : r.provision_updated_at) ?? r.created_at;
-    this.nodeHistory.add(node, stamp, conductorOf(r), {
-      severity: 'ERROR', event_type: monitoring ? 'monitoring' : FAILURE_EVENT_TYPE[working], event: r.last_error,
-      state: monitoring ? r.provision_state : working, target: monitoring ? r.target_provision_state : TARGET_OF[working] ?? null, since: null,
-    }, { loaded: true });
+    this.nodeHistory.add(
+      node,
+      stamp,
+      conductorOf(r),
+      {
+        severity: 'ERROR',
+        event_type: monitoring ? 'monitoring' : FAILURE_EVENT_TYPE[working],
+        event: r.last_error,
+        state: monitoring ? r.provision_state : working,
+        target: monitoring ? r.target_provision_state : (TARGET_OF[working] ?? null),
+        since: null,
+      },
+      { loaded: true },
+    );
   }
 
   removeNode(node, t, action) {
@@ -690,10 +822,12 @@ export class World {
 
   /** Index in `order` of the first node whose id is >= `id`. */
   orderIndex(id) {
-    let lo = 0, hi = this.order.length;
+    let lo = 0,
+      hi = this.order.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (this.order[mid].id < id) lo = mid + 1; else hi = mid;
+      if (this.order[mid].id < id) lo = mid + 1;
+      else hi = mid;
     }
     return lo;
   }
@@ -701,11 +835,17 @@ export class World {
   /** A node's value of a sort column (SORT_COLUMNS). */
   sortValue(key) {
     switch (key) {
-      case 'id': return (node) => node.id;
-      case 'chassis_id': case 'conductor_affinity': return () => null;
-      case 'version': return () => NODE_VERSION;
-      case 'allocation_id': return (node) => (node.rec.allocation_uuid && this.allocations.get(node.rec.allocation_uuid)?.id) ?? null;
-      default: return (node) => node.rec[key];
+      case 'id':
+        return (node) => node.id;
+      case 'chassis_id':
+      case 'conductor_affinity':
+        return () => null;
+      case 'version':
+        return () => NODE_VERSION;
+      case 'allocation_id':
+        return (node) => (node.rec.allocation_uuid && this.allocations.get(node.rec.allocation_uuid)?.id) ?? null;
+      default:
+        return (node) => node.rec[key];
     }
   }
 
@@ -736,7 +876,8 @@ export class World {
       if (!match || match(node)) out.push(node);
       return out.length >= limit;
     };
-    if (sortKey === 'id' || sortKey === '') { // paginate_query adds an empty sort_key to nothing: by id
+    if (sortKey === 'id' || sortKey === '') {
+      // paginate_query adds an empty sort_key to nothing: by id
       const order = this.order;
       if (!desc) {
         for (let i = marker ? this.orderIndex(marker.id + 1) : 0; i < order.length; i++) if (take(order[i])) break;
@@ -788,13 +929,16 @@ export class World {
   record(node, t, action, committed, power = false) {
     const r = node.rec;
     const entry = {
-      t, provision_state: r.provision_state, target_provision_state: r.target_provision_state,
-      last_error: r.last_error, action,
+      t,
+      provision_state: r.provision_state,
+      target_provision_state: r.target_provision_state,
+      last_error: r.last_error,
+      action,
     };
     if (power) Object.assign(entry, { power_state: r.power_state, target_power_state: r.target_power_state });
     if (committed !== undefined && committed !== t) entry.committed = committed;
     let history = this.histories.get(r.uuid);
-    if (!history) this.histories.set(r.uuid, history = { uuid: r.uuid, name: r.name, entries: [] });
+    if (!history) this.histories.set(r.uuid, (history = { uuid: r.uuid, name: r.name, entries: [] }));
     this.addEntry(history, entry);
   }
 
@@ -829,7 +973,10 @@ export class World {
     for (const rule of rules ? this.transitions : []) {
       if (rule.power || (rule.times !== undefined && rule.used >= rule.times)) continue;
       if ((rule.event !== '*' && rule.event !== verb) || !matchesNode(rule.node, node)) continue;
-      if (applyOutcome(phases, rule, verb, toClock)) { rule.used++; break; }
+      if (applyOutcome(phases, rule, verb, toClock)) {
+        rule.used++;
+        break;
+      }
     }
     if (phases[0].ms !== undefined) node.rec.last_error = null; // a new operation starts afresh
     node.gen++;
@@ -876,11 +1023,13 @@ export class World {
     p.apply?.(this, node);
     this.stampProvision(r, from, stamp);
     const after = { state: r.provision_state, target: r.target_provision_state, since: r.provision_updated_at };
-    if (p.flowStart && this.nodeHistory.steps) this.journal(node, stamp, { severity: 'INFO', ...flowEvent(p.flowStart, 'start', p.steps), ...after });
+    if (p.flowStart && this.nodeHistory.steps)
+      this.journal(node, stamp, { severity: 'INFO', ...flowEvent(p.flowStart, 'start', p.steps), ...after });
     if (p.note) this.journal(node, stamp, { severity: 'INFO', ...p.note, ...after });
     this.changed(node);
     this.record(node, t, action, now);
-    if (p.ms === undefined) node.plan = null; // at rest
+    if (p.ms === undefined)
+      node.plan = null; // at rest
     else if (p.ms !== Infinity) this.heap.push(now + p.ms, node, node.gen);
   }
 
@@ -927,7 +1076,8 @@ export class World {
     const n = Math.min(count, candidates.length);
     const rand = rng(this.seed, 'churn', this.churns++);
     const changed = [];
-    for (let k = 0; k < n; k++) { // a partial Fisher-Yates shuffle: the first n of a seeded permutation
+    for (let k = 0; k < n; k++) {
+      // a partial Fisher-Yates shuffle: the first n of a seeded permutation
       const j = k + Math.floor(rand() * (candidates.length - k));
       const node = candidates[j];
       candidates[j] = candidates[k];
@@ -968,10 +1118,16 @@ export class World {
     const verb = VERBS[target] ?? target;
     if (!nextState(r.provision_state, verb)) {
       if (r.reservation) throw nodeLocked(r);
-      throw new ApiError(400, `The requested action "${target}" can not be performed on node "${r.uuid}" while it is in state "${r.provision_state}".`);
+      throw new ApiError(
+        400,
+        `The requested action "${target}" can not be performed on node "${r.uuid}" while it is in state "${r.provision_state}".`,
+      );
     }
     if (body.configdrive && target !== 'active' && target !== 'rebuild') {
-      throw new ApiError(400, `Adding a config drive is only supported when setting provision state to active${minor >= 35 ? ', rebuild' : ''}`);
+      throw new ApiError(
+        400,
+        `Adding a config drive is only supported when setting provision state to active${minor >= 35 ? ', rebuild' : ''}`,
+      );
     }
     if (body.disable_ramdisk != null) {
       if (target === 'clean' || target === 'service') {
@@ -980,22 +1136,32 @@ export class World {
         throw new ApiError(400, 'disable_ramdisk is supported only with manual cleaning or servicing');
       }
     }
-    if (body.clean_steps?.length && target !== 'clean') throw new ApiError(400, '"clean_steps" is only valid when setting target provision state to clean');
+    if (body.clean_steps?.length && target !== 'clean')
+      throw new ApiError(400, '"clean_steps" is only valid when setting target provision state to clean');
     if (body.deploy_steps?.length) {
       if (minor < 69) throw new ApiError(406, 'Request not acceptable. The minimal required API version should be 1.69');
-      if (target !== 'active' && target !== 'rebuild') throw new ApiError(400, '"deploy_steps" is only valid when setting target provision state to active or rebuild');
+      if (target !== 'active' && target !== 'rebuild')
+        throw new ApiError(400, '"deploy_steps" is only valid when setting target provision state to active or rebuild');
     }
-    if (body.rescue_password != null && target !== 'rescue') throw new ApiError(400, '"rescue_password" is only valid when setting target provision state to rescue');
-    if (target === 'abort' && ((r.provision_state === 'inspect wait' && minor < 41) || (r.provision_state === 'wait call-back' && minor < 110))) throw notAcceptable();
+    if (body.rescue_password != null && target !== 'rescue')
+      throw new ApiError(400, '"rescue_password" is only valid when setting target provision state to rescue');
+    if (
+      target === 'abort' &&
+      ((r.provision_state === 'inspect wait' && minor < 41) || (r.provision_state === 'wait call-back' && minor < 110))
+    )
+      throw notAcceptable();
     if (LATE_TARGET_MIN_VERSION[target] > minor) throw notAcceptable();
-    if (body.service_steps?.length && target !== 'service') throw new ApiError(400, '"service_steps" is only valid when setting target provision state to service');
+    if (body.service_steps?.length && target !== 'service')
+      throw new ApiError(400, '"service_steps" is only valid when setting target provision state to service');
     // A transition in progress holds the node's lock: the conductor answers NodeLocked.
     if (r.reservation) throw nodeLocked(r);
     if (target === 'rescue' && !(typeof body.rescue_password === 'string' && body.rescue_password.trim())) {
       throw new ApiError(400, 'A non-empty "rescue_password" is required when setting target provision state to rescue');
     }
-    if (target === 'clean' && !body.clean_steps?.length) throw new ApiError(400, '"clean_steps" is required when setting target provision state to clean');
-    if (target === 'service' && !body.service_steps?.length) throw new ApiError(400, '"service_steps" is required when setting target provision state to service');
+    if (target === 'clean' && !body.clean_steps?.length)
+      throw new ApiError(400, '"clean_steps" is required when setting target provision state to clean');
+    if (target === 'service' && !body.service_steps?.length)
+      throw new ApiError(400, '"service_steps" is required when setting target provision state to service');
     this.startPlan(node, verb, target, t, { body });
   }
 
@@ -1010,7 +1176,11 @@ export class World {
     const r = node.rec;
     if ((SOFT_POWER.has(target) || timeout) && minor < 27) throw notAcceptable(); // a timeout of 0 is falsy: it gets the 400 below
     if (timeout != null && timeout < 1) throw new ApiError(400, 'timeout has to be positive integer');
-    const refuse = (state) => new ApiError(400, `The requested action "${pyFormat(target)}" can not be performed on node "${ident}" while it is in state "${pyFormat(state)}".`);
+    const refuse = (state) =>
+      new ApiError(
+        400,
+        `The requested action "${pyFormat(target)}" can not be performed on node "${ident}" while it is in state "${pyFormat(state)}".`,
+      );
     if (!Object.hasOwn(POWER_TARGETS, target)) throw refuse(r.power_state);
     // "Don't change power state for nodes being cleaned"
     if (r.provision_state === 'cleaning' || r.provision_state === 'clean wait') throw refuse(r.provision_state);
@@ -1061,11 +1231,16 @@ export class World {
       const error = `Failed to change power state to '${r.target_power_state}' by '${task.target}': ${cause}`;
       r.target_power_state = null;
       this.journal(node, stamp, {
-        severity: 'ERROR', event_type: POWER_EVENT_TYPE, event: error,
-        state: r.provision_state, target: r.target_provision_state, since: r.provision_updated_at,
+        severity: 'ERROR',
+        event_type: POWER_EVENT_TYPE,
+        event: error,
+        state: r.provision_state,
+        target: r.target_provision_state,
+        since: r.provision_updated_at,
       });
       r.last_error = error;
-      if (rule.maintenance) { // what the power state sync does after repeated failures
+      if (rule.maintenance) {
+        // what the power state sync does after repeated failures
         r.maintenance = true;
         r.fault = 'power failure';
         r.maintenance_reason = error;
@@ -1119,7 +1294,8 @@ export class World {
     CHURN_MOVES.forEach((move, k) => {
       const bucket = buckets[move.from];
       const wanted = Math.min(shares(count)[k], bucket.nodes.length - bucket.taken);
-      for (let n = 0; n < wanted; n++) { // a partial Fisher-Yates shuffle of the bucket, shared by its moves
+      for (let n = 0; n < wanted; n++) {
+        // a partial Fisher-Yates shuffle of the bucket, shared by its moves
         const i = bucket.taken++;
         const j = i + Math.floor(rand() * (bucket.nodes.length - i));
         const node = bucket.nodes[j];
@@ -1178,15 +1354,25 @@ export class World {
 
   createAllocation(fields, t) {
     const alloc = {
-      kind: 'allocation', gen: 0,
+      kind: 'allocation',
+      gen: 0,
       id: this.nextAllocationId++,
-      uuid: fields.uuid ?? this.newUuid(), created_at: this.stamp(t), updated_at: null,
-      candidate_nodes: fields.candidate_nodes ?? [], extra: fields.extra ?? {}, last_error: null,
-      name: fields.name ?? null, owner: fields.owner ?? null, resource_class: fields.resource_class,
-      state: 'allocating', traits: fields.traits ?? [], node_uuid: null,
+      uuid: fields.uuid ?? this.newUuid(),
+      created_at: this.stamp(t),
+      updated_at: null,
+      candidate_nodes: fields.candidate_nodes ?? [],
+      extra: fields.extra ?? {},
+      last_error: null,
+      name: fields.name ?? null,
+      owner: fields.owner ?? null,
+      resource_class: fields.resource_class,
+      state: 'allocating',
+      traits: fields.traits ?? [],
+      node_uuid: null,
     };
     if (this.allocations.has(alloc.uuid)) throw new ApiError(409, `An allocation with UUID ${alloc.uuid} already exists.`);
-    if (alloc.name !== null && this.allocationNames.has(alloc.name)) throw new ApiError(409, `An allocation with name ${alloc.name} already exists.`);
+    if (alloc.name !== null && this.allocationNames.has(alloc.name))
+      throw new ApiError(409, `An allocation with name ${alloc.name} already exists.`);
     this.allocations.set(alloc.uuid, alloc);
     if (alloc.name !== null) this.allocationNames.set(alloc.name, alloc);
     const rand = rng(this.seed, 'allocating', alloc.uuid);
@@ -1208,13 +1394,21 @@ export class World {
       alloc.updated_at = this.stamp(t);
     };
     const wanted = alloc.candidate_nodes.length ? new Set(alloc.candidate_nodes) : null;
-    let nodes = this.order.filter(({ rec: n }) =>
-      n.resource_class === alloc.resource_class && n.provision_state === 'available' &&
-      !n.instance_uuid && n.power_state !== null && !n.maintenance && (!wanted || wanted.has(n.uuid)));
+    let nodes = this.order.filter(
+      ({ rec: n }) =>
+        n.resource_class === alloc.resource_class &&
+        n.provision_state === 'available' &&
+        !n.instance_uuid &&
+        n.power_state !== null &&
+        !n.maintenance &&
+        (!wanted || wanted.has(n.uuid)),
+    );
     if (!nodes.length) {
-      return fail(wanted
-        ? `none of the requested nodes are available and match the resource class ${alloc.resource_class}`
-        : `no available nodes match the resource class ${alloc.resource_class}`);
+      return fail(
+        wanted
+          ? `none of the requested nodes are available and match the resource class ${alloc.resource_class}`
+          : `no available nodes match the resource class ${alloc.resource_class}`,
+      );
     }
     if (alloc.traits.length) {
       nodes = nodes.filter(({ rec }) => alloc.traits.every((tr) => rec.traits.includes(tr)));
@@ -1238,9 +1432,17 @@ export class World {
     const byState = {};
     for (const n of this.order) byState[n.rec.provision_state] = (byState[n.rec.provision_state] ?? 0) + 1;
     return {
-      now: this.now(), seed: this.seed, timeScale: this.timeScale, manualClock: this.clock.manual,
-      epoch: new Date(this.epoch).toISOString(), timestampResolution: this.resolution, skew: this.skew,
-      nodes: this.order.length, byState, allocations: this.allocations.size, pending: this.heap.size,
+      now: this.now(),
+      seed: this.seed,
+      timeScale: this.timeScale,
+      manualClock: this.clock.manual,
+      epoch: new Date(this.epoch).toISOString(),
+      timestampResolution: this.resolution,
+      skew: this.skew,
+      nodes: this.order.length,
+      byState,
+      allocations: this.allocations.size,
+      pending: this.heap.size,
     };
   }
 }
@@ -1250,4 +1452,3 @@ export const lockedText = (uuid, host = HOST) =>
   `Node ${uuid} is locked by host ${host}, please retry after the current operation is completed.`;
 
 const nodeLocked = (rec) => new ApiError(409, lockedText(rec.uuid, rec.reservation));
-

@@ -47,27 +47,34 @@ export class SortedIndex {
     for (let i = 0; i < all.length; i += LOAD) this.blocks.push(all.slice(i, i + LOAD));
   }
 
-  get size() { return this.entries.size; }
+  get size() {
+    return this.entries.size;
+  }
 
   /** First position whose entry is >= (v, id), or > it when `strict`; { b: blocks.length, i: 0 } past the end. */
   bound(v, id, strict) {
     const blocks = this.blocks;
-    const after = (e) => { // is e after (v, id) in the order (or equal, unless strict)?
+    const after = (e) => {
+      // is e after (v, id) in the order (or equal, unless strict)?
       const c = compareValues(e.v, v) || e.id - id;
       return strict ? c > 0 : c >= 0;
     };
-    let lo = 0, hi = blocks.length;
+    let lo = 0,
+      hi = blocks.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       const block = blocks[mid];
-      if (after(block[block.length - 1])) hi = mid; else lo = mid + 1;
+      if (after(block[block.length - 1])) hi = mid;
+      else lo = mid + 1;
     }
     if (lo === blocks.length) return { b: lo, i: 0 };
     const block = blocks[lo];
-    let l = 0, h = block.length;
+    let l = 0,
+      h = block.length;
     while (l < h) {
       const mid = (l + h) >> 1;
-      if (after(block[mid])) h = mid; else l = mid + 1;
+      if (after(block[mid])) h = mid;
+      else l = mid + 1;
     }
     return { b: lo, i: l };
   }

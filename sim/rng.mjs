@@ -38,7 +38,10 @@ const hex8 = (rand) => {
 
 /** A version-4-shaped UUID drawn from `rand`. */
 export function uuidFrom(rand) {
-  const a = hex8(rand), b = hex8(rand), c = hex8(rand), d = hex8(rand);
+  const a = hex8(rand),
+    b = hex8(rand),
+    c = hex8(rand),
+    d = hex8(rand);
   const variant = ((parseInt(c[0], 16) & 0x3) | 0x8).toString(16);
   const uuid = `${a}-${b.slice(0, 4)}-4${b.slice(5, 8)}-${variant}${c.slice(1, 4)}-${c.slice(4)}${d}`;
   // Reading a character makes V8 flatten the concatenation into one string: ~70 bytes kept instead

@@ -81,7 +81,12 @@ export function createSimulator(options = {}) {
     },
     summary() {
       sim.world.advance();
-      return { ...sim.world.summary(), faults: sim.faults.rules.length, transitions: sim.world.transitions.length, requests: sim.requestLog.nextSeq - 1 };
+      return {
+        ...sim.world.summary(),
+        faults: sim.faults.rules.length,
+        transitions: sim.world.transitions.length,
+        requests: sim.requestLog.nextSeq - 1,
+      };
     },
     /** The request log: { entries, next, dropped } after `since`, by method, path glob or node. */
     requests(filter = {}) {
@@ -116,7 +121,9 @@ export function createSimulator(options = {}) {
     },
     transitions: {
       add: (rules) => sim.world.addTransitions(rules),
-      clear: () => { sim.world.transitions = []; },
+      clear: () => {
+        sim.world.transitions = [];
+      },
       list: () => sim.world.transitions,
     },
     now() {

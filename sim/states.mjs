@@ -35,7 +35,14 @@ export const MACHINE = {
   servicing: { done: 'active', fail: 'service failed', wait: 'service wait', hold: 'service hold' },
   'service wait': { resume: 'servicing', fail: 'service failed', abort: 'service failed', hold: 'service hold', delete: 'deleting' },
   'service hold': { service: 'servicing', unhold: 'service wait', fail: 'service failed', abort: 'service failed' },
-  'service failed': { service: 'servicing', rescue: 'rescuing', wait: 'service wait', hold: 'service hold', delete: 'deleting', abort: 'active' },
+  'service failed': {
+    service: 'servicing',
+    rescue: 'rescuing',
+    wait: 'service wait',
+    hold: 'service hold',
+    delete: 'deleting',
+    abort: 'active',
+  },
 };
 
 /** Every provision state Ironic knows (the `provision_state` list filter accepts only these). */
@@ -43,10 +50,21 @@ export const ALL_STATES = new Set(Object.keys(MACHINE));
 
 /** PUT target -> internal event (states.VERBS). */
 export const VERBS = {
-  active: 'deploy', deploy: 'deploy', deleted: 'delete', undeploy: 'delete',
-  manage: 'manage', provide: 'provide', inspect: 'inspect', abort: 'abort',
-  clean: 'clean', adopt: 'adopt', rescue: 'rescue', unrescue: 'unrescue',
-  unhold: 'unhold', service: 'service', rebuild: 'rebuild',
+  active: 'deploy',
+  deploy: 'deploy',
+  deleted: 'delete',
+  undeploy: 'delete',
+  manage: 'manage',
+  provide: 'provide',
+  inspect: 'inspect',
+  abort: 'abort',
+  clean: 'clean',
+  adopt: 'adopt',
+  rescue: 'rescue',
+  unrescue: 'unrescue',
+  unhold: 'unhold',
+  service: 'service',
+  rebuild: 'rebuild',
 };
 
 /**
@@ -55,8 +73,15 @@ export const VERBS = {
  * so "deploy" needs 1.73 but "undeploy" and "deleted" are never gated).
  */
 export const TARGET_MIN_VERSION = {
-  manage: 4, provide: 4, inspect: 6, abort: 13, clean: 15, adopt: 17,
-  rescue: 38, unrescue: 38, deploy: 73,
+  manage: 4,
+  provide: 4,
+  inspect: 6,
+  abort: 13,
+  clean: 15,
+  adopt: 17,
+  rescue: 38,
+  unrescue: 38,
+  deploy: 73,
 };
 
 /** Checked after the state machine, as the API does. */
@@ -65,14 +90,22 @@ export const LATE_TARGET_MIN_VERSION = { unhold: 85, service: 87 };
 /** Where a transition that fails in a working state lands. */
 export const FAIL_STATE = {
   verifying: 'enroll',
-  deploying: 'deploy failed', 'wait call-back': 'deploy failed', 'deploy hold': 'deploy failed',
+  deploying: 'deploy failed',
+  'wait call-back': 'deploy failed',
+  'deploy hold': 'deploy failed',
   deleting: 'error',
-  cleaning: 'clean failed', 'clean wait': 'clean failed', 'clean hold': 'clean failed',
-  inspecting: 'inspect failed', 'inspect wait': 'inspect failed',
+  cleaning: 'clean failed',
+  'clean wait': 'clean failed',
+  'clean hold': 'clean failed',
+  inspecting: 'inspect failed',
+  'inspect wait': 'inspect failed',
   adopting: 'adopt failed',
-  rescuing: 'rescue failed', 'rescue wait': 'rescue failed',
+  rescuing: 'rescue failed',
+  'rescue wait': 'rescue failed',
   unrescuing: 'unrescue failed',
-  servicing: 'service failed', 'service wait': 'service failed', 'service hold': 'service failed',
+  servicing: 'service failed',
+  'service wait': 'service failed',
+  'service hold': 'service failed',
 };
 
 /** Ironic's texts when an operation is aborted on request. */
@@ -90,14 +123,29 @@ export const FAULT_OF = { 'clean failed': 'clean failure', 'service failed': 'se
 /** The target an unstable state carries (state_machine.py `add_state(..., target=)`). */
 export const TARGET_OF = {
   verifying: 'manageable',
-  deploying: 'active', 'wait call-back': 'active', 'deploy failed': 'active', 'deploy hold': 'active',
-  cleaning: 'available', 'clean wait': 'available', 'clean failed': 'available', 'clean hold': 'available',
+  deploying: 'active',
+  'wait call-back': 'active',
+  'deploy failed': 'active',
+  'deploy hold': 'active',
+  cleaning: 'available',
+  'clean wait': 'available',
+  'clean failed': 'available',
+  'clean hold': 'available',
   deleting: 'available',
-  inspecting: 'manageable', 'inspect wait': 'manageable', 'inspect failed': 'manageable',
-  adopting: 'active', 'adopt failed': 'active',
-  rescuing: 'rescue', 'rescue wait': 'rescue', 'rescue failed': 'rescue',
-  unrescuing: 'active', 'unrescue failed': 'active',
-  servicing: 'active', 'service wait': 'active', 'service failed': 'active', 'service hold': 'active',
+  inspecting: 'manageable',
+  'inspect wait': 'manageable',
+  'inspect failed': 'manageable',
+  adopting: 'active',
+  'adopt failed': 'active',
+  rescuing: 'rescue',
+  'rescue wait': 'rescue',
+  'rescue failed': 'rescue',
+  unrescuing: 'active',
+  'unrescue failed': 'active',
+  servicing: 'active',
+  'service wait': 'active',
+  'service failed': 'active',
+  'service hold': 'active',
 };
 
 export function nextState(state, event) {

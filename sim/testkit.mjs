@@ -48,7 +48,10 @@ export function faultstring(res) {
 
 /** A client bound to one base URL and microversion: api.get('/v1/nodes/n1'). */
 export function client(base, version = '1.115') {
-  const call = (method) => (path, opts = {}) => request(base, method, path, { version, ...opts });
+  const call =
+    (method) =>
+    (path, opts = {}) =>
+      request(base, method, path, { version, ...opts });
   return { get: call('GET'), post: call('POST'), put: call('PUT'), patch: call('PATCH'), delete: call('DELETE') };
 }
 

@@ -15,17 +15,28 @@ export function createAllocations({ hub, table }) {
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const fields = { resourceClass: byId('alloc-rc').value.trim() };
-    const traits = byId('alloc-traits').value.split(/[\s,]+/).filter(Boolean);
+    const traits = byId('alloc-traits')
+      .value.split(/[\s,]+/)
+      .filter(Boolean);
     if (traits.length) fields.traits = traits;
     const name = byId('alloc-name').value.trim();
     if (name) fields.name = name;
     const t = Number(byId('alloc-timeout').value);
     const label = name || `${fields.resourceClass}${traits.length ? ` + ${traits.join(', ')}` : ''}`;
     try {
-      await hub.request('run', { kind: 'allocation', fields, label, expected: 'active', options: { wait: t > 0 ? t : true, pollInterval: 0.5 } });
+      await hub.request('run', {
+        kind: 'allocation',
+        fields,
+        label,
+        expected: 'active',
+        options: { wait: t > 0 ? t : true, pollInterval: 0.5 },
+      });
     } catch (e) {
       const li = el('li', { class: 'alloc-row', 'data-state': 'not created' });
-      li.append(el('div', { class: 'run-line' }, [el('span', { class: 'run-name', text: label }), badge('not created', 'failed')]), errorBlock(e, 'Allocation'));
+      li.append(
+        el('div', { class: 'run-line' }, [el('span', { class: 'run-name', text: label }), badge('not created', 'failed')]),
+        errorBlock(e, 'Allocation'),
+      );
       list.prepend(li);
     }
   });

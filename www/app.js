@@ -48,11 +48,16 @@ async function start() {
   hub.on('microversion', (msg) => showVersion(msg.microversion, msg.error));
 
   // What /v1 is: the embedded simulator, or a real Ironic behind the server's proxy.
-  const config = await fetch('/console.json').then((r) => r.json()).catch(() => ({}));
-  setText(byId('endpoint'), {
-    proxy: `${config.ironic} (through this server)`,
-    simulator: `simulator at ${location.origin}/v1`,
-  }[config.mode] ?? `${location.origin}/v1`);
+  const config = await fetch('/console.json')
+    .then((r) => r.json())
+    .catch(() => ({}));
+  setText(
+    byId('endpoint'),
+    {
+      proxy: `${config.ironic} (through this server)`,
+      simulator: `simulator at ${location.origin}/v1`,
+    }[config.mode] ?? `${location.origin}/v1`,
+  );
   if (config.mode === 'simulator') {
     const reset = byId('reset-demo');
     reset.hidden = false;

@@ -75,7 +75,9 @@ export function drawStacked(el, { points, classOf, order = () => 0, xLabel, labe
     const path = svg('path', { d: `M${upper.join('L')}L${lower.join('L')}Z`, class: `area ${classOf(k)}`, 'data-key': k });
     path.append(svg('title', {}, `${k}: ${(at(xs.length - 1).values[k] ?? 0).toLocaleString('en')}`));
     children.push(path);
-    top.forEach((v, i) => { base[i] = v; });
+    top.forEach((v, i) => {
+      base[i] = v;
+    });
   }
   children.push(svg('text', { x: M.left, y: H - 4, class: 'chart-tick' }, xLabel(t0, t1)));
   children.push(svg('text', { x: W - M.right, y: H - 4, 'text-anchor': 'end', class: 'chart-tick' }, xLabel(t1, t1)));
@@ -85,14 +87,16 @@ export function drawStacked(el, { points, classOf, order = () => 0, xLabel, labe
 
 /** A legend: [name, count, class] as list items with a swatch. */
 export function legend(list, entries) {
-  list.replaceChildren(...entries.map(([name, count, cls]) => {
-    const li = document.createElement('li');
-    const swatch = document.createElement('span');
-    swatch.className = `swatch ${cls}`;
-    const strong = document.createElement('strong');
-    strong.textContent = Number(count ?? 0).toLocaleString('en');
-    li.append(swatch, `${name} `, strong);
-    li.dataset.key = name;
-    return li;
-  }));
+  list.replaceChildren(
+    ...entries.map(([name, count, cls]) => {
+      const li = document.createElement('li');
+      const swatch = document.createElement('span');
+      swatch.className = `swatch ${cls}`;
+      const strong = document.createElement('strong');
+      strong.textContent = Number(count ?? 0).toLocaleString('en');
+      li.append(swatch, `${name} `, strong);
+      li.dataset.key = name;
+      return li;
+    }),
+  );
 }

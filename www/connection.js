@@ -24,10 +24,12 @@ export async function connect(token) {
   // when the lock is released (a page sends no reliable goodbye).
   if (navigator.locks) {
     await new Promise((resolve) => {
-      navigator.locks.request(`ironic-wait-tab-${tab}`, () => {
-        resolve();
-        return new Promise(() => {});
-      }).catch(resolve);
+      navigator.locks
+        .request(`ironic-wait-tab-${tab}`, () => {
+          resolve();
+          return new Promise(() => {});
+        })
+        .catch(resolve);
     });
   }
   let hub = null;
@@ -36,7 +38,9 @@ export async function connect(token) {
       const worker = new SharedWorker(HUB_URL, { type: 'module', name: 'ironic-wait' });
       // A browser that cannot run a module SharedWorker (its script fails to
       // load or run) says so here: then the hub runs in the page.
-      const failed = new Promise((resolve) => { worker.onerror = () => resolve(null); });
+      const failed = new Promise((resolve) => {
+        worker.onerror = () => resolve(null);
+      });
       hub = await Promise.race([speak(worker.port, token, tab), failed]);
       if (!hub) worker.port.close();
     } catch (e) {
@@ -76,23 +80,26 @@ function speak(port, token, tab) {
     if (msg?.t === 'reply') {
       const pending = replies.get(msg.req);
       replies.delete(msg.req);
-      if (pending) (msg.ok ? pending.resolve(msg.value) : pending.reject(msg.error));
+      if (pending) msg.ok ? pending.resolve(msg.value) : pending.reject(msg.error);
       return;
     }
     if (msg?.t) listeners.get(msg.t)?.forEach((fn) => fn(msg));
   };
   const send = (t, body = {}) => port.postMessage({ ...body, t });
-  const request = (t, body = {}) => new Promise((resolve, reject) => {
-    const req = nextReq++;
-    replies.set(req, { resolve, reject });
-    send(t, { ...body, req });
-  });
+  const request = (t, body = {}) =>
+    new Promise((resolve, reject) => {
+      const req = nextReq++;
+      replies.set(req, { resolve, reject });
+      send(t, { ...body, req });
+    });
   return new Promise((resolve, reject) => {
     const offHello = on('hello', (hello) => {
       offHello();
       resolve({ mode: hello.mode, hello, send, request, on });
     });
-    on('fatal', (msg) => reject(Object.assign(new Error(msg.error?.message ?? 'The console hub failed'), { name: msg.error?.name ?? 'Error', fatal: true })));
+    on('fatal', (msg) =>
+      reject(Object.assign(new Error(msg.error?.message ?? 'The console hub failed'), { name: msg.error?.name ?? 'Error', fatal: true })),
+    );
     send('hello', { token, tab });
   });
 }

@@ -53,21 +53,33 @@ const NODES = [
   ['gpu-01', 'active', 'gpu', { traits: ['CUSTOM_GPU_A100'] }],
   ['gpu-02', 'active', 'gpu', { traits: ['CUSTOM_GPU_A100'] }],
   ['gpu-03', 'available', 'gpu', { traits: ['CUSTOM_GPU_A100'] }],
-  ['gpu-04', 'deploy failed', 'gpu', {
-    traits: ['CUSTOM_GPU_A100'],
-    last_error: 'Deploy step deploy.write_image failed: Image download timed out after 3 attempts: '
-      + 'HTTPConnectionPool(host=\'images.internal\', port=80): Read timed out. (read timeout=60)',
-  }],
+  [
+    'gpu-04',
+    'deploy failed',
+    'gpu',
+    {
+      traits: ['CUSTOM_GPU_A100'],
+      last_error:
+        'Deploy step deploy.write_image failed: Image download timed out after 3 attempts: ' +
+        "HTTPConnectionPool(host='images.internal', port=80): Read timed out. (read timeout=60)",
+    },
+  ],
   ['storage-01', 'available', 'storage'],
   ['storage-02', 'available', 'storage'],
   ['storage-03', 'manageable', 'storage'],
-  ['storage-04', 'clean failed', 'storage', {
-    maintenance: true,
-    maintenance_reason: 'Cleaning failed',
-    fault: 'clean failure',
-    last_error: 'Clean step erase_devices failed: Failed to erase device /dev/sdc: '
-      + 'hdparm: security erase unit failed (exit code 5). Disk may be frozen.',
-  }],
+  [
+    'storage-04',
+    'clean failed',
+    'storage',
+    {
+      maintenance: true,
+      maintenance_reason: 'Cleaning failed',
+      fault: 'clean failure',
+      last_error:
+        'Clean step erase_devices failed: Failed to erase device /dev/sdc: ' +
+        'hdparm: security erase unit failed (exit code 5). Disk may be frozen.',
+    },
+  ],
   ['edge-01', 'active', 'baremetal'],
   ['edge-02', 'manageable', 'baremetal'],
   ['edge-03', 'enroll', 'baremetal'],
@@ -78,14 +90,16 @@ const TRANSITIONS = [
   {
     node: 'compute-08',
     action: 'deploy',
-    fail: 'Deploy step deploy.write_image failed: Image checksum mismatch for ubuntu-24.04.qcow2: '
-      + 'expected sha256 3f2a9c1e…, got 9c41e07b…',
+    fail:
+      'Deploy step deploy.write_image failed: Image checksum mismatch for ubuntu-24.04.qcow2: ' +
+      'expected sha256 3f2a9c1e…, got 9c41e07b…',
   },
   {
     node: 'edge-03',
     action: 'manage',
-    fail: 'Failed to get power state for node: IPMI call failed: power status. '
-      + 'Error: Unable to establish IPMI v2 / RMCP+ session (BMC 10.20.3.17 did not answer)',
+    fail:
+      'Failed to get power state for node: IPMI call failed: power status. ' +
+      'Error: Unable to establish IPMI v2 / RMCP+ session (BMC 10.20.3.17 did not answer)',
   },
 ];
 
@@ -106,7 +120,8 @@ export function demoFleet(options = {}) {
     };
   }
   const { size, seed = 1, churn = 0.01, every = 2000 } = options;
-  if (!Number.isInteger(size) || size < 1 || size > MAX_SIZE) throw new Error(`demoFleet: size must be a whole number from 1 to ${MAX_SIZE}, not ${size}`);
+  if (!Number.isInteger(size) || size < 1 || size > MAX_SIZE)
+    throw new Error(`demoFleet: size must be a whole number from 1 to ${MAX_SIZE}, not ${size}`);
   if (!(churn >= 0 && churn <= 1)) throw new Error(`demoFleet: churn is a share of the fleet from 0 to 1, not ${churn}`);
   return {
     timing: { ...TIMING, power: [1000, 3000] },
@@ -125,9 +140,21 @@ const PROJECTS = 12;
 const freeze = (o) => Object.freeze(o);
 const RACK_KINDS = [
   { resource_class: 'compute', traits: freeze([]), properties: freeze({ cpu_arch: 'x86_64', cpus: 64, memory_mb: 262144, local_gb: 900 }) },
-  { resource_class: 'gpu', traits: freeze(['CUSTOM_GPU_A100']), properties: freeze({ cpu_arch: 'x86_64', cpus: 96, memory_mb: 1048576, local_gb: 3500 }) },
-  { resource_class: 'storage', traits: freeze(['CUSTOM_NVME']), properties: freeze({ cpu_arch: 'x86_64', cpus: 32, memory_mb: 196608, local_gb: 61440 }) },
-  { resource_class: 'highmem', traits: freeze([]), properties: freeze({ cpu_arch: 'x86_64', cpus: 128, memory_mb: 2097152, local_gb: 1800 }) },
+  {
+    resource_class: 'gpu',
+    traits: freeze(['CUSTOM_GPU_A100']),
+    properties: freeze({ cpu_arch: 'x86_64', cpus: 96, memory_mb: 1048576, local_gb: 3500 }),
+  },
+  {
+    resource_class: 'storage',
+    traits: freeze(['CUSTOM_NVME']),
+    properties: freeze({ cpu_arch: 'x86_64', cpus: 32, memory_mb: 196608, local_gb: 61440 }),
+  },
+  {
+    resource_class: 'highmem',
+    traits: freeze([]),
+    properties: freeze({ cpu_arch: 'x86_64', cpus: 128, memory_mb: 2097152, local_gb: 1800 }),
+  },
 ];
 /** Of ten racks: six compute, two GPU, one storage, one high-memory. */
 const RACK_PLAN = [0, 0, 1, 0, 2, 0, 0, 1, 0, 3];
@@ -136,20 +163,29 @@ const RACK_PLAN = [0, 0, 1, 0, 2, 0, 0, 1, 0, 3];
 const FAILURES = [
   {
     provision_state: 'deploy failed',
-    error: (bmc) => `Deploy step deploy.write_image failed: Image download timed out after 3 attempts: HTTPConnectionPool(host='images.internal', port=80): Read timed out. (read timeout=60) [BMC ${bmc}]`,
+    error: (bmc) =>
+      `Deploy step deploy.write_image failed: Image download timed out after 3 attempts: HTTPConnectionPool(host='images.internal', port=80): Read timed out. (read timeout=60) [BMC ${bmc}]`,
   },
   {
-    provision_state: 'clean failed', maintenance: true, fault: 'clean failure',
-    error: () => 'Clean step erase_devices failed: Failed to erase device /dev/nvme1n1: nvme format exited with 1: NVMe status: Invalid Format (0x410a)',
+    provision_state: 'clean failed',
+    maintenance: true,
+    fault: 'clean failure',
+    error: () =>
+      'Clean step erase_devices failed: Failed to erase device /dev/nvme1n1: nvme format exited with 1: NVMe status: Invalid Format (0x410a)',
   },
   {
     // The power sync's text names the node's UUID, so these nodes get theirs here; it set power_state to what it read: None.
-    provision_state: 'active', maintenance: true, fault: 'power failure', power_state: null,
-    error: (bmc, uuid) => `During sync_power_state, max retries exceeded for node ${uuid}, node state None does not match expected state 'power on'. Updating DB state to 'None' Switching node to maintenance mode. Error: IPMI call failed: power status (BMC ${bmc} did not answer)`,
+    provision_state: 'active',
+    maintenance: true,
+    fault: 'power failure',
+    power_state: null,
+    error: (bmc, uuid) =>
+      `During sync_power_state, max retries exceeded for node ${uuid}, node state None does not match expected state 'power on'. Updating DB state to 'None' Switching node to maintenance mode. Error: IPMI call failed: power status (BMC ${bmc} did not answer)`,
   },
   {
     provision_state: 'error',
-    error: (bmc) => `Failed to tear down: Failed to set boot device: Redfish exception occurred. Error: HTTP GET https://${bmc}/redfish/v1/Systems/1 returned code 503`,
+    error: (bmc) =>
+      `Failed to tear down: Failed to set boot device: Redfish exception occurred. Error: HTTP GET https://${bmc}/redfish/v1/Systems/1 returned code 503`,
   },
 ];
 
@@ -174,7 +210,8 @@ function largeFleet(size, seed) {
     const rack = `rack${String(r + 1).padStart(width, '0')}`;
     const kind = RACK_KINDS[RACK_PLAN[r % RACK_PLAN.length]];
     const group = DATACENTRES[Math.floor((r * DATACENTRES.length) / racks)];
-    if (i % PER_RACK === 0) { // a rack belongs to one project, or (one in five) to none
+    if (i % PER_RACK === 0) {
+      // a rack belongs to one project, or (one in five) to none
       const o = owners();
       owner = o < 0.2 ? null : `project-${String(1 + Math.floor(((o - 0.2) / 0.8) * PROJECTS)).padStart(2, '0')}`;
     }

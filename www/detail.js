@@ -9,9 +9,29 @@ import { stateKind } from './states.js';
 
 // Shown first, in this order; the rest under "All fields".
 const MAIN_FIELDS = [
-  'name', 'uuid', 'provision_state', 'target_provision_state', 'power_state', 'target_power_state', 'maintenance',
-  'maintenance_reason', 'fault', 'last_error', 'resource_class', 'conductor_group', 'conductor', 'reservation', 'shard',
-  'owner', 'lessee', 'driver', 'instance_uuid', 'allocation_uuid', 'provision_updated_at', 'created_at', 'updated_at',
+  'name',
+  'uuid',
+  'provision_state',
+  'target_provision_state',
+  'power_state',
+  'target_power_state',
+  'maintenance',
+  'maintenance_reason',
+  'fault',
+  'last_error',
+  'resource_class',
+  'conductor_group',
+  'conductor',
+  'reservation',
+  'shard',
+  'owner',
+  'lessee',
+  'driver',
+  'instance_uuid',
+  'allocation_uuid',
+  'provision_updated_at',
+  'created_at',
+  'updated_at',
 ];
 
 const when = (iso) => {
@@ -56,14 +76,23 @@ export function createDetail({ hub }) {
     setText(title, node.name ?? shortId(node.uuid));
     const row = (k) => [el('dt', { text: k }), el('dd', { class: `field-${k.replaceAll('_', '-')}`, text: valueText(node[k]) })];
     fields.replaceChildren(...MAIN_FIELDS.filter((k) => k in node).flatMap(row));
-    const rest = Object.keys(node).filter((k) => !MAIN_FIELDS.includes(k) && k !== 'links').sort();
-    more.replaceChildren(el('summary', { text: `All fields (${rest.length} more)` }), el('dl', { class: 'fields-list' }, rest.flatMap(row)));
+    const rest = Object.keys(node)
+      .filter((k) => !MAIN_FIELDS.includes(k) && k !== 'links')
+      .sort();
+    more.replaceChildren(
+      el('summary', { text: `All fields (${rest.length} more)` }),
+      el('dl', { class: 'fields-list' }, rest.flatMap(row)),
+    );
   }
 
   function drawHistory(answer, node) {
     if (answer.unsupported === 'api') {
-      historyBox.replaceChildren(el('p', { class: 'notice history-unsupported',
-        text: `Node history needs Ironic API 1.78 or later; this Ironic speaks ${answer.microversion ?? 'an older version'}.` }));
+      historyBox.replaceChildren(
+        el('p', {
+          class: 'notice history-unsupported',
+          text: `Node history needs Ironic API 1.78 or later; this Ironic speaks ${answer.microversion ?? 'an older version'}.`,
+        }),
+      );
       return;
     }
     const events = [...(answer.events ?? [])].sort((a, b) => String(a.created_at).localeCompare(String(b.created_at)));
@@ -71,7 +100,12 @@ export function createDetail({ hub }) {
       historyBox.replaceChildren(el('p', { class: 'muted', text: 'No history recorded for this node.' }));
       return;
     }
-    historyBox.replaceChildren(el('h4', { text: 'Time in each state' }), stints(events, node), el('h4', { text: `Events (${events.length})` }), timeline(events));
+    historyBox.replaceChildren(
+      el('h4', { text: 'Time in each state' }),
+      stints(events, node),
+      el('h4', { text: `Events (${events.length})` }),
+      timeline(events),
+    );
   }
 
   return { open };
@@ -97,39 +131,75 @@ function stints(events, node) {
       last.errors += e.severity === 'ERROR' ? 1 : 0;
       continue;
     }
-    rows.push({ state, seconds: e.duration_seconds ?? null, entered: e.duration_seconds ?? 0, errors: e.severity === 'ERROR' ? 1 : 0, at: e.created_at, type: e.event_type });
+    rows.push({
+      state,
+      seconds: e.duration_seconds ?? null,
+      entered: e.duration_seconds ?? 0,
+      errors: e.severity === 'ERROR' ? 1 : 0,
+      at: e.created_at,
+      type: e.event_type,
+    });
   }
   const stated = rows.some((r) => r.state);
   const items = stated
-    ? rows.filter((r) => r.state).map((r) => el('li', { class: r.errors ? 'stint stint-error' : 'stint' }, [
-      badge(r.state, stateKind(r.state)), ` ${r.seconds == null ? 'time not recorded' : seconds(r.seconds)}`,
-      r.errors ? el('span', { class: 'stint-errors', text: ` · ${r.errors} error${r.errors > 1 ? 's' : ''}` }) : '',
-    ]))
-    : events.slice(0, -1).map((e, i) => el('li', { class: e.severity === 'ERROR' ? 'stint stint-error' : 'stint' }, [
-      `${e.event_type ?? 'event'}: ${seconds((Date.parse(events[i + 1].created_at) - Date.parse(e.created_at)) / 1000)} until the next event`,
-    ]));
+    ? rows
+        .filter((r) => r.state)
+        .map((r) =>
+          el('li', { class: r.errors ? 'stint stint-error' : 'stint' }, [
+            badge(r.state, stateKind(r.state)),
+            ` ${r.seconds == null ? 'time not recorded' : seconds(r.seconds)}`,
+            r.errors ? el('span', { class: 'stint-errors', text: ` · ${r.errors} error${r.errors > 1 ? 's' : ''}` }) : '',
+          ]),
+        )
+    : events
+        .slice(0, -1)
+        .map((e, i) =>
+          el('li', { class: e.severity === 'ERROR' ? 'stint stint-error' : 'stint' }, [
+            `${e.event_type ?? 'event'}: ${seconds((Date.parse(events[i + 1].created_at) - Date.parse(e.created_at)) / 1000)} until the next event`,
+          ]),
+        );
   // Where the node is now, and since when (its provision state's stamp).
   if (node?.provision_state && node.provision_updated_at) {
     const since = (Date.now() - Date.parse(node.provision_updated_at)) / 1000;
-    if (Number.isFinite(since)) items.push(el('li', { class: 'stint stint-now' }, [badge(node.provision_state, stateKind(node.provision_state)), ` now, for ${seconds(Math.max(0, since))}`]));
+    if (Number.isFinite(since))
+      items.push(
+        el('li', { class: 'stint stint-now' }, [
+          badge(node.provision_state, stateKind(node.provision_state)),
+          ` now, for ${seconds(Math.max(0, since))}`,
+        ]),
+      );
   }
   return el('ol', { class: 'stints' }, items);
 }
 
 function timeline(events) {
-  return el('ol', { class: 'timeline', 'aria-label': 'Node history' }, events.map((e, i) => {
-    const severity = String(e.severity ?? 'INFO').toUpperCase();
-    const gap = i > 0 ? (Date.parse(e.created_at) - Date.parse(events[i - 1].created_at)) / 1000 : null;
-    return el('li', { class: `event event-${severity.toLowerCase()}`, 'data-severity': severity, 'data-type': e.event_type ?? '' }, [
-      el('div', { class: 'event-head' }, [
-        el('time', { datetime: e.created_at ?? '', text: when(e.created_at) }),
-        badge(severity, severity === 'ERROR' ? 'failed' : severity === 'WARNING' ? 'hold' : 'none'),
-        el('span', { class: 'event-type', text: e.event_type ?? '' }),
-        e.state ? el('span', { class: 'event-state muted', text: `in ${e.state}${e.duration_seconds != null ? ` for ${seconds(e.duration_seconds)}` : ''}` }) : '',
-        gap !== null && Number.isFinite(gap) ? el('span', { class: 'event-gap muted', text: `+${seconds(gap)}` }) : '',
-      ]),
-      el('p', { class: 'event-text', text: e.event ?? '' }),
-      e.conductor || e.user ? el('p', { class: 'event-by muted', text: [e.conductor && `conductor ${e.conductor}`, e.user && `user ${e.user}`].filter(Boolean).join(' · ') }) : '',
-    ]);
-  }));
+  return el(
+    'ol',
+    { class: 'timeline', 'aria-label': 'Node history' },
+    events.map((e, i) => {
+      const severity = String(e.severity ?? 'INFO').toUpperCase();
+      const gap = i > 0 ? (Date.parse(e.created_at) - Date.parse(events[i - 1].created_at)) / 1000 : null;
+      return el('li', { class: `event event-${severity.toLowerCase()}`, 'data-severity': severity, 'data-type': e.event_type ?? '' }, [
+        el('div', { class: 'event-head' }, [
+          el('time', { datetime: e.created_at ?? '', text: when(e.created_at) }),
+          badge(severity, severity === 'ERROR' ? 'failed' : severity === 'WARNING' ? 'hold' : 'none'),
+          el('span', { class: 'event-type', text: e.event_type ?? '' }),
+          e.state
+            ? el('span', {
+                class: 'event-state muted',
+                text: `in ${e.state}${e.duration_seconds != null ? ` for ${seconds(e.duration_seconds)}` : ''}`,
+              })
+            : '',
+          gap !== null && Number.isFinite(gap) ? el('span', { class: 'event-gap muted', text: `+${seconds(gap)}` }) : '',
+        ]),
+        el('p', { class: 'event-text', text: e.event ?? '' }),
+        e.conductor || e.user
+          ? el('p', {
+              class: 'event-by muted',
+              text: [e.conductor && `conductor ${e.conductor}`, e.user && `user ${e.user}`].filter(Boolean).join(' · '),
+            })
+          : '',
+      ]);
+    }),
+  );
 }

@@ -52,8 +52,14 @@ const LARGE_FLEET = 2000;
  * that brought each (a `fields` naming a newer one is a 406).
  */
 const EXTRA_FIELDS = [
-  ['power_state', 8], ['target_power_state', 8], ['maintenance', 8], ['resource_class', 21], ['fault', 42],
-  ['conductor_group', 46], ['owner', 50], ['shard', 82],
+  ['power_state', 8],
+  ['target_power_state', 8],
+  ['maintenance', 8],
+  ['resource_class', 21],
+  ['fault', 42],
+  ['conductor_group', 46],
+  ['owner', 50],
+  ['shard', 82],
 ];
 /** What the change feed's entries carry (and a wait's events change). */
 const FEED_FIELDS = ['name', 'provision_state', 'target_provision_state', 'last_error', 'provision_updated_at'];
@@ -95,7 +101,9 @@ export function createHub({ mode }) {
     tabs.add(tab);
     port.onmessage = (event) => {
       // One message at a time per tab, in order: a subscribe waits for the hello's start-up.
-      tab.queue = tab.queue.then(() => handle(tab, event.data)).catch((e) => post(tab, { t: 'error', context: 'Console hub', error: plainError(e) }));
+      tab.queue = tab.queue
+        .then(() => handle(tab, event.data))
+        .catch((e) => post(tab, { t: 'error', context: 'Console hub', error: plainError(e) }));
     };
     port.start?.();
   }
@@ -123,13 +131,20 @@ export function createHub({ mode }) {
     if (!client) return; // nothing before a hello started the client
     await booting;
     switch (msg.t) {
-      case 'subscribe': return subscribe(tab, msg.scope);
-      case 'unsubscribe': return leave(tab);
-      case 'refresh': return refresh(tab);
-      case 'run': return reply(tab, msg.req, () => startWait(msg));
-      case 'cancel': return cancelWait(msg.id);
-      case 'node': return reply(tab, msg.req, () => client.getNode(msg.uuid));
-      case 'history': return reply(tab, msg.req, () => history(msg.uuid));
+      case 'subscribe':
+        return subscribe(tab, msg.scope);
+      case 'unsubscribe':
+        return leave(tab);
+      case 'refresh':
+        return refresh(tab);
+      case 'run':
+        return reply(tab, msg.req, () => startWait(msg));
+      case 'cancel':
+        return cancelWait(msg.id);
+      case 'node':
+        return reply(tab, msg.req, () => client.getNode(msg.uuid));
+      case 'history':
+        return reply(tab, msg.req, () => history(msg.uuid));
       default:
     }
   }
@@ -178,7 +193,9 @@ export function createHub({ mode }) {
       try {
         pkg ??= await import('/pkg/web.js');
       } catch (e) {
-        throw new Error(`The ironic-wait package could not be loaded from /pkg/ (${e.message}). Build it with \`npm run build\` (\`npm start\` does).`);
+        throw new Error(
+          `The ironic-wait package could not be loaded from /pkg/ (${e.message}). Build it with \`npm run build\` (\`npm start\` does).`,
+        );
       }
       if (store === undefined) store = await openStore().catch(() => null);
       if (client) {
@@ -195,14 +212,17 @@ export function createHub({ mode }) {
       microversion = null;
       // Negotiated once, in the background: the watches need the answer for
       // their fields, and they wait on the same negotiation anyway.
-      current.microversion().then((v) => {
-        if (client !== current) return;
-        microversion = v;
-        everyone({ t: 'microversion', microversion: v });
-      }, (e) => {
-        if (client !== current) return;
-        everyone({ t: 'microversion', microversion: null, error: plainError(e) });
-      });
+      current.microversion().then(
+        (v) => {
+          if (client !== current) return;
+          microversion = v;
+          everyone({ t: 'microversion', microversion: v });
+        },
+        (e) => {
+          if (client !== current) return;
+          everyone({ t: 'microversion', microversion: null, error: plainError(e) });
+        },
+      );
       for (const s of scopes.values()) if (s.subs.size) startWatches(s);
       resumeStored();
     })();
@@ -221,8 +241,21 @@ export function createHub({ mode }) {
     let s = scopes.get(key);
     if (!s) {
       s = {
-        key, scope: normalScope(scope), subs: new Set(), model: new Map(), counts: new Map(), pending: new Map(),
-        gen: 0, iters: {}, errors: {}, heard: new Set(), timers: new Set(), loaded: false, status: { at: null, error: null }, series: [], fieldsInterval: FEED_INTERVAL,
+        key,
+        scope: normalScope(scope),
+        subs: new Set(),
+        model: new Map(),
+        counts: new Map(),
+        pending: new Map(),
+        gen: 0,
+        iters: {},
+        errors: {},
+        heard: new Set(),
+        timers: new Set(),
+        loaded: false,
+        status: { at: null, error: null },
+        series: [],
+        fieldsInterval: FEED_INTERVAL,
       };
       scopes.set(key, s);
     }
@@ -296,7 +329,12 @@ export function createHub({ mode }) {
     s.heard.clear();
     s.startedAt = Date.now();
     // The fields depend on the microversion: wait for the negotiation, shared with the watches'.
-    await client.microversion().then((v) => { microversion = v; }, () => {});
+    await client.microversion().then(
+      (v) => {
+        microversion = v;
+      },
+      () => {},
+    );
     if (s.gen !== gen) return;
     const scope = s.scope;
     runWatch(s, gen, 'feed', { scope, pollInterval: FEED_INTERVAL });
@@ -441,7 +479,7 @@ export function createHub({ mode }) {
     s.flushTimer = null;
     const upserts = [];
     const removes = [];
-    for (const [uuid, node] of s.pending) (node ? upserts.push(node) : removes.push(uuid));
+    for (const [uuid, node] of s.pending) node ? upserts.push(node) : removes.push(uuid);
     s.pending.clear();
     if (s.fieldsInterval === FEED_INTERVAL && s.model.size > LARGE_FLEET) slowFields(s);
     if (upserts.length || removes.length) {
@@ -493,9 +531,10 @@ export function createHub({ mode }) {
   /** A wait's node moved: the table shows it at once, before the next round of its watches. */
   function patchTables(w, row) {
     if (row.state == null || w.kind === 'allocation') return;
-    const fields = w.kind === 'power'
-      ? { power_state: row.state, target_power_state: row.targetState }
-      : { provision_state: row.state, target_provision_state: row.targetState, last_error: row.lastError };
+    const fields =
+      w.kind === 'power'
+        ? { power_state: row.state, target_power_state: row.targetState }
+        : { provision_state: row.state, target_provision_state: row.targetState, last_error: row.lastError };
     for (const s of scopes.values()) {
       const current = s.model.get(row.uuid);
       if (current && Object.entries(fields).some(([k, v]) => current[k] !== v)) put(s, row.uuid, { ...current, ...fields });
@@ -510,10 +549,26 @@ export function createHub({ mode }) {
     const rows = small ? [...w.rows.values()] : null;
     const failed = small ? [] : w.failures.slice(0, FAILURES_MAX).map((uuid) => w.rows.get(uuid));
     return {
-      id: w.id, kind: w.kind, action: w.action, label: w.label, expected: w.expected, path: w.path,
-      total: w.rows.size, startedAt: w.startedAt, endedAt: w.endedAt, timeout: w.timeout, status: w.status,
-      counts: w.counts, series: w.series, error: w.error, resumed: w.resumed, saved: w.writer?.writes ?? 0,
-      persisted: Boolean(w.persisted), rows, failures: failed, failedCount: w.failures.length,
+      id: w.id,
+      kind: w.kind,
+      action: w.action,
+      label: w.label,
+      expected: w.expected,
+      path: w.path,
+      total: w.rows.size,
+      startedAt: w.startedAt,
+      endedAt: w.endedAt,
+      timeout: w.timeout,
+      status: w.status,
+      counts: w.counts,
+      series: w.series,
+      error: w.error,
+      resumed: w.resumed,
+      saved: w.writer?.writes ?? 0,
+      persisted: Boolean(w.persisted),
+      rows,
+      failures: failed,
+      failedCount: w.failures.length,
       allocation: w.allocation ?? null,
     };
   }
@@ -556,8 +611,26 @@ export function createHub({ mode }) {
       counts.waiting += 1;
     }
     return {
-      id, kind, method, action, label, expected, path, startedAt, endedAt: null, timeout, status: 'running', rows, counts,
-      series: [], failures: [], failed: new Set(), error: null, resumed: Boolean(resumed), controller: new AbortController(), writer: null,
+      id,
+      kind,
+      method,
+      action,
+      label,
+      expected,
+      path,
+      startedAt,
+      endedAt: null,
+      timeout,
+      status: 'running',
+      rows,
+      counts,
+      series: [],
+      failures: [],
+      failed: new Set(),
+      error: null,
+      resumed: Boolean(resumed),
+      controller: new AbortController(),
+      writer: null,
       meta: { kind, method, action, label, expected, path, names: nodes, startedAt, timeout },
     };
   }
@@ -634,8 +707,16 @@ export function createHub({ mode }) {
     if (scope && kind !== 'allocation') options.scope = scope;
 
     const w = newWait({
-      id: crypto.randomUUID(), kind, method, action: msg.action ?? null, label: msg.label ?? msg.action ?? kind,
-      expected: msg.expected ?? null, path: msg.path ?? null, nodes, startedAt: Date.now(), timeout: o.wait ?? null,
+      id: crypto.randomUUID(),
+      kind,
+      method,
+      action: msg.action ?? null,
+      label: msg.label ?? msg.action ?? kind,
+      expected: msg.expected ?? null,
+      path: msg.path ?? null,
+      nodes,
+      startedAt: Date.now(),
+      timeout: o.wait ?? null,
     });
     w.secret = o.rescuePassword || null;
     let checkpoint = null;
@@ -737,7 +818,8 @@ export function createHub({ mode }) {
       if (n.targetState !== undefined) row.targetState = n.targetState;
       if (n.lastError !== undefined) row.lastError = n.lastError;
       row.error = plainError(n.error);
-      if (Array.isArray(n.history)) row.history = n.history.map((e) => ({ created_at: e.created_at, severity: e.severity, event_type: e.event_type, event: e.event }));
+      if (Array.isArray(n.history))
+        row.history = n.history.map((e) => ({ created_at: e.created_at, severity: e.severity, event_type: e.event_type, event: e.event }));
       if (n.historyError) row.historyError = String(n.historyError);
       row.elapsed ??= n.elapsed ?? null;
       settleRow(w, row, n.outcome);

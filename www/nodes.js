@@ -36,8 +36,12 @@ const SHOWN = COLUMNS.map(([k]) => k);
 const FIELDS = [...new Set([...SHOWN, 'uuid', 'target_power_state', 'fault', 'owner', 'shard', 'provision_updated_at'])];
 // The filter inputs: scope option -> element id.
 const FILTER_INPUTS = {
-  provisionState: 'state-filter', fault: 'fault-filter', conductorGroup: 'group-filter', shard: 'shard-filter',
-  owner: 'owner-filter', resourceClass: 'class-filter',
+  provisionState: 'state-filter',
+  fault: 'fault-filter',
+  conductorGroup: 'group-filter',
+  shard: 'shard-filter',
+  owner: 'owner-filter',
+  resourceClass: 'class-filter',
 };
 const FAULTS = ['power failure', 'clean failure', 'rescue abort failure', 'service failure'];
 /** Values offered in a filter's list, from what the table has seen. */
@@ -46,7 +50,9 @@ const SUGGESTIONS = { conductorGroup: 'conductor_group', shard: 'shard', owner: 
 /** A value as it sorts: digit runs padded, so node-9 comes before node-10; empty last. */
 function sortKey(value) {
   if (value == null || value === '') return null;
-  return String(value).toLowerCase().replace(/\d+/g, (d) => d.padStart(12, '0'));
+  return String(value)
+    .toLowerCase()
+    .replace(/\d+/g, (d) => d.padStart(12, '0'));
 }
 
 /**
@@ -82,13 +88,17 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
   let rowHeight = 0;
   let frame = 0;
   let resolveReady;
-  const ready = new Promise((resolve) => { resolveReady = resolve; });
+  const ready = new Promise((resolve) => {
+    resolveReady = resolve;
+  });
 
   // ------------------------------------------------------------- filters
 
   const stateSelect = byId('state-filter');
-  stateSelect.replaceChildren(el('option', { value: '', text: 'all states' }),
-    ...tables.provisionStates.map((s) => el('option', { value: s, text: s })));
+  stateSelect.replaceChildren(
+    el('option', { value: '', text: 'all states' }),
+    ...tables.provisionStates.map((s) => el('option', { value: s, text: s })),
+  );
   byId('fault-filter').replaceChildren(el('option', { value: '', text: 'any' }), ...FAULTS.map((f) => el('option', { value: f, text: f })));
   for (const [name, id] of Object.entries(FILTER_INPUTS)) {
     byId(id).addEventListener('change', () => setScope({ ...scope, [name]: byId(id).value.trim() }));
@@ -403,10 +413,17 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     const list = byId('state-counts');
     const entries = Object.entries(counts).sort(([a], [b]) => stateOrder(a) - stateOrder(b) || a.localeCompare(b));
     const items = entries.map(([state, n]) => {
-      const b = el('button', {
-        type: 'button', class: `count-chip badge badge-${stateKind(state)}`, 'data-state': state,
-        'aria-pressed': scope.provisionState === state ? 'true' : 'false', title: `Show only ${state}`,
-      }, [`${state} `, el('strong', { text: n.toLocaleString('en') })]);
+      const b = el(
+        'button',
+        {
+          type: 'button',
+          class: `count-chip badge badge-${stateKind(state)}`,
+          'data-state': state,
+          'aria-pressed': scope.provisionState === state ? 'true' : 'false',
+          title: `Show only ${state}`,
+        },
+        [`${state} `, el('strong', { text: n.toLocaleString('en') })],
+      );
       b.addEventListener('click', () => setScope({ ...scope, provisionState: scope.provisionState === state ? '' : state }));
       return el('li', {}, [b]);
     });
@@ -445,7 +462,12 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
 
   /** The chart's legend says the counts of now (the chart's last point may be two seconds old). */
   function drawLegend() {
-    legend(byId('fleet-legend'), Object.keys(counts).sort((a, b) => stateOrder(a) - stateOrder(b)).map((s) => [s, counts[s], `area-${stateKind(s)}`]));
+    legend(
+      byId('fleet-legend'),
+      Object.keys(counts)
+        .sort((a, b) => stateOrder(a) - stateOrder(b))
+        .map((s) => [s, counts[s], `area-${stateKind(s)}`]),
+    );
   }
 
   // Values offered in the filters' lists, gathered as nodes come (at most 100 a filter).
@@ -579,9 +601,13 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     onSelection({ count: selected.size, names });
   }
 
-  wrap.addEventListener('scroll', () => {
-    frame ||= requestAnimationFrame(() => render());
-  }, { passive: true });
+  wrap.addEventListener(
+    'scroll',
+    () => {
+      frame ||= requestAnimationFrame(() => render());
+    },
+    { passive: true },
+  );
   addEventListener('resize', () => {
     frame ||= requestAnimationFrame(() => render());
   });

@@ -11,11 +11,21 @@ import { drawStacked, legend } from './chart.js';
 
 // Summary counters; those after the first four only show when not zero.
 const GROUPS = [
-  ['waiting', 'waiting'], ['reached', 'reached'], ['failed', 'failed'], ['timed-out', 'timed out'],
-  ['cancelled', 'cancelled'], ['sent', 'sent'], ['other', 'other'],
+  ['waiting', 'waiting'],
+  ['reached', 'reached'],
+  ['failed', 'failed'],
+  ['timed-out', 'timed out'],
+  ['cancelled', 'cancelled'],
+  ['sent', 'sent'],
+  ['other', 'other'],
 ];
 // The wait chart's series: [index in a series point, name, class].
-const SERIES = [[2, 'reached', 'area-reached'], [1, 'waiting', 'area-waiting'], [3, 'failed', 'area-failed'], [4, 'other', 'area-other']];
+const SERIES = [
+  [2, 'reached', 'area-reached'],
+  [1, 'waiting', 'area-waiting'],
+  [3, 'failed', 'area-failed'],
+  [4, 'other', 'area-other'],
+];
 
 export function createRunPanel({ hub, table, tables, waitsList }) {
   const form = byId('action-form');
@@ -44,9 +54,10 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
     byId('steps-field').hidden = !needsSteps;
     if (needsSteps) steps.value = JSON.stringify(EXAMPLE_STEPS[a.needs]);
     byId('password-field').hidden = a.needs !== 'rescuePassword';
-    setText(byId('action-note'), a.path
-      ? `Waits for ${a.path.at(-1)}: ${a.path.join(' → ')}`
-      : 'Sent without waiting: Ironic gives this action no state to wait for.');
+    setText(
+      byId('action-note'),
+      a.path ? `Waits for ${a.path.at(-1)}: ${a.path.join(' → ')}` : 'Sent without waiting: Ironic gives this action no state to wait for.',
+    );
   }
 
   function canRun() {
@@ -63,9 +74,12 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
   function setSelection(s) {
     selection = s;
     const { count, names } = s;
-    setText(byId('selection'), count === 0
-      ? 'No nodes selected: tick them in the table.'
-      : `${count.toLocaleString('en')} selected: ${names.slice(0, 6).join(', ')}${count > 6 ? ', …' : ''}`);
+    setText(
+      byId('selection'),
+      count === 0
+        ? 'No nodes selected: tick them in the table.'
+        : `${count.toLocaleString('en')} selected: ${names.slice(0, 6).join(', ')}${count > 6 ? ', …' : ''}`,
+    );
     canRun();
   }
 
@@ -101,7 +115,12 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
     const nodes = table.selection();
     if (nodes.length === 0) return;
     try {
-      await hub.request('run', { ...body, nodes, scope: table.scope(), label: `${name} · ${nodes.length.toLocaleString('en')} node(s)${describe()}` });
+      await hub.request('run', {
+        ...body,
+        nodes,
+        scope: table.scope(),
+        label: `${name} · ${nodes.length.toLocaleString('en')} node(s)${describe()}`,
+      });
     } catch (e) {
       actionStatus.replaceChildren(errorBlock(e, `${name} not sent`));
     }
@@ -199,15 +218,22 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
       xLabel: (t) => seconds(t),
       label: `Nodes of this wait by outcome over time: ${w.counts.reached} reached, ${w.counts.failed} failed, ${w.counts.waiting} waiting`,
     });
-    legend(p.legend, SERIES.map(([i, name, cls]) => [name, w.series.at(-1)?.[i] ?? 0, cls]));
+    legend(
+      p.legend,
+      SERIES.map(([i, name, cls]) => [name, w.series.at(-1)?.[i] ?? 0, cls]),
+    );
     if (w.rows) {
       p.failuresTitle.hidden = true;
       p.rows.replaceChildren(...w.rows.map((r) => drawRow(r, w)));
     } else {
       p.failuresTitle.hidden = false;
       const more = w.failedCount - w.failures.length;
-      setText(p.failuresTitle, w.failedCount === 0 ? 'No failures so far'
-        : `Failures: ${w.failedCount.toLocaleString('en')}${more > 0 ? ` (the first ${w.failures.length} shown)` : ''}`);
+      setText(
+        p.failuresTitle,
+        w.failedCount === 0
+          ? 'No failures so far'
+          : `Failures: ${w.failedCount.toLocaleString('en')}${more > 0 ? ` (the first ${w.failures.length} shown)` : ''}`,
+      );
       p.rows.replaceChildren(...w.failures.map((r) => drawRow(r, w)));
     }
   }
@@ -219,10 +245,16 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
     switch (w.status) {
       case 'running':
         if (!expected) return `Sending ${w.action}…`;
-        return moved || w.resumed ? `Waiting for ${n} node(s) to reach ${expected}…` : `Sending ${w.action} to ${n} node(s) and waiting for ${expected}…`;
+        return moved || w.resumed
+          ? `Waiting for ${n} node(s) to reach ${expected}…`
+          : `Sending ${w.action} to ${n} node(s) and waiting for ${expected}…`;
       case 'cancelled':
-        return el('span', { class: 'notice', text: `Cancelled after ${seconds(now(w))}: the console stopped waiting, `
-          + `but the ${w.action} action goes on in Ironic. The node table keeps showing where the nodes are.` });
+        return el('span', {
+          class: 'notice',
+          text:
+            `Cancelled after ${seconds(now(w))}: the console stopped waiting, ` +
+            `but the ${w.action} action goes on in Ironic. The node table keeps showing where the nodes are.`,
+        });
       case 'failed':
         return errorBlock(w.error, `${w.action} failed`);
       default: {
@@ -235,8 +267,11 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
   }
 
   function drawSummary(list, counts) {
-    list.replaceChildren(...GROUPS.filter(([g], i) => i < 4 || counts[g] > 0).map(([g, text]) =>
-      el('li', { class: `count count-${g}`, 'data-group': g }, [el('strong', { text: counts[g].toLocaleString('en') }), ` ${text}`])));
+    list.replaceChildren(
+      ...GROUPS.filter(([g], i) => i < 4 || counts[g] > 0).map(([g, text]) =>
+        el('li', { class: `count count-${g}`, 'data-group': g }, [el('strong', { text: counts[g].toLocaleString('en') }), ` ${text}`]),
+      ),
+    );
   }
 
   // Unsettled rows' elapsed time goes on between the hub's updates.
@@ -255,15 +290,18 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
 }
 
 /** [what a row says, its summary counter]. */
-const outcomeOf = (r) => (r.outcome ? OUTCOMES[r.outcome] ?? [r.outcome, 'other'] : ['waiting', 'waiting']);
+const outcomeOf = (r) => (r.outcome ? (OUTCOMES[r.outcome] ?? [r.outcome, 'other']) : ['waiting', 'waiting']);
 
 /** One node's row: name (UUID as its title), state, elapsed, outcome, the expected states as steps, and last_error in full. */
 function drawRow(r, w) {
   const [outcome, group] = outcomeOf(r);
   const path = w.path;
   const li = el('li', {
-    class: `run-row run-${group}`, 'data-uuid': r.uuid, 'data-outcome': r.outcome ?? 'waiting',
-    'data-state': r.state ?? '', 'data-seen': r.seen.join(' > '),
+    class: `run-row run-${group}`,
+    'data-uuid': r.uuid,
+    'data-outcome': r.outcome ?? 'waiting',
+    'data-state': r.state ?? '',
+    'data-seen': r.seen.join(' > '),
   });
   const elapsed = r.elapsed ?? ((w.endedAt ?? Date.now()) - w.startedAt) / 1000;
   const children = [
@@ -278,23 +316,38 @@ function drawRow(r, w) {
     const pos = r.seen.reduce((p, s) => stepOf(path, s, p), -1);
     const reached = r.outcome === 'reached';
     const failed = group === 'failed';
-    children.push(el('ol', { class: 'steps', 'aria-label': `Expected states for ${r.name ?? r.uuid}` }, path.map((s, i) => {
-      const current = !reached && i === Math.max(pos, 0) && (pos >= 0 || failed);
-      const cls = reached || i < pos ? 'done' : current ? (failed ? 'failed' : 'current') : 'todo';
-      return el('li', { 'aria-current': cls === 'current' ? 'step' : null }, [el('span', { class: `step step-${cls}`, text: s })]);
-    })));
+    children.push(
+      el(
+        'ol',
+        { class: 'steps', 'aria-label': `Expected states for ${r.name ?? r.uuid}` },
+        path.map((s, i) => {
+          const current = !reached && i === Math.max(pos, 0) && (pos >= 0 || failed);
+          const cls = reached || i < pos ? 'done' : current ? (failed ? 'failed' : 'current') : 'todo';
+          return el('li', { 'aria-current': cls === 'current' ? 'step' : null }, [el('span', { class: `step step-${cls}`, text: s })]);
+        }),
+      ),
+    );
   }
   if (r.lastError) children.push(el('p', { class: 'run-error', text: r.lastError }));
   if (r.error) children.push(errorBlock(r.error));
   // The wait's diagnosis: the failed node's last history events.
   if (r.history?.length) {
-    children.push(el('details', { class: 'run-history' }, [
-      el('summary', { text: `Last history events (${r.history.length})` }),
-      el('ol', {}, r.history.map((e) => el('li', { class: `event-${String(e.severity ?? '').toLowerCase()}` }, [
-        el('time', { datetime: e.created_at ?? '', text: new Date(e.created_at).toLocaleTimeString() }),
-        ` ${e.severity ?? ''} ${e.event_type ?? ''}: `, el('span', { text: e.event ?? '' }),
-      ]))),
-    ]));
+    children.push(
+      el('details', { class: 'run-history' }, [
+        el('summary', { text: `Last history events (${r.history.length})` }),
+        el(
+          'ol',
+          {},
+          r.history.map((e) =>
+            el('li', { class: `event-${String(e.severity ?? '').toLowerCase()}` }, [
+              el('time', { datetime: e.created_at ?? '', text: new Date(e.created_at).toLocaleTimeString() }),
+              ` ${e.severity ?? ''} ${e.event_type ?? ''}: `,
+              el('span', { text: e.event ?? '' }),
+            ]),
+          ),
+        ),
+      ]),
+    );
   } else if (r.historyError) {
     children.push(el('p', { class: 'hint run-history-error', text: `No history: ${r.historyError}` }));
   }

@@ -65,13 +65,24 @@ const MIME = {
 const TOKEN_PLACEHOLDER = '<meta name="console-token" content="">';
 // What of the page's request Ironic sees (besides the server's own credentials).
 const FORWARDED_REQUEST_HEADERS = [
-  'accept', 'content-type', 'user-agent', 'x-openstack-ironic-api-version', 'openstack-api-version', 'x-openstack-request-id',
+  'accept',
+  'content-type',
+  'user-agent',
+  'x-openstack-ironic-api-version',
+  'openstack-api-version',
+  'x-openstack-request-id',
 ];
 // What of Ironic's answer the page sees (Location only rewritten to this origin).
 const FORWARDED_RESPONSE_HEADERS = [
-  'content-type', 'content-encoding', 'retry-after', 'x-openstack-ironic-api-minimum-version',
-  'x-openstack-ironic-api-maximum-version', 'x-openstack-ironic-api-version', 'openstack-api-version',
-  'x-openstack-request-id', 'openstack-request-id',
+  'content-type',
+  'content-encoding',
+  'retry-after',
+  'x-openstack-ironic-api-minimum-version',
+  'x-openstack-ironic-api-maximum-version',
+  'x-openstack-ironic-api-version',
+  'openstack-api-version',
+  'x-openstack-request-id',
+  'openstack-request-id',
 ];
 const API_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -106,10 +117,18 @@ const BAD_DECODED = /[%/\\?#;\x00-\x1f\x7f-\uffff]/;
  */
 export async function startConsoleServer(options = {}) {
   const {
-    port = 0, host = '127.0.0.1', ironicUrl, ironicToken, scenario = demoFleet(), seed = 1,
-    maxBodyBytes = MAX_BODY_BYTES, bodyTimeout = BODY_TIMEOUT_MS, headersTimeout = HEADERS_TIMEOUT_MS,
+    port = 0,
+    host = '127.0.0.1',
+    ironicUrl,
+    ironicToken,
+    scenario = demoFleet(),
+    seed = 1,
+    maxBodyBytes = MAX_BODY_BYTES,
+    bodyTimeout = BODY_TIMEOUT_MS,
+    headersTimeout = HEADERS_TIMEOUT_MS,
   } = options;
-  if (!LOOPBACK.test(host)) throw new Error(`The console server listens on a loopback address only (127.0.0.1, ::1, localhost), not ${host}`);
+  if (!LOOPBACK.test(host))
+    throw new Error(`The console server listens on a loopback address only (127.0.0.1, ::1, localhost), not ${host}`);
   const upstream = ironicUrl ? ironicBase(ironicUrl) : null;
   const sim = upstream ? null : createSimulator({ seed, scenario });
   const config = JSON.stringify(upstream ? { mode: 'proxy', ironic: upstream.text } : { mode: 'simulator' });
@@ -130,15 +149,17 @@ export async function startConsoleServer(options = {}) {
     if (route.kind === 'api' || (route.kind === 'control' && sim)) {
       if (!API_METHODS.has(req.method)) return refuse(req, res, 405, 'Method not allowed.', { Allow: [...API_METHODS].join(', ') });
       if (query && !READS.has(req.method)) return refuse(req, res, 400, 'A query string is only accepted on GET and HEAD.');
-      readBody(req, res, { limit: maxBodyBytes, ms: bodyTimeout, expectsContinue }).then((body) => {
-        if (!body) return; // refused or gone
-        if (body.length && !BODY_METHODS.has(req.method)) return refuse(req, res, 400, `A ${req.method} request has no body.`);
-        if (body.length && !/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
-          return refuse(req, res, 415, 'A request body must be application/json.');
-        }
-        if (upstream && route.kind === 'api') return proxy(req, res, upstream, { path, query, body, token: ironicToken });
-        simulate(sim, req, res, body);
-      }).catch(() => refuse(req, res, 500, 'Internal error.'));
+      readBody(req, res, { limit: maxBodyBytes, ms: bodyTimeout, expectsContinue })
+        .then((body) => {
+          if (!body) return; // refused or gone
+          if (body.length && !BODY_METHODS.has(req.method)) return refuse(req, res, 400, `A ${req.method} request has no body.`);
+          if (body.length && !/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+            return refuse(req, res, 415, 'A request body must be application/json.');
+          }
+          if (upstream && route.kind === 'api') return proxy(req, res, upstream, { path, query, body, token: ironicToken });
+          simulate(sim, req, res, body);
+        })
+        .catch(() => refuse(req, res, 500, 'Internal error.'));
       return;
     }
     // Pages and files take no body: one still coming is not read.
@@ -150,12 +171,15 @@ export async function startConsoleServer(options = {}) {
     serveStatic(req, res, route.segments, token).catch(() => refuse(req, res, 500, 'Internal error.'));
   };
 
-  const server = http.createServer({
-    requireHostHeader: false, // checked here, with the security headers on the answer
-    headersTimeout,
-    requestTimeout: headersTimeout + 2 * bodyTimeout, // a backstop: bodies have their own timer
-    connectionsCheckingInterval: Math.min(1000, headersTimeout),
-  }, handle);
+  const server = http.createServer(
+    {
+      requireHostHeader: false, // checked here, with the security headers on the answer
+      headersTimeout,
+      requestTimeout: headersTimeout + 2 * bodyTimeout, // a backstop: bodies have their own timer
+      connectionsCheckingInterval: Math.min(1000, headersTimeout),
+    },
+    handle,
+  );
   server.maxHeadersCount = MAX_HEADERS + 1;
   // `Expect: 100-continue`: the checks come before the client is told to send its body.
   server.on('checkContinue', (req, res) => handle(req, res, true));
@@ -308,7 +332,9 @@ function rawError(socket, err) {
 /** A whole HTTP/1.1 answer as text, with `Connection: close`. */
 function rawAnswer(status, body, headers) {
   const all = { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' };
-  const head = Object.entries(all).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const head = Object.entries(all)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${head}\r\n${body}`;
 }
 
@@ -421,7 +447,10 @@ function proxy(req, res, upstream, { path, query, body, token }) {
     const request = client.request(target, { method: req.method, headers, timeout: UPSTREAM_TIMEOUT_MS }, (answer) => {
       if (answer.statusCode === 401 && renews && !retried) {
         answer.resume();
-        return tokenOf(current).then((next) => forward(next, true), () => failed(502, 'The console server cannot log in to Keystone.'));
+        return tokenOf(current).then(
+          (next) => forward(next, true),
+          () => failed(502, 'The console server cannot log in to Keystone.'),
+        );
       }
       const back = {};
       for (const name of FORWARDED_RESPONSE_HEADERS) if (answer.headers[name] !== undefined) back[name] = answer.headers[name];
@@ -436,15 +465,22 @@ function proxy(req, res, upstream, { path, query, body, token }) {
       answer.on('error', () => res.destroy());
     });
     request.on('timeout', () => request.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
-    request.on('error', (e) => failed(e.code === 'ETIMEDOUT' ? 504 : 502,
-      e.code === 'ETIMEDOUT' ? 'Ironic did not answer the console server in time.' : 'The console server cannot reach Ironic.'));
+    request.on('error', (e) =>
+      failed(
+        e.code === 'ETIMEDOUT' ? 504 : 502,
+        e.code === 'ETIMEDOUT' ? 'Ironic did not answer the console server in time.' : 'The console server cannot reach Ironic.',
+      ),
+    );
     res.on('close', () => request.destroy());
     request.end(body.length ? body : undefined);
   };
   const tokenOf = async (refused) => (renews ? token(refused) : token);
-  tokenOf(undefined).then((first) => {
-    if (!res.destroyed) forward(first, false);
-  }, () => failed(502, 'The console server cannot log in to Keystone.'));
+  tokenOf(undefined).then(
+    (first) => {
+      if (!res.destroyed) forward(first, false);
+    },
+    () => failed(502, 'The console server cannot log in to Keystone.'),
+  );
 }
 
 /** An upstream `Location` as a path on this origin, or null when it points outside Ironic's /v1. */

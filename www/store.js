@@ -30,19 +30,20 @@ export async function openStore() {
   // console): let them, and stop keeping records here.
   db.onversionchange = () => db.close();
 
-  const run = (mode, body) => new Promise((resolve, reject) => {
-    let tx;
-    try {
-      tx = db.transaction(STORE, mode);
-    } catch (e) {
-      reject(e);
-      return;
-    }
-    const result = body(tx.objectStore(STORE));
-    tx.oncomplete = () => resolve(result?.result);
-    tx.onerror = () => reject(tx.error);
-    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
-  });
+  const run = (mode, body) =>
+    new Promise((resolve, reject) => {
+      let tx;
+      try {
+        tx = db.transaction(STORE, mode);
+      } catch (e) {
+        reject(e);
+        return;
+      }
+      const result = body(tx.objectStore(STORE));
+      tx.oncomplete = () => resolve(result?.result);
+      tx.onerror = () => reject(tx.error);
+      tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+    });
 
   return {
     all: () => run('readonly', (s) => s.getAll()),

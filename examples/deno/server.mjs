@@ -20,16 +20,19 @@ const waits = new KvWaits({ kv });
 // Before serving: the rounds of waits a previous process left are queued again.
 await waits.start();
 
-Deno.serve({
-  hostname,
-  port: Number(port),
-  onListen: ({ hostname, port }) => console.log(`ironic-wait: serving waits on http://${hostname}:${port}/`),
-}, async (request) => {
-  if (!(await bearerMatches(request.headers.get('authorization'), secret))) {
-    return new Response('unauthorized', { status: 401, headers: { 'www-authenticate': 'Bearer' } });
-  }
-  return waits.fetch(request);
-});
+Deno.serve(
+  {
+    hostname,
+    port: Number(port),
+    onListen: ({ hostname, port }) => console.log(`ironic-wait: serving waits on http://${hostname}:${port}/`),
+  },
+  async (request) => {
+    if (!(await bearerMatches(request.headers.get('authorization'), secret))) {
+      return new Response('unauthorized', { status: 401, headers: { 'www-authenticate': 'Bearer' } });
+    }
+    return waits.fetch(request);
+  },
+);
 
 /** `Bearer <secret>`, compared by digest so that the time taken says nothing of the secret. */
 async function bearerMatches(header, secret) {

@@ -33,7 +33,21 @@ async function allocate(body) {
 
 test('a matching available node is reserved: allocation active, node gets allocation_uuid and instance_uuid', async () => {
   const created = await allocate({ resource_class: 'gold', traits: ['CUSTOM_B'], name: 'a1' });
-  assert.deepEqual(Object.keys(created), ['uuid', 'created_at', 'updated_at', 'candidate_nodes', 'extra', 'last_error', 'name', 'owner', 'resource_class', 'state', 'traits', 'links', 'node_uuid']);
+  assert.deepEqual(Object.keys(created), [
+    'uuid',
+    'created_at',
+    'updated_at',
+    'candidate_nodes',
+    'extra',
+    'last_error',
+    'name',
+    'owner',
+    'resource_class',
+    'state',
+    'traits',
+    'links',
+    'node_uuid',
+  ]);
   sim.advance(29);
   assert.equal((await api.get('/v1/allocations/a1')).json.state, 'allocating');
   sim.advance(1);
@@ -46,7 +60,7 @@ test('a matching available node is reserved: allocation active, node gets alloca
   assert.equal(g2.instance_uuid, created.uuid);
 });
 
-test('no node left: error with Ironic\'s last_error', async () => {
+test("no node left: error with Ironic's last_error", async () => {
   const a = await allocate({ resource_class: 'gold', traits: ['CUSTOM_B'] });
   const b = await allocate({ resource_class: 'no-such-class' });
   const c = await allocate({ resource_class: 'gold', candidate_nodes: ['g3'] });
@@ -54,9 +68,19 @@ test('no node left: error with Ironic\'s last_error', async () => {
   sim.advance(30);
   const last = async (x) => (await api.get(`/v1/allocations/${x.uuid}`)).json;
   assert.equal((await last(a)).last_error, `Failed to process allocation ${a.uuid}: no suitable nodes have the requested traits CUSTOM_B.`);
-  assert.equal((await last(b)).last_error, `Failed to process allocation ${b.uuid}: no available nodes match the resource class no-such-class.`);
-  assert.equal((await last(c)).last_error, `Failed to process allocation ${c.uuid}: none of the requested nodes are available and match the resource class gold.`);
-  assert.equal((await last(d)).last_error, `Failed to process allocation ${d.uuid}: no available nodes match the resource class silver.`, 'nodes in maintenance are skipped');
+  assert.equal(
+    (await last(b)).last_error,
+    `Failed to process allocation ${b.uuid}: no available nodes match the resource class no-such-class.`,
+  );
+  assert.equal(
+    (await last(c)).last_error,
+    `Failed to process allocation ${c.uuid}: none of the requested nodes are available and match the resource class gold.`,
+  );
+  assert.equal(
+    (await last(d)).last_error,
+    `Failed to process allocation ${d.uuid}: no available nodes match the resource class silver.`,
+    'nodes in maintenance are skipped',
+  );
   for (const x of [a, b, c, d]) assert.equal((await last(x)).state, 'error');
 });
 
@@ -75,11 +99,17 @@ test('allocation errors: 404, version gate, missing resource class, unknown cand
   assert.equal(old.status, 404);
   assert.equal(faultstring(old), 'The API version does not allow allocations');
   assert.equal(faultstring(await api.post('/v1/allocations', { body: {} })), 'The resource_class field is mandatory when not backfilling');
-  assert.equal(faultstring(await api.post('/v1/allocations', { body: { resource_class: 'gold', candidate_nodes: ['nope', 'g1', 'nada'] } })), 'Nodes cannot be found: nope, nada');
+  assert.equal(
+    faultstring(await api.post('/v1/allocations', { body: { resource_class: 'gold', candidate_nodes: ['nope', 'g1', 'nada'] } })),
+    'Nodes cannot be found: nope, nada',
+  );
   const dup = await api.post('/v1/allocations', { body: { resource_class: 'gold', name: 'a1' } });
   assert.equal(dup.status, 409);
   assert.equal(faultstring(dup), 'An allocation with name a1 already exists.');
-  assert.equal(faultstring(await api.post('/v1/allocations', { body: { resource_class: 'gold', bogus: 1 } })), "Schema error: Additional properties are not allowed ('bogus' was unexpected)");
+  assert.equal(
+    faultstring(await api.post('/v1/allocations', { body: { resource_class: 'gold', bogus: 1 } })),
+    "Schema error: Additional properties are not allowed ('bogus' was unexpected)",
+  );
   const before60 = await client(sim.url, '1.59').get('/v1/allocations/a1');
   assert.equal('owner' in before60.json, false);
 });

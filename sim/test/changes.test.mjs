@@ -72,7 +72,15 @@ function paginated(sim, key, desc, limit) {
 // ---------------------------------------------------------------- timestamps
 
 test('timestamps as Ironic renders them: microseconds, no fraction when it is 0; loaded nodes stamped before the epoch, new ones null', async () => {
-  const { sim, api } = await start({ scenario: { nodes: [{ name: 'old', provision_state: 'available' }, { name: 'never', provision_state: 'enroll', provision_updated_at: null }, { name: 'given', provision_updated_at: '2025-12-31T23:59:58.250001+00:00' }] } });
+  const { sim, api } = await start({
+    scenario: {
+      nodes: [
+        { name: 'old', provision_state: 'available' },
+        { name: 'never', provision_state: 'enroll', provision_updated_at: null },
+        { name: 'given', provision_updated_at: '2025-12-31T23:59:58.250001+00:00' },
+      ],
+    },
+  });
   const old = (await api.get('/v1/nodes/old')).json;
   for (const f of ['created_at', 'updated_at', 'provision_updated_at']) {
     assert.match(old[f], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/, f);
@@ -84,7 +92,10 @@ test('timestamps as Ironic renders them: microseconds, no fraction when it is 0;
 
   sim.advance(1500);
   const made = await api.post('/v1/nodes', { body: { driver: 'fake-hardware', name: 'new' } });
-  assert.deepEqual([made.json.created_at, made.json.updated_at, made.json.provision_updated_at], ['2026-01-01T00:00:01.500000+00:00', null, null]);
+  assert.deepEqual(
+    [made.json.created_at, made.json.updated_at, made.json.provision_updated_at],
+    ['2026-01-01T00:00:01.500000+00:00', null, null],
+  );
   sim.advance(500);
   await provision(api, 'new', 'manage');
   const moved = (await api.get('/v1/nodes/new')).json;
@@ -117,7 +128,10 @@ test('updated_at moves with any change, provision_updated_at only with the provi
 
 test('second resolution truncates as MariaDB does; second-rounded rounds as MySQL does', async () => {
   const stampAt = async (resolution) => {
-    const { sim, api } = await start({ timestampResolution: resolution, scenario: { nodes: [{ name: 'a', provision_state: 'available' }] } });
+    const { sim, api } = await start({
+      timestampResolution: resolution,
+      scenario: { nodes: [{ name: 'a', provision_state: 'available' }] },
+    });
     sim.advance(1999.9);
     await provision(api, 'a', 'manage');
     return (await api.get('/v1/nodes/a?fields=provision_updated_at')).json.provision_updated_at;
@@ -148,9 +162,16 @@ test('provision_updated_at is a fields entry; updated_at and created_at are not'
 function tiedFleet() {
   const nodes = [];
   for (let i = 0; i < 23; i++) {
-    nodes.push({ name: `t${String(i).padStart(2, '0')}`, provision_state: i % 2 ? 'available' : 'manageable', provision_updated_at: `2025-12-31T23:00:0${Math.floor(i / 3)}Z` });
+    nodes.push({
+      name: `t${String(i).padStart(2, '0')}`,
+      provision_state: i % 2 ? 'available' : 'manageable',
+      provision_updated_at: `2025-12-31T23:00:0${Math.floor(i / 3)}Z`,
+    });
   }
-  nodes.push({ name: 'null-a', provision_state: 'enroll', provision_updated_at: null }, { name: 'null-b', provision_state: 'enroll', provision_updated_at: null });
+  nodes.push(
+    { name: 'null-a', provision_state: 'enroll', provision_updated_at: null },
+    { name: 'null-b', provision_state: 'enroll', provision_updated_at: null },
+  );
   return nodes;
 }
 
@@ -171,18 +192,35 @@ test('NULL stamps sort first in asc and last in desc; oslo.db paging cannot reac
   const desc = sorted(sim, 'provision_updated_at', true);
   assert.deepEqual(desc.slice(-2), ['null-b', 'null-a']);
   const all = await api.get(`/v1/nodes?${FEED}&fields=name&limit=1000`);
-  assert.deepEqual(all.json.nodes.map((n) => n.name), desc, 'one page holds them all, nulls last');
+  assert.deepEqual(
+    all.json.nodes.map((n) => n.name),
+    desc,
+    'one page holds them all, nulls last',
+  );
   // Paged: the page after t00 (the last with a stamp) is empty, as `provision_updated_at < t00's` excludes NULLs.
   const { seen } = await walk(sim, api, `/v1/nodes?${FEED}&fields=name&limit=5`);
   assert.deepEqual(seen, desc.slice(0, 23), 'the never-moved nodes are out of reach in desc');
   // asc: the NULLs come first; a NULL marker bounds by id only, so nodes with a stamp and a lower id are skipped.
   const asc = await api.get('/v1/nodes?sort_key=provision_updated_at&sort_dir=asc&fields=name&limit=1');
-  assert.deepEqual(asc.json.nodes.map((n) => n.name), ['null-a']);
-  const afterNull = await api.get(`/v1/nodes?sort_key=provision_updated_at&sort_dir=asc&fields=name&limit=1000&marker=${sim.node('null-a').uuid}`);
-  assert.deepEqual(afterNull.json.nodes.map((n) => n.name), ['null-b'], 'every node with a stamp has a lower id than null-a: all skipped');
+  assert.deepEqual(
+    asc.json.nodes.map((n) => n.name),
+    ['null-a'],
+  );
+  const afterNull = await api.get(
+    `/v1/nodes?sort_key=provision_updated_at&sort_dir=asc&fields=name&limit=1000&marker=${sim.node('null-a').uuid}`,
+  );
+  assert.deepEqual(
+    afterNull.json.nodes.map((n) => n.name),
+    ['null-b'],
+    'every node with a stamp has a lower id than null-a: all skipped',
+  );
   // desc with a NULL marker: every node with a lower id, stamped ones included again.
   const again = await api.get(`/v1/nodes?${FEED}&fields=name&limit=1000&marker=${sim.node('null-b').uuid}`);
-  assert.deepEqual(again.json.nodes.map((n) => n.name), [...desc.slice(0, 23), 'null-a'], 'repeats the stamped nodes');
+  assert.deepEqual(
+    again.json.nodes.map((n) => n.name),
+    [...desc.slice(0, 23), 'null-a'],
+    'repeats the stamped nodes',
+  );
 });
 
 test('the marker row is read as it is now: a marker that moved bounds the next page by its new stamp', async () => {
@@ -193,20 +231,44 @@ test('the marker row is read as it is now: a marker that moved bounds the next p
   sim.advance(10);
   await provision(api, 't08', t08State(sim)); // the marker moves: now the newest
   const next = await api.get(first.json.next.slice(sim.url.length));
-  assert.deepEqual(next.json.nodes.map((n) => n.name), ['t11', 't10', 't09', 't07'], 'everything older than its new stamp: page 1 again');
+  assert.deepEqual(
+    next.json.nodes.map((n) => n.name),
+    ['t11', 't10', 't09', 't07'],
+    'everything older than its new stamp: page 1 again',
+  );
   // A marker that stays put and a node that moves between pages: the moved node is missed in this pass.
   const a = await api.get(`/v1/nodes?${FEED}&fields=name&limit=3`);
   sim.advance(10);
   await provision(api, 't03', 'manage');
   const b = await api.get(a.json.next.slice(sim.url.length));
-  assert.deepEqual(a.json.nodes.map((n) => n.name), ['t08', 't11', 't10']);
-  assert.deepEqual(b.json.nodes.map((n) => n.name), ['t09', 't07', 't06'], 't03 moved to the top between pages: this pass misses it');
+  assert.deepEqual(
+    a.json.nodes.map((n) => n.name),
+    ['t08', 't11', 't10'],
+  );
+  assert.deepEqual(
+    b.json.nodes.map((n) => n.name),
+    ['t09', 't07', 't06'],
+    't03 moved to the top between pages: this pass misses it',
+  );
 });
 const t08State = (sim) => (sim.node('t08').provision_state === 'available' ? 'manage' : 'provide');
 
 test('sort_key and sort_dir: refused keys, unknown keys, versioned keys, bad directions, an empty key', async () => {
   const { sim, api } = await start({ nodes: 5 });
-  for (const key of ['properties', 'driver_info', 'extra', 'instance_info', 'driver_internal_info', 'clean_step', 'deploy_step', 'raid_config', 'target_raid_config', 'traits', 'network_data', 'service_step']) {
+  for (const key of [
+    'properties',
+    'driver_info',
+    'extra',
+    'instance_info',
+    'driver_internal_info',
+    'clean_step',
+    'deploy_step',
+    'raid_config',
+    'target_raid_config',
+    'traits',
+    'network_data',
+    'service_step',
+  ]) {
     const res = await api.get(`/v1/nodes?sort_key=${key}`);
     assert.equal(res.status, 400, key);
     assert.equal(faultstring(res), `The sort_key value ${key} is an invalid field for sorting`);
@@ -225,7 +287,11 @@ test('sort_key and sort_dir: refused keys, unknown keys, versioned keys, bad dir
     assert.equal(faultstring(res), `Invalid sort direction: ${dir}. Acceptable values are 'asc' or 'desc'`);
   }
   const empty = await api.get('/v1/nodes?sort_key=&sort_dir=desc&fields=name&limit=2');
-  assert.deepEqual(empty.json.nodes.map((n) => n.name), ['node-004', 'node-003'], 'an empty key sorts by id');
+  assert.deepEqual(
+    empty.json.nodes.map((n) => n.name),
+    ['node-004', 'node-003'],
+    'an empty key sorts by id',
+  );
   assert.match(empty.json.next, /\?sort_key=&sort_dir=desc&fields=name&limit=2&marker=/);
   for (const key of ['id', 'version', 'chassis_id', 'allocation_id', 'created_at', 'updated_at', 'maintenance']) {
     assert.equal((await api.get(`/v1/nodes?sort_key=${key}&limit=1`)).status, 200, key);
@@ -233,8 +299,23 @@ test('sort_key and sort_dir: refused keys, unknown keys, versioned keys, bad dir
 });
 
 test('any column sorts and pages like the database, and stays right while nodes change', async () => {
-  const { sim, api } = await start({ nodes: 60, seed: 9, scenario: { timing: { cleaning: 50, verifying: 30, deploying: 40, 'wait call-back': 0 } } });
-  const keys = ['name', 'provision_state', 'conductor_group', 'shard', 'owner', 'lessee', 'maintenance', 'updated_at', 'provision_updated_at', 'instance_uuid'];
+  const { sim, api } = await start({
+    nodes: 60,
+    seed: 9,
+    scenario: { timing: { cleaning: 50, verifying: 30, deploying: 40, 'wait call-back': 0 } },
+  });
+  const keys = [
+    'name',
+    'provision_state',
+    'conductor_group',
+    'shard',
+    'owner',
+    'lessee',
+    'maintenance',
+    'updated_at',
+    'provision_updated_at',
+    'instance_uuid',
+  ];
   const check = async (label) => {
     for (const key of keys) {
       for (const dir of ['asc', 'desc']) {
@@ -247,8 +328,10 @@ test('any column sorts and pages like the database, and stays right while nodes 
     }
   };
   await check('loaded');
-  for (const n of (await api.get('/v1/nodes?provision_state=manageable&fields=name&limit=6')).json.nodes) await provision(api, n.name, 'provide');
-  for (const n of (await api.get('/v1/nodes?provision_state=enroll&fields=name&limit=3')).json.nodes) await provision(api, n.name, 'manage');
+  for (const n of (await api.get('/v1/nodes?provision_state=manageable&fields=name&limit=6')).json.nodes)
+    await provision(api, n.name, 'provide');
+  for (const n of (await api.get('/v1/nodes?provision_state=enroll&fields=name&limit=3')).json.nodes)
+    await provision(api, n.name, 'manage');
   sim.setNode('node-003', { maintenance: true, owner: 'zed', name: 'aaa-renamed' });
   sim.advance(20);
   sim.churn({ count: 8 });
@@ -263,7 +346,13 @@ test('any column sorts and pages like the database, and stays right while nodes 
 
 test('every filter at its microversion: 406 below it, a proper subset from it', async () => {
   const { sim, api } = await start({ nodes: 400, seed: 3 });
-  sim.setNode('node-001', { maintenance: true, fault: 'clean failure', retired: true, description: 'Rack 7, shelf 2', instance_name: 'vm-1' });
+  sim.setNode('node-001', {
+    maintenance: true,
+    fault: 'clean failure',
+    retired: true,
+    description: 'Rack 7, shelf 2',
+    instance_name: 'vm-1',
+  });
   const recs = sim.world.order.map((n) => n.rec);
   const gates = [
     ['provision_state=available', 9, (r) => r.provision_state === 'available', 'Request not acceptable.'],
@@ -285,24 +374,46 @@ test('every filter at its microversion: 406 below it, a proper subset from it', 
     const res = await client(sim.url, `1.${min}`).get(`/v1/nodes?${query}&limit=1000`);
     assert.equal(res.status, 200, `${query}: ${res.text}`);
     const expected = recs.filter(keep).map((r) => r.uuid);
-    assert.deepEqual(res.json.nodes.map((n) => n.uuid), expected, query);
-    if (!['driver=fake-hardware', 'include_children=true'].includes(query)) assert.ok(expected.length > 0 && expected.length < recs.length, `${query}: a proper subset`);
+    assert.deepEqual(
+      res.json.nodes.map((n) => n.uuid),
+      expected,
+      query,
+    );
+    if (!['driver=fake-hardware', 'include_children=true'].includes(query))
+      assert.ok(expected.length > 0 && expected.length < recs.length, `${query}: a proper subset`);
   }
   const ungated = [
-    ['maintenance=true', (r) => r.maintenance], ['maintenance=0', (r) => !r.maintenance],
-    ['associated=yes', (r) => r.instance_uuid !== null], ['associated=false', (r) => r.instance_uuid === null],
-    ['retired=true', (r) => r.retired], ['project=tenant-b', (r) => r.owner === 'tenant-b' || r.lessee === 'tenant-b'],
-    ['description_contains=RACK%25shelf', (r) => r.description !== null], ['description_contains=rack_8', () => false],
-    ['provision_state=active&conductor_group=rack-b&owner=project-a', (r) => r.provision_state === 'active' && r.conductor_group === 'rack-b' && r.owner === 'project-a'],
+    ['maintenance=true', (r) => r.maintenance],
+    ['maintenance=0', (r) => !r.maintenance],
+    ['associated=yes', (r) => r.instance_uuid !== null],
+    ['associated=false', (r) => r.instance_uuid === null],
+    ['retired=true', (r) => r.retired],
+    ['project=tenant-b', (r) => r.owner === 'tenant-b' || r.lessee === 'tenant-b'],
+    ['description_contains=RACK%25shelf', (r) => r.description !== null],
+    ['description_contains=rack_8', () => false],
+    [
+      'provision_state=active&conductor_group=rack-b&owner=project-a',
+      (r) => r.provision_state === 'active' && r.conductor_group === 'rack-b' && r.owner === 'project-a',
+    ],
     ['shard=', () => false],
   ];
   for (const [query, keep] of ungated) {
     const res = await api.get(`/v1/nodes?${query}&fields=uuid&limit=1000`);
     assert.equal(res.status, 200, `${query}: ${res.text}`);
-    assert.deepEqual(res.json.nodes.map((n) => n.uuid), recs.filter(keep).map((r) => r.uuid), query);
+    assert.deepEqual(
+      res.json.nodes.map((n) => n.uuid),
+      recs.filter(keep).map((r) => r.uuid),
+      query,
+    );
   }
-  assert.equal(faultstring(await api.get('/v1/nodes?fault=on%20fire')), "Unrecognized fault \"on fire\" is specified, allowed faults are ('power failure', 'clean failure', 'rescue abort failure', 'service failure')");
-  assert.equal(faultstring(await api.get('/v1/nodes?maintenance=perhaps')), "Invalid maintenance: Unrecognized value 'perhaps', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'");
+  assert.equal(
+    faultstring(await api.get('/v1/nodes?fault=on%20fire')),
+    "Unrecognized fault \"on fire\" is specified, allowed faults are ('power failure', 'clean failure', 'rescue abort failure', 'service failure')",
+  );
+  assert.equal(
+    faultstring(await api.get('/v1/nodes?maintenance=perhaps')),
+    "Invalid maintenance: Unrecognized value 'perhaps', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'",
+  );
   assert.equal(faultstring(await api.get('/v1/nodes?updated_since=2026-01-01')), 'Unexpected arguments: updated_since');
   assert.equal(faultstring(await api.get('/v1/nodes/detail?fields=uuid')), 'Unexpected arguments: fields', '/detail takes no fields');
   assert.equal(faultstring(await api.get('/v1/nodes?instance_uuid=x')), 'Expected UUID for instance_uuid: x');
@@ -317,10 +428,13 @@ test('filters combine with sorting and paging; next carries sort, fields and tru
   sim.setNode('node-005', { maintenance: true, instance_uuid: null });
   const keep = (r) => r.conductor_group === 'rack-a';
   const first = await api.get(`/v1/nodes?${FEED}&conductor_group=rack-a&fields=name,provision_updated_at&limit=10`);
-  assert.equal(first.json.next, `${sim.url}/v1/nodes?${FEED}&fields=name,provision_updated_at&limit=10&marker=${sim.node(first.json.nodes[9].name).uuid}`);
+  assert.equal(
+    first.json.next,
+    `${sim.url}/v1/nodes?${FEED}&fields=name,provision_updated_at&limit=10&marker=${sim.node(first.json.nodes[9].name).uuid}`,
+  );
   // Following next as given drops the filter (as with Ironic); adding it again pages the subset.
   let seen = [...first.json.nodes.map((n) => n.name)];
-  for (let url = first.json.next; url;) {
+  for (let url = first.json.next; url; ) {
     const res = await api.get(`${url.slice(sim.url.length)}&conductor_group=rack-a`);
     seen.push(...res.json.nodes.map((n) => n.name));
     url = res.json.next;
@@ -338,55 +452,114 @@ test('the conductor filter runs on the page the database gave: short pages, no n
   assert.equal((await client(sim.url, '1.48').get('/v1/nodes?conductor=localhost')).status, 406);
   const page = await api.get('/v1/nodes?conductor=conductor-rack-a&fields=name,conductor_group,conductor&limit=10');
   const firstTen = recs.slice(0, 10).filter((r) => r.conductor_group === 'rack-a');
-  assert.deepEqual(page.json.nodes.map((n) => n.name), firstTen.map((r) => r.name));
+  assert.deepEqual(
+    page.json.nodes.map((n) => n.name),
+    firstTen.map((r) => r.name),
+  );
   assert.ok(page.json.nodes.every((n) => n.conductor === 'conductor-rack-a'));
   assert.ok(firstTen.length < 10 && page.json.next === undefined, 'a short page ends the list');
   const all = await api.get('/v1/nodes?conductor=localhost&fields=name&limit=1000');
-  assert.deepEqual(all.json.nodes.map((n) => n.name), recs.filter((r) => r.conductor_group === '').map((r) => r.name));
+  assert.deepEqual(
+    all.json.nodes.map((n) => n.name),
+    recs.filter((r) => r.conductor_group === '').map((r) => r.name),
+  );
   assert.equal((await api.get('/v1/nodes?conductor=&limit=1000')).json.nodes.length, 40, 'an empty conductor filters nothing');
 });
 
 test('an instance_uuid query never has a next link; child nodes are listed only when asked', async () => {
-  const { sim, api } = await start({ scenario: { nodes: [{ name: 'p', provision_state: 'active' }, { name: 'kid', provision_state: 'available' }] } });
+  const { sim, api } = await start({
+    scenario: {
+      nodes: [
+        { name: 'p', provision_state: 'active' },
+        { name: 'kid', provision_state: 'available' },
+      ],
+    },
+  });
   sim.setNode('kid', { parent_node: sim.node('p').uuid });
   const one = await api.get(`/v1/nodes?instance_uuid=${sim.node('p').instance_uuid}&limit=1`);
   assert.deepEqual([one.json.nodes.length, one.json.next], [1, undefined]);
-  assert.deepEqual((await api.get('/v1/nodes?fields=name')).json.nodes.map((n) => n.name), ['p']);
-  assert.deepEqual((await api.get('/v1/nodes?fields=name&include_children=true')).json.nodes.map((n) => n.name), ['p', 'kid']);
-  assert.deepEqual((await api.get(`/v1/nodes?fields=name&parent_node=${sim.node('p').uuid}`)).json.nodes.map((n) => n.name), ['kid']);
-  assert.equal((await api.get('/v1/nodes/detail?include_children=no')).json.nodes.length, 2, '/detail does not read include_children as a boolean');
+  assert.deepEqual(
+    (await api.get('/v1/nodes?fields=name')).json.nodes.map((n) => n.name),
+    ['p'],
+  );
+  assert.deepEqual(
+    (await api.get('/v1/nodes?fields=name&include_children=true')).json.nodes.map((n) => n.name),
+    ['p', 'kid'],
+  );
+  assert.deepEqual(
+    (await api.get(`/v1/nodes?fields=name&parent_node=${sim.node('p').uuid}`)).json.nodes.map((n) => n.name),
+    ['kid'],
+  );
+  assert.equal(
+    (await api.get('/v1/nodes/detail?include_children=no')).json.nodes.length,
+    2,
+    '/detail does not read include_children as a boolean',
+  );
 });
 
 // ---------------------------------------------------------------- faults and controls
 
 test('late-commit: the change shows delay ms late, stamped when it was made (before others made meanwhile)', async () => {
-  const { sim, api } = await start({ scenario: {
-    timing: { verifying: 100 },
-    nodes: [{ name: 'slow', provision_state: 'available' }, { name: 'fast', provision_state: 'available' }, { name: 'e', provision_state: 'enroll' }],
-    faults: [{ kind: 'late-commit', node: 'slow', delay: 500, id: 'db' }],
-  } });
+  const { sim, api } = await start({
+    scenario: {
+      timing: { verifying: 100 },
+      nodes: [
+        { name: 'slow', provision_state: 'available' },
+        { name: 'fast', provision_state: 'available' },
+        { name: 'e', provision_state: 'enroll' },
+      ],
+      faults: [{ kind: 'late-commit', node: 'slow', delay: 500, id: 'db' }],
+    },
+  });
   const quiet = (await api.get('/v1/nodes/slow')).json;
   sim.advance(10);
   await provision(api, 'slow', 'manage');
   sim.advance(90);
   const hidden = (await api.get('/v1/nodes/slow')).json;
-  assert.deepEqual([hidden.provision_state, hidden.provision_updated_at, hidden.updated_at], ['available', quiet.provision_updated_at, quiet.updated_at], 'the old row until the commit');
+  assert.deepEqual(
+    [hidden.provision_state, hidden.provision_updated_at, hidden.updated_at],
+    ['available', quiet.provision_updated_at, quiet.updated_at],
+    'the old row until the commit',
+  );
   await provision(api, 'fast', 'manage'); // at 100
   sim.advance(200);
   const top = async () => (await api.get(`/v1/nodes?${FEED}&fields=name,provision_state,provision_updated_at&limit=2`)).json.nodes;
-  assert.deepEqual([(await top())[0].name, (await api.get('/v1/nodes/slow')).json.provision_state], ['fast', 'available'], 'not committed yet');
+  assert.deepEqual(
+    [(await top())[0].name, (await api.get('/v1/nodes/slow')).json.provision_state],
+    ['fast', 'available'],
+    'not committed yet',
+  );
   sim.advance(210); // 510: committed
   const shown = await top();
-  assert.deepEqual(shown.map((n) => [n.name, n.provision_state, n.provision_updated_at]), [
-    ['fast', 'manageable', '2026-01-01T00:00:00.100000+00:00'],
-    ['slow', 'manageable', '2026-01-01T00:00:00.010000+00:00'],
-  ], 'a change older than one already seen');
-  assert.deepEqual(sim.history('slow').entries.at(-1), { t: 10, provision_state: 'manageable', target_provision_state: null, last_error: null, action: 'manage', committed: 510 });
+  assert.deepEqual(
+    shown.map((n) => [n.name, n.provision_state, n.provision_updated_at]),
+    [
+      ['fast', 'manageable', '2026-01-01T00:00:00.100000+00:00'],
+      ['slow', 'manageable', '2026-01-01T00:00:00.010000+00:00'],
+    ],
+    'a change older than one already seen',
+  );
+  assert.deepEqual(sim.history('slow').entries.at(-1), {
+    t: 10,
+    provision_state: 'manageable',
+    target_provision_state: null,
+    last_error: null,
+    action: 'manage',
+    committed: 510,
+  });
   assert.equal(sim.faults.list()[0].hits, 1);
 });
 
 test('late-commit in a transition: each phase waits for its commit; state, count and fraction select changes', async () => {
-  const { sim, api } = await start({ scenario: { timing: { verifying: 100 }, nodes: [{ name: 'e', provision_state: 'enroll' }, { name: 'f', provision_state: 'enroll' }] } });
+  const { sim, api } = await start({
+    scenario: {
+      timing: { verifying: 100 },
+      nodes: [
+        { name: 'e', provision_state: 'enroll' },
+        { name: 'f', provision_state: 'enroll' },
+      ],
+    },
+  });
   sim.faults.add({ kind: 'late-commit', state: 'manageable', delay: 50, count: 1 });
   await provision(api, 'e', 'manage');
   await provision(api, 'f', 'manage');
@@ -395,8 +568,22 @@ test('late-commit in a transition: each phase waits for its commit; state, count
   assert.deepEqual(await states(), ['verifying', 'manageable'], 'e waits for its commit; count 1 spares f');
   sim.advance(50);
   assert.deepEqual(await states(), ['manageable', 'manageable']);
-  assert.deepEqual(sim.history('e').entries.slice(1).map((x) => [x.t, x.provision_state, x.committed]), [[0, 'verifying', undefined], [100, 'manageable', 150]]);
-  for (const bad of [{ kind: 'late-commit' }, { kind: 'late-commit', delay: 5, method: 'GET' }, { kind: 'late-commit', delay: 5, path: '/v1/nodes' }, { kind: 'late-commit', delay: 5, state: 3 }]) {
+  assert.deepEqual(
+    sim
+      .history('e')
+      .entries.slice(1)
+      .map((x) => [x.t, x.provision_state, x.committed]),
+    [
+      [0, 'verifying', undefined],
+      [100, 'manageable', 150],
+    ],
+  );
+  for (const bad of [
+    { kind: 'late-commit' },
+    { kind: 'late-commit', delay: 5, method: 'GET' },
+    { kind: 'late-commit', delay: 5, path: '/v1/nodes' },
+    { kind: 'late-commit', delay: 5, state: 3 },
+  ]) {
     const res = await request(sim.url, 'POST', '/__sim/faults', { body: bad });
     assert.equal(res.status, 400, JSON.stringify(bad));
   }
@@ -405,14 +592,26 @@ test('late-commit in a transition: each phase waits for its commit; state, count
 });
 
 test('clock skew: stamps written from then on move by skew; what fell due before keeps its instant', async () => {
-  const { sim, api } = await start({ scenario: { timing: { cleaning: 100 }, nodes: [{ name: 'a', provision_state: 'manageable' }, { name: 'b', provision_state: 'available' }] } });
+  const { sim, api } = await start({
+    scenario: {
+      timing: { cleaning: 100 },
+      nodes: [
+        { name: 'a', provision_state: 'manageable' },
+        { name: 'b', provision_state: 'available' },
+      ],
+    },
+  });
   await provision(api, 'a', 'provide'); // available due at 100
   sim.world.clock.advance(150); // time passes, nobody looks
   const res = await request(sim.url, 'POST', '/__sim/clock', { body: { skew: -60_000 } });
   assert.deepEqual(res.json, { now: 150, manual: true, timeScale: 1, skew: -60_000 });
   assert.equal((await api.get('/v1/nodes/a?fields=provision_updated_at')).json.provision_updated_at, '2026-01-01T00:00:00.100000+00:00');
   await provision(api, 'b', 'manage');
-  assert.equal((await api.get('/v1/nodes/b?fields=provision_updated_at')).json.provision_updated_at, '2025-12-31T23:59:00.150000+00:00', 'the clock jumped back a minute');
+  assert.equal(
+    (await api.get('/v1/nodes/b?fields=provision_updated_at')).json.provision_updated_at,
+    '2025-12-31T23:59:00.150000+00:00',
+    'the clock jumped back a minute',
+  );
   const feed = (await api.get(`/v1/nodes?${FEED}&fields=name&limit=2`)).json.nodes.map((n) => n.name);
   assert.deepEqual(feed, ['a', 'b'], 'the newest change sorts below an older one');
   sim.skew(0);
@@ -441,8 +640,19 @@ test('churn flips seeded picks of available/manageable nodes now, at the top of 
   sim.advance(1000);
   assert.deepEqual(sim.churn({ count: 12 }).changed, changed, 'picked from the seed');
   const http = await request(sim.url, 'POST', '/__sim/churn', { body: { count: 3, states: ['manageable'] } });
-  assert.deepEqual(http.json.changed.map((c) => [c.from, c.to]), [['manageable', 'available'], ['manageable', 'available'], ['manageable', 'available']]);
-  assert.equal(sim.churn({ count: 1_000_000 }).changed.length, [...before.values()].filter((s) => s === 'available' || s === 'manageable').length, 'at most every candidate');
+  assert.deepEqual(
+    http.json.changed.map((c) => [c.from, c.to]),
+    [
+      ['manageable', 'available'],
+      ['manageable', 'available'],
+      ['manageable', 'available'],
+    ],
+  );
+  assert.equal(
+    sim.churn({ count: 1_000_000 }).changed.length,
+    [...before.values()].filter((s) => s === 'available' || s === 'manageable').length,
+    'at most every candidate',
+  );
   for (const bad of [{}, { count: -1 }, { count: 2, states: ['active'] }, { count: 1, states: [] }]) {
     assert.equal((await request(sim.url, 'POST', '/__sim/churn', { body: bad })).status, 400, JSON.stringify(bad));
   }
@@ -484,6 +694,9 @@ test('100,000 nodes: loads in well under 3 s; a changes page, a deep page and ch
   const deep = await api.get(`/v1/nodes?fields=name&limit=1000&marker=${sim.node('node-98000').uuid}`);
   assert.deepEqual([deep.json.nodes[0].name, deep.json.nodes.length], ['node-98001', 1000]);
   const byName = await api.get('/v1/nodes?sort_key=name&sort_dir=desc&fields=name&limit=2');
-  assert.deepEqual(byName.json.nodes.map((n) => n.name), ['node-99999', 'node-99998']);
+  assert.deepEqual(
+    byName.json.nodes.map((n) => n.name),
+    ['node-99999', 'node-99998'],
+  );
   assert.ok(performance.now() - t1 < 1500, 'a deep page and a first sort by another key');
 });

@@ -16,7 +16,9 @@ function cli(args) {
   const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
   let out = '';
   let err = '';
-  child.stderr.on('data', (c) => { err += c; });
+  child.stderr.on('data', (c) => {
+    err += c;
+  });
   const ready = new Promise((resolve, reject) => {
     child.stdout.on('data', (c) => {
       out += c;
@@ -32,7 +34,10 @@ test('starts on a free port with a seeded fleet and stops on SIGTERM', async () 
   const run = cli(['--port', '0', '--nodes', '12', '--seed', '4', '--time-scale', '50', '--timestamp-resolution', 'second']);
   const url = await run.ready;
   const list = await request(url, 'GET', '/v1/nodes?fields=name,provision_updated_at', { version: 'latest' });
-  assert.deepEqual(list.json.nodes.map((n) => n.name), Array.from({ length: 12 }, (_, i) => `node-${String(i).padStart(3, '0')}`));
+  assert.deepEqual(
+    list.json.nodes.map((n) => n.name),
+    Array.from({ length: 12 }, (_, i) => `node-${String(i).padStart(3, '0')}`),
+  );
   for (const n of list.json.nodes) assert.match(n.provision_updated_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/, 'whole seconds');
   const summary = (await request(url, 'GET', '/__sim')).json;
   assert.deepEqual([summary.seed, summary.timeScale, summary.nodes, summary.timestampResolution], [4, 50, 12, 'second']);
@@ -51,7 +56,12 @@ test('loads a scenario file; a bad flag or scenario exits 2 with the usage', asy
   await run.exited;
 
   writeFileSync(file, JSON.stringify({ nodes: [{ name: 'x', provision_state: 'nowhere' }] }));
-  for (const args of [['--port', '0', '--scenario', file], ['--port', '0', '--frobnicate'], ['--port', '0', '--seed', 'abc'], ['--port', '0', '--timestamp-resolution', 'minute']]) {
+  for (const args of [
+    ['--port', '0', '--scenario', file],
+    ['--port', '0', '--frobnicate'],
+    ['--port', '0', '--seed', 'abc'],
+    ['--port', '0', '--timestamp-resolution', 'minute'],
+  ]) {
     const bad = cli(args);
     bad.ready.catch(() => {});
     assert.equal(await bad.exited, 2, args.join(' '));

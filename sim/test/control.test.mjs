@@ -23,7 +23,10 @@ after(() => sim.close());
 
 const SCENARIO = {
   timing: { verifying: 10, cleaning: 20 },
-  nodes: [{ name: 'a', provision_state: 'enroll' }, { name: 'b', provision_state: 'manageable', resource_class: 'gold' }],
+  nodes: [
+    { name: 'a', provision_state: 'enroll' },
+    { name: 'b', provision_state: 'manageable', resource_class: 'gold' },
+  ],
   transitions: [{ node: 'b', action: 'provide', fail: 'nope' }],
   faults: [{ node: 'a', method: 'GET', kind: 'status', status: 503, count: 1 }],
 };
@@ -44,7 +47,14 @@ test('GET /__sim summarises; POST /__sim/scenario replaces the world', async () 
 });
 
 test('a bad scenario is refused with 400 and the world stays', async () => {
-  for (const bad of [{ nodes: [{ name: 'x', provision_state: 'floating' }] }, { timing: { warp: 1 } }, { transitions: [{ action: 'fly', fail: true }] }, { transitions: [{ actoin: 'manage', fail: true }] }, { faults: [{ kind: 'meteor' }] }, '[1,2]']) {
+  for (const bad of [
+    { nodes: [{ name: 'x', provision_state: 'floating' }] },
+    { timing: { warp: 1 } },
+    { transitions: [{ action: 'fly', fail: true }] },
+    { transitions: [{ actoin: 'manage', fail: true }] },
+    { faults: [{ kind: 'meteor' }] },
+    '[1,2]',
+  ]) {
     const res = await ctl('POST', '/scenario', bad);
     assert.equal(res.status, 400, JSON.stringify(bad));
     assert.equal(typeof res.json.error, 'string');
@@ -62,17 +72,32 @@ test('the request log: method, path, query, status, instants, bytes, request id,
   const { entries, next } = (await ctl('GET', '/log')).json;
   assert.equal(entries.length, 2);
   const [g, p] = entries;
-  assert.deepEqual({ ...g, id: undefined }, {
-    seq: 1, id: undefined, method: 'GET', path: '/v1/nodes/b', query: 'fields=uuid', t: 7, status: 200, tEnd: 7,
-    bytes: Buffer.byteLength(got.text), fault: null, node: got.json.uuid,
-  });
+  assert.deepEqual(
+    { ...g, id: undefined },
+    {
+      seq: 1,
+      id: undefined,
+      method: 'GET',
+      path: '/v1/nodes/b',
+      query: 'fields=uuid',
+      t: 7,
+      status: 200,
+      tEnd: 7,
+      bytes: Buffer.byteLength(got.text),
+      fault: null,
+      node: got.json.uuid,
+    },
+  );
   assert.equal(g.id, got.headers['x-openstack-request-id']);
   assert.equal(p.status, 202);
   assert.equal(p.node, sim.node('a').uuid);
   assert.equal(next, 2);
   await api.get('/v1/nodes/a');
   const later = (await ctl('GET', `/log?since=${next}`)).json.entries;
-  assert.deepEqual(later.map((e) => [e.seq, e.method, e.path]), [[3, 'GET', '/v1/nodes/a']]);
+  assert.deepEqual(
+    later.map((e) => [e.seq, e.method, e.path]),
+    [[3, 'GET', '/v1/nodes/a']],
+  );
   assert.equal((await ctl('GET', '/log?method=put')).json.entries.length, 1);
   assert.equal((await ctl('GET', '/log?path=/v1/nodes/*')).json.entries.length, 3);
   assert.equal((await ctl('GET', '/log?node=a')).json.entries.length, 2, 'by name, whatever identifier the client used');
@@ -88,9 +113,22 @@ test('history: the instants of each change; nodes that changed; failures and del
   await ctl('POST', '/clock', { advance: 25 });
   const a = (await ctl('GET', '/history?node=a')).json;
   assert.equal(a.name, 'a');
-  assert.deepEqual(a.entries.map((e) => [e.t, e.provision_state, e.action]), [[0, 'enroll', 'load'], [0, 'verifying', 'manage'], [10, 'manageable', 'manage']]);
+  assert.deepEqual(
+    a.entries.map((e) => [e.t, e.provision_state, e.action]),
+    [
+      [0, 'enroll', 'load'],
+      [0, 'verifying', 'manage'],
+      [10, 'manageable', 'manage'],
+    ],
+  );
   const b = (await ctl('GET', `/history?node=${sim.node('b').uuid}`)).json;
-  assert.deepEqual(b.entries.slice(1).map((e) => [e.t, e.provision_state, e.last_error]), [[0, 'cleaning', null], [20, 'clean failed', 'nope']]);
+  assert.deepEqual(
+    b.entries.slice(1).map((e) => [e.t, e.provision_state, e.last_error]),
+    [
+      [0, 'cleaning', null],
+      [20, 'clean failed', 'nope'],
+    ],
+  );
   const all = (await ctl('GET', '/history')).json.nodes;
   assert.deepEqual(all.map((h) => h.name).sort(), ['a', 'b']);
   assert.equal((await ctl('DELETE', '/nodes/a')).status, 204);
@@ -106,11 +144,17 @@ test('GET and PATCH /__sim/nodes/{id}: the stored node, its plan; set fields at 
   const view = (await ctl('GET', '/nodes/a')).json;
   assert.equal(view.provision_state, 'verifying');
   assert.equal(view.plan.action, 'manage');
-  assert.deepEqual(view.plan.phases.map((p) => p.state), ['verifying', 'manageable']);
+  assert.deepEqual(
+    view.plan.phases.map((p) => p.state),
+    ['verifying', 'manageable'],
+  );
   const patched = await ctl('PATCH', '/nodes/a', { provision_state: 'clean failed', last_error: 'set by hand', maintenance: true });
   assert.equal(patched.json.plan, null, 'the transition is cancelled');
   const node = (await api.get('/v1/nodes/a?fields=provision_state,target_provision_state,last_error,maintenance')).json;
-  assert.deepEqual([node.provision_state, node.target_provision_state, node.last_error, node.maintenance], ['clean failed', 'available', 'set by hand', true]);
+  assert.deepEqual(
+    [node.provision_state, node.target_provision_state, node.last_error, node.maintenance],
+    ['clean failed', 'available', 'set by hand', true],
+  );
   sim.advance(100);
   assert.equal((await api.get('/v1/nodes/a?fields=provision_state')).json.provision_state, 'clean failed');
   assert.equal((await ctl('PATCH', '/nodes/a', { colour: 'red' })).status, 400);
@@ -120,7 +164,10 @@ test('GET and PATCH /__sim/nodes/{id}: the stored node, its plan; set fields at 
 test('faults and transitions endpoints add, list and clear rules', async () => {
   await fresh();
   const added = await ctl('POST', '/faults', [{ path: '/v1/nodes', kind: 'empty', count: 2 }]);
-  assert.deepEqual(added.json.faults.map((f) => [f.kind, f.remaining]), [['empty', 2]]);
+  assert.deepEqual(
+    added.json.faults.map((f) => [f.kind, f.remaining]),
+    [['empty', 2]],
+  );
   assert.deepEqual((await api.get('/v1/nodes')).json, {});
   assert.deepEqual((await ctl('DELETE', '/faults')).json, { faults: [] });
   assert.equal((await api.get('/v1/nodes')).json.nodes.length, 2);

@@ -20,7 +20,8 @@ async function session(seed) {
     const { json } = await api.get('/v1/nodes?provision_state=available&fields=name');
     const names = json.nodes.map((n) => n.name).slice(0, 5);
     for (const name of names) await provision(api, name, 'active');
-    for (let step = 0; step < 50; step++) { // 2500 ms: the longest deploy draws 2100
+    for (let step = 0; step < 50; step++) {
+      // 2500 ms: the longest deploy draws 2100
       sim.advance(50);
       for (const name of names) bodies.push((await api.get(`/v1/nodes/${name}`)).text.replaceAll(sim.url, 'SIM'));
     }
@@ -61,7 +62,9 @@ test('drawn durations stay within their ranges', async () => {
     const phases = entries.slice(1);
     for (let i = 0; i + 1 < phases.length; i++) {
       const lasted = phases[i + 1].t - phases[i].t;
-      const range = { deploying: [100, 900], 'wait call-back': [0, 300], cleaning: [50, 500], deleting: [10, 20] }[phases[i].provision_state];
+      const range = { deploying: [100, 900], 'wait call-back': [0, 300], cleaning: [50, 500], deleting: [10, 20] }[
+        phases[i].provision_state
+      ];
       if (range && phases[i + 1].action === phases[i].action) {
         assert.ok(lasted >= range[0] && lasted <= range[1], `${phases[i].provision_state} lasted ${lasted}`);
       }

@@ -43,7 +43,10 @@ test('409 bursts on PUT default to NodeLocked, refuse the action, and count; 503
   ]);
   const locked = await provision(api, 'n1', 'manage');
   assert.equal(locked.status, 409);
-  assert.equal(faultstring(locked), `Node ${sim.node('n1').uuid} is locked by host localhost, please retry after the current operation is completed.`);
+  assert.equal(
+    faultstring(locked),
+    `Node ${sim.node('n1').uuid} is locked by host localhost, please retry after the current operation is completed.`,
+  );
   assert.equal((await provision(api, 'n1', 'manage')).status, 409);
   assert.equal((await api.get('/v1/nodes/n1?fields=provision_state')).json.provision_state, 'available', 'a refused PUT changes nothing');
   assert.equal((await provision(api, 'n1', 'manage')).status, 202);
@@ -53,14 +56,20 @@ test('409 bursts on PUT default to NodeLocked, refuse the action, and count; 503
 });
 
 test('added latency delays the answer, and stacks with another fault', async () => {
-  sim.faults.add([{ path: '/v1/nodes/n1', kind: 'latency', ms: 120 }, { path: '/v1/nodes/n1', kind: 'status', status: 500, message: 'kaboom', count: 1 }]);
+  sim.faults.add([
+    { path: '/v1/nodes/n1', kind: 'latency', ms: 120 },
+    { path: '/v1/nodes/n1', kind: 'status', status: 500, message: 'kaboom', count: 1 },
+  ]);
   const t0 = performance.now();
   const slow = await api.get('/v1/nodes/n1');
   assert.ok(performance.now() - t0 >= 115, 'the latency was added');
   assert.equal(slow.status, 500);
   assert.equal(faultstring(slow), 'kaboom');
   assert.equal((await api.get('/v1/nodes/n1')).status, 200);
-  assert.deepEqual(sim.log({ path: '/v1/nodes/n1' }).map((e) => e.fault), ['status', 'latency']);
+  assert.deepEqual(
+    sim.log({ path: '/v1/nodes/n1' }).map((e) => e.fault),
+    ['status', 'latency'],
+  );
 });
 
 test('hang: no answer until the client gives up; close() ends hung sockets', async () => {
@@ -78,7 +87,10 @@ test('hang: no answer until the client gives up; close() ends hung sockets', asy
 });
 
 test('reset drops the connection; with process:true the PUT took effect first', async () => {
-  sim.faults.add([{ node: 'n1', method: 'GET', kind: 'reset', count: 1 }, { node: 'n5', method: 'PUT', kind: 'reset', process: true, count: 1 }]);
+  sim.faults.add([
+    { node: 'n1', method: 'GET', kind: 'reset', count: 1 },
+    { node: 'n5', method: 'PUT', kind: 'reset', process: true, count: 1 },
+  ]);
   await assert.rejects(api.get('/v1/nodes/n1'), { code: 'ECONNRESET' });
   assert.equal((await api.get('/v1/nodes/n1')).status, 200);
   await assert.rejects(provision(api, 'n5', 'manage'), { code: 'ECONNRESET' });
@@ -185,15 +197,24 @@ function rawGet(path, { signal } = {}) {
   return new Promise((resolve, reject) => {
     const chunks = [];
     let done = reject; // until the headers came
-    const req = http.get(new URL(path, sim.url), { headers: { 'X-OpenStack-Ironic-API-Version': '1.115' }, agent: false, signal }, (res) => {
-      done = (error) => resolve({
-        status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks.map((c) => c.data)), error, chunks,
-      });
-      res.on('data', (data) => chunks.push({ data, at: performance.now() }));
-      res.on('end', () => setImmediate(() => done(null))); // an error right after the body still counts
-      res.on('error', (e) => done(e));
-      res.on('aborted', () => done(new Error('aborted')));
-    });
+    const req = http.get(
+      new URL(path, sim.url),
+      { headers: { 'X-OpenStack-Ironic-API-Version': '1.115' }, agent: false, signal },
+      (res) => {
+        done = (error) =>
+          resolve({
+            status: res.statusCode,
+            headers: res.headers,
+            body: Buffer.concat(chunks.map((c) => c.data)),
+            error,
+            chunks,
+          });
+        res.on('data', (data) => chunks.push({ data, at: performance.now() }));
+        res.on('end', () => setImmediate(() => done(null))); // an error right after the body still counts
+        res.on('error', (e) => done(e));
+        res.on('aborted', () => done(new Error('aborted')));
+      },
+    );
     req.on('error', (e) => done(e));
   });
 }
@@ -260,7 +281,10 @@ test('gzip: the real body gzipped and padded with spaces to inflate to `bytes` (
 test('length: a Content-Length shorter or longer than the body, then the connection closes', async () => {
   const whole = (await api.get('/v1/nodes/n1')).text;
   const size = Buffer.byteLength(whole);
-  sim.faults.add([{ node: 'n1', kind: 'length', by: -7, count: 1 }, { node: 'n1', kind: 'length', by: 100, count: 1 }]);
+  sim.faults.add([
+    { node: 'n1', kind: 'length', by: -7, count: 1 },
+    { node: 'n1', kind: 'length', by: 100, count: 1 },
+  ]);
   // fetch reads what was announced (Node's http parser refuses the excess outright).
   const short = await fetch(`${sim.url}/v1/nodes/n1`, { headers: { 'X-OpenStack-Ironic-API-Version': '1.115' } });
   assert.equal(Number(short.headers.get('content-length')), size - 7);
@@ -275,7 +299,10 @@ test('length: a Content-Length shorter or longer than the body, then the connect
 
 test('cut: the headers and the start of the body, then a reset', async () => {
   const whole = (await api.get('/v1/nodes/n1')).text;
-  sim.faults.add([{ node: 'n1', kind: 'cut', count: 1 }, { node: 'n1', kind: 'cut', bytes: 0, count: 1 }]);
+  sim.faults.add([
+    { node: 'n1', kind: 'cut', count: 1 },
+    { node: 'n1', kind: 'cut', bytes: 0, count: 1 },
+  ]);
   const half = await rawGet('/v1/nodes/n1');
   assert.equal(half.status, 200);
   assert.equal(Number(half.headers['content-length']), Buffer.byteLength(whole), 'the full length is announced');
@@ -285,7 +312,16 @@ test('cut: the headers and the start of the body, then a reset', async () => {
   assert.equal(none.status, 200);
   assert.equal(none.body.length, 0);
   assert.ok(none.error);
-  assert.deepEqual(sim.log({ node: 'n1' }).slice(1).map((e) => [e.fault, e.status]), [['cut', 200], ['cut', 200]]);
+  assert.deepEqual(
+    sim
+      .log({ node: 'n1' })
+      .slice(1)
+      .map((e) => [e.fault, e.status]),
+    [
+      ['cut', 200],
+      ['cut', 200],
+    ],
+  );
 });
 
 test('status: Retry-After as an HTTP date or a huge number; an answer without version headers', async () => {

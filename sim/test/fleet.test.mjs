@@ -48,7 +48,10 @@ test('demoFleet({ size }): racks of 40 named rackNN-nodeNNN, spread over groups,
   assert.equal(nodes.length, 2000);
   assert.deepEqual(churn, { every: 2000, fraction: 0.01 });
   assert.deepEqual(timing.power, [1000, 3000]);
-  assert.deepEqual([nodes[0].name, nodes[33].name, nodes[40].name, nodes[1999].name], ['rack01-node001', 'rack01-node034', 'rack02-node001', 'rack50-node040']);
+  assert.deepEqual(
+    [nodes[0].name, nodes[33].name, nodes[40].name, nodes[1999].name],
+    ['rack01-node001', 'rack01-node034', 'rack02-node001', 'rack50-node040'],
+  );
   assert.equal(new Set(nodes.map((n) => n.name)).size, 2000);
   assert.equal(demoFleet({ size: 100_001 }).nodes[100_000].name, 'rack2501-node001', 'the rack number widens with the fleet');
   const by = (field) => {
@@ -109,7 +112,11 @@ test('the filters a console uses select what Ironic would, across pages', async 
     const listed = await listAll(`${query}&fields=name&limit=300`);
     const expected = all.filter(pred).map((r) => r.name);
     assert.ok(expected.length > 0, query);
-    assert.deepEqual(listed.map((n) => n.name), expected, query);
+    assert.deepEqual(
+      listed.map((n) => n.name),
+      expected,
+      query,
+    );
   }
   // `conductor` filters the page the database gave, as Ironic does: dc1's racks come first, so a
   // page of 300 for conductor-dc2 comes back empty, without next, and the listing ends there.
@@ -126,14 +133,20 @@ test('churn: every 2 s about 1 % of the fleet starts a provision action, by shar
   const before = sim.summary().byState;
   sim.advance(1);
   assert.equal(sim.world.churnMoveRounds, 1);
-  const page = (await api.get(`/v1/nodes?${FEED}&fields=name,provision_state,target_provision_state,provision_updated_at&limit=100`)).json.nodes;
+  const page = (await api.get(`/v1/nodes?${FEED}&fields=name,provision_state,target_provision_state,provision_updated_at&limit=100`)).json
+    .nodes;
   const moved = page.filter((n) => n.provision_updated_at === '2026-01-01T00:00:02+00:00');
   assert.equal(moved.length, 50, '1 % of 5000 at the round instant');
-  const states = Object.fromEntries(['deploying', 'deleting', 'manageable', 'cleaning'].map((s) => [s, count(moved, (n) => n.provision_state === s)]));
+  const states = Object.fromEntries(
+    ['deploying', 'deleting', 'manageable', 'cleaning'].map((s) => [s, count(moved, (n) => n.provision_state === s)]),
+  );
   // 0.42 / 0.42 / 0.05 / 0.05 / 0.03 / 0.03 of 50, remainders to the earlier moves: 21 deploys and 1 that
   // will fail, 21 undeploys and 1 of a failed node, 3 manage (available -> manageable at once), 3 provide
   assert.deepEqual(states, { deploying: 22, deleting: 22, manageable: 3, cleaning: 3 });
-  assert.ok(moved.every((n) => n.provision_state === 'manageable' || n.target_provision_state), 'working states carry their target');
+  assert.ok(
+    moved.every((n) => n.provision_state === 'manageable' || n.target_provision_state),
+    'working states carry their target',
+  );
   const deployed = moved.find((n) => n.provision_state === 'deploying').name;
   sim.advance(2000);
   assert.equal(sim.world.churnMoveRounds, 2);
@@ -143,16 +156,26 @@ test('churn: every 2 s about 1 % of the fleet starts a provision action, by shar
   // Over 60 rounds the mix holds, failures come and go.
   sim.advance(60 * 2000);
   const after = sim.summary().byState;
-  for (const s of ['active', 'available']) { // a few rounds' actions are under way at any time
+  for (const s of ['active', 'available']) {
+    // a few rounds' actions are under way at any time
     assert.ok(Math.abs(after[s] - before[s]) < 0.06 * 5000, `${s}: ${before[s]} -> ${after[s]} (${JSON.stringify(after)})`);
   }
-  assert.ok(Math.abs((after['deploy failed'] ?? 0) - before['deploy failed']) <= 10, `deploy failed: ${before['deploy failed']} -> ${after['deploy failed']}`);
+  assert.ok(
+    Math.abs((after['deploy failed'] ?? 0) - before['deploy failed']) <= 10,
+    `deploy failed: ${before['deploy failed']} -> ${after['deploy failed']}`,
+  );
   const rows = sim.world.order.flatMap((n) => n.events ?? []);
   // The nodes loaded failed have the ERROR row Ironic wrote then (churn leaves error, clean failed and power failures alone).
   const loaded = rows.filter((e) => e.created_at < 0);
   assert.deepEqual(new Set(loaded.map((e) => e.event_type)), new Set(['deploying', 'cleaning', 'monitoring', 'unprovision']));
-  for (const n of sim.world.order.filter((x) => ['clean failed', 'error'].includes(x.rec.provision_state) || x.rec.fault === 'power failure')) {
-    assert.deepEqual(n.events.filter((e) => e.created_at < 0).map((e) => [e.severity, e.event]), [['ERROR', n.rec.last_error]], n.rec.name);
+  for (const n of sim.world.order.filter(
+    (x) => ['clean failed', 'error'].includes(x.rec.provision_state) || x.rec.fault === 'power failure',
+  )) {
+    assert.deepEqual(
+      n.events.filter((e) => e.created_at < 0).map((e) => [e.severity, e.event]),
+      [['ERROR', n.rec.last_error]],
+      n.rec.name,
+    );
   }
   const errors = rows.filter((e) => e.severity === 'ERROR' && e.created_at > 0);
   assert.ok(errors.length >= 50 && errors.every((e) => e.event_type === 'deploying'), `${errors.length} deploy failures journaled`);
@@ -162,7 +185,10 @@ test('churn is deterministic: the same seed and clock give the same feed, byte f
   const feed = async (seed) => {
     await start(demoFleet({ size: 3000 }), { seed });
     sim.advance(20_000);
-    const text = (await api.get(`/v1/nodes?${FEED}&fields=uuid,name,provision_state,provision_updated_at&limit=500`)).text.replaceAll(sim.url, 'BASE');
+    const text = (await api.get(`/v1/nodes?${FEED}&fields=uuid,name,provision_state,provision_updated_at&limit=500`)).text.replaceAll(
+      sim.url,
+      'BASE',
+    );
     await sim.close();
     sim = null;
     return text;
@@ -186,7 +212,10 @@ test('churn rules are checked; churn moves are also there on demand, in JS and o
   assert.equal(sim.world.churnMoveRounds, 3);
   const { started } = sim.churn({ moves: true, count: 10 });
   assert.equal(started.length, 10);
-  assert.ok(started.every((s) => ['active', 'deleted', 'manage', 'provide'].includes(s.action)), JSON.stringify(started));
+  assert.ok(
+    started.every((s) => ['active', 'deleted', 'manage', 'provide'].includes(s.action)),
+    JSON.stringify(started),
+  );
   const res = await fetch(`${sim.url}/__sim/churn`, { method: 'POST', body: JSON.stringify({ moves: true, count: 4 }) });
   assert.equal((await res.json()).started.length, 4);
   assert.throws(() => sim.churn({ moves: true, count: 1, states: ['available'] }), /takes only count/);
@@ -208,7 +237,8 @@ test('100,000 nodes: built and loaded quickly, listed whole in pages of 1000, a 
   await start(demoFleet({ size: 100_000 }), { manualClock: true });
   const loaded = performance.now() - t0;
   assert.ok(loaded < 8000, `loaded in ${loaded.toFixed(0)} ms`);
-  const fields = 'uuid,name,provision_state,target_provision_state,power_state,last_error,maintenance,conductor_group,resource_class,owner,provision_updated_at';
+  const fields =
+    'uuid,name,provision_state,target_provision_state,power_state,last_error,maintenance,conductor_group,resource_class,owner,provision_updated_at';
   let t1 = performance.now();
   const all = await listAll(`fields=${fields}&limit=1000`);
   const listing = performance.now() - t1;
@@ -226,7 +256,11 @@ test('100,000 nodes: built and loaded quickly, listed whole in pages of 1000, a 
   const perPage = (performance.now() - t1) / 20;
   assert.ok(perPage < 50, `a feed page in ${perPage.toFixed(1)} ms`);
   const moved = (await api.get(`/v1/nodes?${FEED}&fields=provision_updated_at&limit=1000`)).json.nodes;
-  assert.equal(count(moved, (n) => n.provision_updated_at === '2026-01-01T00:00:02+00:00'), 1000, '1 % of the fleet moved in the round');
+  assert.equal(
+    count(moved, (n) => n.provision_updated_at === '2026-01-01T00:00:02+00:00'),
+    1000,
+    '1 % of the fleet moved in the round',
+  );
 });
 
 test('npm start -- --fleet refuses a bad number before building anything', () => {

@@ -10,8 +10,18 @@ import { client, provision, faultstring } from '../testkit.mjs';
 import { UUID_RE } from '../rng.mjs';
 
 const TIMING = {
-  verifying: 100, deploying: 200, 'wait call-back': 0, deleting: 100, cleaning: 300, 'clean wait': 0,
-  inspecting: 100, adopting: 100, rescuing: 100, unrescuing: 100, servicing: 100, power: 50,
+  verifying: 100,
+  deploying: 200,
+  'wait call-back': 0,
+  deleting: 100,
+  cleaning: 300,
+  'clean wait': 0,
+  inspecting: 100,
+  adopting: 100,
+  rescuing: 100,
+  unrescuing: 100,
+  servicing: 100,
+  power: 50,
 };
 const NODES = [
   { name: 'free', provision_state: 'available' },
@@ -21,7 +31,8 @@ const NODES = [
   { name: 'far', provision_state: 'available', conductor_group: 'rack-b' },
 ];
 const DEPLOY_STEPS = "[{'step': 'deploy', 'priority': 100, 'abortable': True, 'argsinfo': None, 'interface': 'deploy'}]";
-const CLEAN_STEPS = "[{'step': 'log_passthrough', 'priority': 1, 'abortable': False, 'argsinfo': None, 'interface': 'vendor', 'requires_ramdisk': True}]";
+const CLEAN_STEPS =
+  "[{'step': 'log_passthrough', 'priority': 1, 'abortable': False, 'argsinfo': None, 'interface': 'vendor', 'requires_ramdisk': True}]";
 
 let sim;
 let api;
@@ -39,7 +50,15 @@ const history = async (node, query = '', version) => api.get(`/v1/nodes/${node}/
 async function rows(node) {
   const res = await history(node, '?detail=true');
   assert.equal(res.status, 200, res.text);
-  return res.json.history.map((e) => [e.created_at.slice(11), e.severity, e.event_type, e.event, e.state, e.target_provision_state, e.duration_seconds]);
+  return res.json.history.map((e) => [
+    e.created_at.slice(11),
+    e.severity,
+    e.event_type,
+    e.event,
+    e.state,
+    e.target_provision_state,
+    e.duration_seconds,
+  ]);
 }
 async function accepted(node, target, extra) {
   const res = await provision(api, node, target, extra);
@@ -53,13 +72,37 @@ test('a deploy journals the deployment flow: INFO at its start and its end, as I
   sim.advance(400); // deploying 200 (no wait call-back) -> active
   assert.deepEqual(await rows('free'), [
     ['00:00:01+00:00', 'INFO', 'deployment_start', `Starting deployment with steps=${DEPLOY_STEPS}`, 'deploying', 'active', 0],
-    ['00:00:01.200000+00:00', 'INFO', 'deployment_end', `Deployment completed successfully with steps=${DEPLOY_STEPS}`, 'deploying', 'active', 0],
+    [
+      '00:00:01.200000+00:00',
+      'INFO',
+      'deployment_end',
+      `Deployment completed successfully with steps=${DEPLOY_STEPS}`,
+      'deploying',
+      'active',
+      0,
+    ],
   ]);
   await accepted('free', 'deleted');
   sim.advance(400);
   assert.deepEqual((await rows('free')).slice(2), [
-    ['00:00:01.500000+00:00', 'INFO', 'automated_cleaning_start', `Starting automated cleaning with steps=${CLEAN_STEPS}`, 'cleaning', 'available', 0],
-    ['00:00:01.800000+00:00', 'INFO', 'automated_cleaning_end', 'Automated Cleaning completed successfully with steps=[]', 'cleaning', 'available', 0],
+    [
+      '00:00:01.500000+00:00',
+      'INFO',
+      'automated_cleaning_start',
+      `Starting automated cleaning with steps=${CLEAN_STEPS}`,
+      'cleaning',
+      'available',
+      0,
+    ],
+    [
+      '00:00:01.800000+00:00',
+      'INFO',
+      'automated_cleaning_end',
+      'Automated Cleaning completed successfully with steps=[]',
+      'cleaning',
+      'available',
+      0,
+    ],
   ]);
 });
 
@@ -75,19 +118,46 @@ test('the list without detail has uuid, created_at, severity, event and a self l
   const keys = async (version) => Object.keys((await history('far', '?detail=true', version)).json.history[0]);
   assert.deepEqual(await keys('1.78'), ['uuid', 'created_at', 'severity', 'event_type', 'event', 'conductor', 'user', 'links']);
   assert.deepEqual(await keys('1.113'), ['uuid', 'created_at', 'severity', 'event_type', 'event', 'conductor', 'user', 'project', 'links']);
-  assert.deepEqual(await keys('1.115'), ['uuid', 'created_at', 'severity', 'event_type', 'event', 'conductor', 'user', 'project', 'state', 'target_provision_state', 'duration_seconds', 'links']);
+  assert.deepEqual(await keys('1.115'), [
+    'uuid',
+    'created_at',
+    'severity',
+    'event_type',
+    'event',
+    'conductor',
+    'user',
+    'project',
+    'state',
+    'target_provision_state',
+    'duration_seconds',
+    'links',
+  ]);
   const detail = (await history('far', '?detail=true')).json.history[0];
   assert.deepEqual([detail.conductor, detail.user, detail.project], ['conductor-rack-b', null, null]);
   // One event is always in detail, at the same version gates.
   const one = await history('far', `/${plain.uuid}`, '1.114');
   assert.equal(one.status, 200);
-  assert.deepEqual(Object.keys(one.json), ['uuid', 'created_at', 'severity', 'event_type', 'event', 'conductor', 'user', 'project', 'links']);
+  assert.deepEqual(Object.keys(one.json), [
+    'uuid',
+    'created_at',
+    'severity',
+    'event_type',
+    'event',
+    'conductor',
+    'user',
+    'project',
+    'links',
+  ]);
   assert.deepEqual((await history('far', `/${plain.uuid}`)).json, detail);
 });
 
 test('below 1.78 the route does not exist (a bare 404); then 404 for an unknown node, event or marker', async () => {
   await start();
-  for (const path of ['/v1/nodes/free/history', '/v1/nodes/nope/history', `/v1/nodes/free/history/${'1'.repeat(8)}-1111-4111-8111-${'1'.repeat(12)}`]) {
+  for (const path of [
+    '/v1/nodes/free/history',
+    '/v1/nodes/nope/history',
+    `/v1/nodes/free/history/${'1'.repeat(8)}-1111-4111-8111-${'1'.repeat(12)}`,
+  ]) {
     const res = await api.get(path, { version: '1.77' });
     assert.equal(res.status, 404, path);
     assert.equal(res.text, '{"error_message": "{\\"code\\": 404, \\"title\\": \\"Not Found\\", \\"description\\": \\"\\"}"}');
@@ -97,10 +167,18 @@ test('below 1.78 the route does not exist (a bare 404); then 404 for an unknown 
   assert.equal((await api.get('/v1/nodes/free/history', { version: '1.1' })).status, 404);
   const cases = [
     ['/v1/nodes/nope/history', 404, 'Node nope could not be found.'],
-    ['/v1/nodes/free/history/52949728-59fc-4651-84c8-b0a16b469372', 404, 'Node history record 52949728-59fc-4651-84c8-b0a16b469372 could not be found.'],
+    [
+      '/v1/nodes/free/history/52949728-59fc-4651-84c8-b0a16b469372',
+      404,
+      'Node history record 52949728-59fc-4651-84c8-b0a16b469372 could not be found.',
+    ],
     ['/v1/nodes/free/history/1234', 404, 'Node history record 1234 could not be found.'],
     ['/v1/nodes/free/history/a%20b', 400, 'Expected UUID or name for event: a b'],
-    ['/v1/nodes/free/history?marker=52949728-59fc-4651-84c8-b0a16b469372', 404, 'Node history record 52949728-59fc-4651-84c8-b0a16b469372 could not be found.'],
+    [
+      '/v1/nodes/free/history?marker=52949728-59fc-4651-84c8-b0a16b469372',
+      404,
+      'Node history record 52949728-59fc-4651-84c8-b0a16b469372 could not be found.',
+    ],
   ];
   for (const [path, status, text] of cases) {
     const res = await api.get(path);
@@ -115,7 +193,10 @@ test('its arguments are checked as Ironic checks them, in its order', async () =
   const cases = [
     ['?fields=uuid', 'Unexpected arguments: fields'],
     ['?limit=1&bogus=1', 'Unexpected arguments: bogus'],
-    ['?detail=maybe', "Invalid detail: Unrecognized value 'maybe', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"],
+    [
+      '?detail=maybe',
+      "Invalid detail: Unrecognized value 'maybe', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'",
+    ],
     ['?marker=abc', 'Expected UUID for marker: abc'],
     ['?limit=x', 'Expected an integer for limit: x'],
     ['?limit=0', 'Limit must be positive'],
@@ -152,14 +233,25 @@ test('every failure writes an ERROR event named as its error handler names it, w
     const errors = (await rows(node)).filter((r) => r[1] === 'ERROR');
     const state = sim.node(node);
     assert.equal(state.last_error, `${node} broke`);
-    assert.deepEqual(errors.map((r) => [r[2], r[3]]), [[eventType, `${node} broke`]], node);
+    assert.deepEqual(
+      errors.map((r) => [r[2], r[3]]),
+      [[eventType, `${node} broke`]],
+      node,
+    );
   }
   // The row shows the working state that failed, and how long the node was in it.
-  assert.deepEqual((await rows('d')).map((r) => r.slice(1)), [
-    ['INFO', 'deployment_start', `Starting deployment with steps=${DEPLOY_STEPS}`, 'deploying', 'active', 0],
-    ['ERROR', 'deploying', 'd broke', 'deploying', 'active', 0],
-  ]);
-  assert.deepEqual((await rows('u')).map((r) => r.slice(1)), [['ERROR', 'unprovision', 'u broke', 'deleting', 'available', 0]], 'no cleaning began');
+  assert.deepEqual(
+    (await rows('d')).map((r) => r.slice(1)),
+    [
+      ['INFO', 'deployment_start', `Starting deployment with steps=${DEPLOY_STEPS}`, 'deploying', 'active', 0],
+      ['ERROR', 'deploying', 'd broke', 'deploying', 'active', 0],
+    ],
+  );
+  assert.deepEqual(
+    (await rows('u')).map((r) => r.slice(1)),
+    [['ERROR', 'unprovision', 'u broke', 'deleting', 'available', 0]],
+    'no cleaning began',
+  );
 });
 
 test('duration_seconds counts whole seconds since provision_updated_at; created_at is the instant of the change', async () => {
@@ -182,23 +274,39 @@ test('manual cleaning and servicing print the steps given; unhold ends a held fl
   await accepted('managed', 'clean', { clean_steps: [{ interface: 'bios', step: 'factory_reset', args: { force: true } }] });
   await accepted('busy', 'service', { service_steps: [{ interface: 'raid', step: 'delete_configuration' }] });
   sim.advance(400);
-  assert.deepEqual((await rows('managed')).map((r) => [r[2], r[3], r[5]]), [
-    ['manual_cleaning_start', "Starting manual cleaning with steps=[{'interface': 'bios', 'step': 'factory_reset', 'args': {'force': True}}]", 'manageable'],
-    ['manual_cleaning_end', 'Manual Cleaning completed successfully with steps=[]', 'manageable'],
-  ]);
+  assert.deepEqual(
+    (await rows('managed')).map((r) => [r[2], r[3], r[5]]),
+    [
+      [
+        'manual_cleaning_start',
+        "Starting manual cleaning with steps=[{'interface': 'bios', 'step': 'factory_reset', 'args': {'force': True}}]",
+        'manageable',
+      ],
+      ['manual_cleaning_end', 'Manual Cleaning completed successfully with steps=[]', 'manageable'],
+    ],
+  );
   assert.equal(sim.node('busy').provision_state, 'service hold');
-  assert.deepEqual((await rows('busy')).map((r) => r[2]), ['servicing_start']);
+  assert.deepEqual(
+    (await rows('busy')).map((r) => r[2]),
+    ['servicing_start'],
+  );
   await accepted('busy', 'unhold');
   sim.advance(400);
-  assert.deepEqual((await rows('busy')).map((r) => [r[2], r[3]]), [
-    ['servicing_start', "Starting servicing with steps=[{'interface': 'raid', 'step': 'delete_configuration'}]"],
-    ['servicing_end', 'Servicing completed successfully with steps=[]'],
-  ]);
+  assert.deepEqual(
+    (await rows('busy')).map((r) => [r[2], r[3]]),
+    [
+      ['servicing_start', "Starting servicing with steps=[{'interface': 'raid', 'step': 'delete_configuration'}]"],
+      ['servicing_end', 'Servicing completed successfully with steps=[]'],
+    ],
+  );
   await accepted('rescued', 'rescue', { rescue_password: 'pw' });
   sim.advance(100);
   assert.equal(sim.node('rescued').provision_state, 'rescue wait');
   await accepted('rescued', 'abort');
-  assert.deepEqual((await rows('rescued')).map((r) => r.slice(1, 5)), [['INFO', 'rescue', 'By request, the rescue operation was aborted.', 'rescue failed']]);
+  assert.deepEqual(
+    (await rows('rescued')).map((r) => r.slice(1, 5)),
+    [['INFO', 'rescue', 'By request, the rescue operation was aborted.', 'rescue failed']],
+  );
 });
 
 test('paging: limit and marker walk the rows in (created_at, id) order; next is the link Ironic 39 builds', async () => {
@@ -212,11 +320,21 @@ test('paging: limit and marker walk the rows in (created_at, id) order; next is 
   const all = (await history('free')).json.history;
   assert.equal(all.length, 12);
   const stamps = all.map((e) => Date.parse(e.created_at));
-  assert.deepEqual([...stamps].sort((a, b) => a - b), stamps, 'oldest first');
+  assert.deepEqual(
+    [...stamps].sort((a, b) => a - b),
+    stamps,
+    'oldest first',
+  );
   assert.equal((await history('free')).json.next, undefined, 'no next when the page is not full');
   let page = (await history('free', '?limit=5')).json;
-  assert.deepEqual(page.history.map((e) => e.uuid), all.slice(0, 5).map((e) => e.uuid));
-  assert.equal(page.next, `${sim.url}/v1/nodes/free/history?marker=None&sort_key=created_at&sort_dir=asc&fields=uuid,created_at,severity,event&limit=5&marker=${all[4].uuid}`);
+  assert.deepEqual(
+    page.history.map((e) => e.uuid),
+    all.slice(0, 5).map((e) => e.uuid),
+  );
+  assert.equal(
+    page.next,
+    `${sim.url}/v1/nodes/free/history?marker=None&sort_key=created_at&sort_dir=asc&fields=uuid,created_at,severity,event&limit=5&marker=${all[4].uuid}`,
+  );
   const seen = [...page.history];
   let marker = all[4].uuid;
   for (;;) {
@@ -225,16 +343,23 @@ test('paging: limit and marker walk the rows in (created_at, id) order; next is 
     if (page.history.length < 5) break;
     marker = page.history.at(-1).uuid;
   }
-  assert.deepEqual(seen.map((e) => e.uuid), all.map((e) => e.uuid), 'a client paging by marker sees every row once');
+  assert.deepEqual(
+    seen.map((e) => e.uuid),
+    all.map((e) => e.uuid),
+    'a client paging by marker sees every row once',
+  );
   // With a marker, Ironic prints the marker object itself into the link; and the link's `fields` is refused.
   const second = (await history('free', `?limit=2&marker=${all[0].uuid}&detail=true`)).json;
   const ev = sim.events('free')[0];
   const when = '2026-01-01T00:00:00Z';
-  assert.equal(second.next, `${sim.url}/v1/nodes/free/history?marker=NodeHistory(conductor='localhost',created_at=${when},duration_seconds=0,`
-    + `event='Starting deployment with steps=${DEPLOY_STEPS}',event_type='deployment_start',id=${ev.id},node_id=${sim.world.findNode('free').id},`
-    + `project=None,severity='INFO',state='deploying',target_provision_state='active',updated_at=None,user=None,uuid=${all[0].uuid})`
-    + '&sort_key=created_at&sort_dir=asc&fields=uuid,created_at,severity,event_type,event,conductor,user,project,state,target_provision_state,duration_seconds'
-    + `&limit=2&marker=${all[2].uuid}`);
+  assert.equal(
+    second.next,
+    `${sim.url}/v1/nodes/free/history?marker=NodeHistory(conductor='localhost',created_at=${when},duration_seconds=0,` +
+      `event='Starting deployment with steps=${DEPLOY_STEPS}',event_type='deployment_start',id=${ev.id},node_id=${sim.world.findNode('free').id},` +
+      `project=None,severity='INFO',state='deploying',target_provision_state='active',updated_at=None,user=None,uuid=${all[0].uuid})` +
+      '&sort_key=created_at&sort_dir=asc&fields=uuid,created_at,severity,event_type,event,conductor,user,project,state,target_provision_state,duration_seconds' +
+      `&limit=2&marker=${all[2].uuid}`,
+  );
   const followed = await api.get(page.next ?? (await history('free', '?limit=5')).json.next);
   assert.deepEqual([followed.status, faultstring(followed)], [400, 'Unexpected arguments: fields']);
 });
@@ -247,7 +372,10 @@ test('sort_key and sort_dir: any column, NULL smallest, ties by id; a marker bou
   await accepted('managed', 'provide');
   sim.advance(400);
   const all = sim.events('managed');
-  assert.deepEqual(all.map((e) => e.event_type), ['automated_cleaning_start', 'cleaning', 'automated_cleaning_start', 'automated_cleaning_end']);
+  assert.deepEqual(
+    all.map((e) => e.event_type),
+    ['automated_cleaning_start', 'cleaning', 'automated_cleaning_start', 'automated_cleaning_end'],
+  );
   const order = async (query) => (await history('managed', query)).json.history.map((e) => all.findIndex((x) => x.uuid === e.uuid));
   assert.deepEqual(await order('?sort_dir=desc'), [3, 2, 1, 0]);
   assert.deepEqual(await order('?sort_key=event_type'), [3, 0, 2, 1], 'by text, then id');
@@ -291,7 +419,7 @@ test('options: nodeHistory false writes nothing, steps false only errors, maxEnt
   assert.deepEqual(await run(false), [0, []]);
   assert.deepEqual(await run({ steps: false }), [0, ['ERROR']]);
   assert.deepEqual(await run({ maxEntries: 1 }), [1, ['ERROR']]);
-  assert.throws(() => new (sim.world.constructor)({ scenario: { nodeHistory: { max: 3 } } }), /unknown key "max" in nodeHistory/);
+  assert.throws(() => new sim.world.constructor({ scenario: { nodeHistory: { max: 3 } } }), /unknown key "max" in nodeHistory/);
   await start({ transitions: [{ node: 'free', action: 'active', delete: true }] });
   await accepted('free', 'active');
   sim.advance(400);
@@ -309,7 +437,11 @@ test('historyLimit bounds both histories in all, dropping the oldest entries fir
   }
   const events = sim.events('free');
   assert.equal(events.length, 5);
-  assert.deepEqual(events.map((e) => e.id), [12, 13, 14, 15, 16], 'the newest five rows');
+  assert.deepEqual(
+    events.map((e) => e.id),
+    [12, 13, 14, 15, 16],
+    'the newest five rows',
+  );
   const entries = sim.history('free').entries;
   assert.equal(entries.length, 5);
   assert.equal(entries.at(-1).provision_state, 'available');
@@ -323,7 +455,10 @@ test('a run is deterministic: the same seed and requests give the same rows, uui
     await accepted('free', 'active');
     await accepted('managed', 'provide');
     sim.advance(1000);
-    const text = ((await history('free', '?detail=true')).text + (await history('managed', '?detail=true')).text).replaceAll(sim.url, 'BASE');
+    const text = ((await history('free', '?detail=true')).text + (await history('managed', '?detail=true')).text).replaceAll(
+      sim.url,
+      'BASE',
+    );
     await sim.close();
     return text;
   };
@@ -339,14 +474,35 @@ test('a node loaded failed has the ERROR row Ironic wrote when it failed, which 
       ...NODES,
       { name: 'df', provision_state: 'deploy failed', last_error: 'image gone', provision_updated_at: '2025-12-31T23:00:00Z' },
       { name: 'cf', provision_state: 'clean failed', last_error: 'disk frozen', maintenance: true, fault: 'clean failure' },
-      { name: 'pf', provision_state: 'active', last_error: 'During sync_power_state, ...', maintenance: true, fault: 'power failure', updated_at: '2025-12-31T22:00:00Z' },
+      {
+        name: 'pf',
+        provision_state: 'active',
+        last_error: 'During sync_power_state, ...',
+        maintenance: true,
+        fault: 'power failure',
+        updated_at: '2025-12-31T22:00:00Z',
+      },
       { name: 'kept', provision_state: 'manageable', last_error: 'an old error a manage kept' },
     ],
   });
-  const row = async (node) => (await history(node, '?detail=true')).json.history.map((e) => [e.created_at, e.severity, e.event_type, e.event, e.state, e.target_provision_state, e.duration_seconds]);
+  const row = async (node) =>
+    (await history(node, '?detail=true')).json.history.map((e) => [
+      e.created_at,
+      e.severity,
+      e.event_type,
+      e.event,
+      e.state,
+      e.target_provision_state,
+      e.duration_seconds,
+    ]);
   assert.deepEqual(await row('df'), [['2025-12-31T23:00:00+00:00', 'ERROR', 'deploying', 'image gone', 'deploying', 'active', null]]);
-  assert.deepEqual((await row('cf')).map((r) => r.slice(1, 6)), [['ERROR', 'cleaning', 'disk frozen', 'cleaning', 'available']]);
-  assert.deepEqual(await row('pf'), [['2025-12-31T22:00:00+00:00', 'ERROR', 'monitoring', 'During sync_power_state, ...', 'active', null, null]]);
+  assert.deepEqual(
+    (await row('cf')).map((r) => r.slice(1, 6)),
+    [['ERROR', 'cleaning', 'disk frozen', 'cleaning', 'available']],
+  );
+  assert.deepEqual(await row('pf'), [
+    ['2025-12-31T22:00:00+00:00', 'ERROR', 'monitoring', 'During sync_power_state, ...', 'active', null, null],
+  ]);
   assert.deepEqual(await row('kept'), [], 'a stable node keeping an old last_error: no failure to journal');
   for (let i = 0; i < 3; i++) {
     await accepted('df', 'deleted');
@@ -363,5 +519,5 @@ test('a node loaded failed has the ERROR row Ironic wrote when it failed, which 
   assert.equal(df.length + sim.events('free').length, 4, 'three counted rows in all, and the loaded one');
   assert.equal(sim.world.nodeHistory.budget.count, 3);
   sim.deleteNode('df');
-  assert.equal(sim.world.nodeHistory.loaded.size, 2, 'a deleted node\'s rows go with it');
+  assert.equal(sim.world.nodeHistory.loaded.size, 2, "a deleted node's rows go with it");
 });

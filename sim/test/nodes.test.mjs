@@ -51,7 +51,7 @@ test('POST /v1/nodes errors: duplicate name 409, no driver 400, unknown or read-
   assert.equal((await client(sim.url, '1.1').post('/v1/nodes', { body: { driver: 'fake-hardware', name: 'x' } })).status, 406);
 });
 
-test('GET a node by UUID or name; unknown -> 404 with Ironic\'s text and shape', async () => {
+test("GET a node by UUID or name; unknown -> 404 with Ironic's text and shape", async () => {
   const byName = (await api.get('/v1/nodes/node-0002')).json;
   const byUuid = (await api.get(`/v1/nodes/${byName.uuid}`)).json;
   assert.deepEqual(byUuid, byName);
@@ -61,19 +61,45 @@ test('GET a node by UUID or name; unknown -> 404 with Ironic\'s text and shape',
   ]);
   const missing = await api.get('/v1/nodes/n1');
   assert.equal(missing.status, 404);
-  assert.equal(missing.text, '{"error_message": "{\\"faultcode\\": \\"Client\\", \\"faultstring\\": \\"Node n1 could not be found.\\", \\"debuginfo\\": null}"}');
+  assert.equal(
+    missing.text,
+    '{"error_message": "{\\"faultcode\\": \\"Client\\", \\"faultstring\\": \\"Node n1 could not be found.\\", \\"debuginfo\\": null}"}',
+  );
 });
 
-test('a full node has Ironic\'s fields in Ironic\'s order', async () => {
+test("a full node has Ironic's fields in Ironic's order", async () => {
   const keys = Object.keys((await api.get('/v1/nodes/node-0003')).json);
   assert.deepEqual(keys.slice(0, 5), ['uuid', 'created_at', 'updated_at', 'automated_clean', 'bios_interface']);
-  assert.deepEqual(keys.slice(-9), ['vendor_interface', 'links', 'conductor', 'allocation_uuid', 'chassis_uuid', 'ports', 'states', 'portgroups', 'volume']);
-  for (const f of ['provision_state', 'target_provision_state', 'power_state', 'target_power_state', 'maintenance', 'last_error', 'provision_updated_at', 'instance_uuid', 'resource_class', 'traits', 'driver', 'reservation']) {
+  assert.deepEqual(keys.slice(-9), [
+    'vendor_interface',
+    'links',
+    'conductor',
+    'allocation_uuid',
+    'chassis_uuid',
+    'ports',
+    'states',
+    'portgroups',
+    'volume',
+  ]);
+  for (const f of [
+    'provision_state',
+    'target_provision_state',
+    'power_state',
+    'target_power_state',
+    'maintenance',
+    'last_error',
+    'provision_updated_at',
+    'instance_uuid',
+    'resource_class',
+    'traits',
+    'driver',
+    'reservation',
+  ]) {
     assert.ok(keys.includes(f), f);
   }
 });
 
-test('fields selects a subset in Ironic\'s order (uuid first, links, then API fields)', async () => {
+test("fields selects a subset in Ironic's order (uuid first, links, then API fields)", async () => {
   const res = await api.get('/v1/nodes/node-0004?fields=instance_uuid,allocation_uuid,provision_state,uuid');
   assert.deepEqual(Object.keys(res.json), ['uuid', 'instance_uuid', 'provision_state', 'links', 'allocation_uuid']);
   const bad = await api.get('/v1/nodes/node-0004?fields=provision_state,bogus');
@@ -86,12 +112,29 @@ test('fields selects a subset in Ironic\'s order (uuid first, links, then API fi
 test('the list: default fields, limit, next link without filters, marker', async () => {
   const res = await api.get('/v1/nodes?limit=3');
   assert.equal(res.json.nodes.length, 3);
-  assert.deepEqual(Object.keys(res.json.nodes[0]), ['uuid', 'instance_uuid', 'maintenance', 'power_state', 'provision_state', 'name', 'links']);
-  assert.deepEqual(res.json.nodes.map((n) => n.name), ['node-0000', 'node-0001', 'node-0002']);
+  assert.deepEqual(Object.keys(res.json.nodes[0]), [
+    'uuid',
+    'instance_uuid',
+    'maintenance',
+    'power_state',
+    'provision_state',
+    'name',
+    'links',
+  ]);
+  assert.deepEqual(
+    res.json.nodes.map((n) => n.name),
+    ['node-0000', 'node-0001', 'node-0002'],
+  );
   const last = res.json.nodes[2].uuid;
-  assert.equal(res.json.next, `${sim.url}/v1/nodes?sort_key=id&sort_dir=asc&fields=instance_uuid,maintenance,power_state,provision_state,uuid,name&limit=3&marker=${last}`);
+  assert.equal(
+    res.json.next,
+    `${sim.url}/v1/nodes?sort_key=id&sort_dir=asc&fields=instance_uuid,maintenance,power_state,provision_state,uuid,name&limit=3&marker=${last}`,
+  );
   const page2 = await api.get(`/v1/nodes?limit=3&marker=${last}`);
-  assert.deepEqual(page2.json.nodes.map((n) => n.name), ['node-0003', 'node-0004', 'node-0005']);
+  assert.deepEqual(
+    page2.json.nodes.map((n) => n.name),
+    ['node-0003', 'node-0004', 'node-0005'],
+  );
 
   const filtered = await api.get('/v1/nodes?provision_state=manageable&limit=2&fields=uuid,provision_state');
   assert.ok(filtered.json.nodes.every((n) => n.provision_state === 'manageable'));

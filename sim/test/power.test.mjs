@@ -19,7 +19,10 @@ const NODES = [
 let sim;
 let api;
 async function start(scenario = {}) {
-  sim = await startSimulator({ manualClock: true, scenario: { nodes: NODES, timing: { power: 500, deploying: 200, 'wait call-back': 300, cleaning: 200, deleting: 100 }, ...scenario } });
+  sim = await startSimulator({
+    manualClock: true,
+    scenario: { nodes: NODES, timing: { power: 500, deploying: 200, 'wait call-back': 300, cleaning: 200, deleting: 100 }, ...scenario },
+  });
   api = client(sim.url);
 }
 afterEach(() => sim.close());
@@ -43,7 +46,11 @@ async function refused(node, body, status, text, version) {
   return res;
 }
 /** The simulator's own record of power changes: [t, power_state, target_power_state, action]. */
-const powerWalk = (node) => sim.history(node).entries.filter((e) => 'power_state' in e).map((e) => [e.t, e.power_state, e.target_power_state, e.action]);
+const powerWalk = (node) =>
+  sim
+    .history(node)
+    .entries.filter((e) => 'power_state' in e)
+    .map((e) => [e.t, e.power_state, e.target_power_state, e.action]);
 
 test('power on: 202 with Location, the target and the lock while it runs, then power on, target and lock cleared', async () => {
   await start();
@@ -51,12 +58,20 @@ test('power on: 202 with Location, the target and the lock while it runs, then p
   const res = await accepted('off', 'power on');
   assert.equal(res.headers.location, `${sim.url}/v1/nodes/off/states`);
   assert.equal(res.headers['x-openstack-ironic-api-version'], '1.115');
-  assert.deepEqual(await state('off'), { power_state: 'power off', target_power_state: 'power on', reservation: 'localhost', last_error: null });
+  assert.deepEqual(await state('off'), {
+    power_state: 'power off',
+    target_power_state: 'power on',
+    reservation: 'localhost',
+    last_error: null,
+  });
   sim.advance(499);
   assert.equal((await state('off')).target_power_state, 'power on', 'still running 1 ms before its end');
   sim.advance(1);
   assert.deepEqual(await state('off'), { power_state: 'power on', target_power_state: null, reservation: null, last_error: null });
-  assert.deepEqual(powerWalk('off'), [[10, 'power off', 'power on', 'power on'], [510, 'power on', null, 'power on']]);
+  assert.deepEqual(powerWalk('off'), [
+    [10, 'power off', 'power on', 'power on'],
+    [510, 'power on', null, 'power on'],
+  ]);
   assert.deepEqual(sim.events('off'), [], 'a power action that works writes no node history');
 });
 
@@ -74,14 +89,23 @@ test('power off, rebooting, soft power off and soft rebooting end in the power s
     await accepted(node, target);
     assert.equal((await state(node)).target_power_state, during, target);
     sim.advance(500);
-    assert.deepEqual(await state(node), { power_state: after, target_power_state: null, reservation: null, last_error: null }, `${node} ${target}`);
+    assert.deepEqual(
+      await state(node),
+      { power_state: after, target_power_state: null, reservation: null, last_error: null },
+      `${node} ${target}`,
+    );
   }
 });
 
 test('a target already reached is accepted and ends the same way: target set, then cleared, power state kept', async () => {
   await start();
   await accepted('on', 'power on');
-  assert.deepEqual(await state('on'), { power_state: 'power on', target_power_state: 'power on', reservation: 'localhost', last_error: null });
+  assert.deepEqual(await state('on'), {
+    power_state: 'power on',
+    target_power_state: 'power on',
+    reservation: 'localhost',
+    last_error: null,
+  });
   sim.advance(500);
   assert.deepEqual(await state('on'), { power_state: 'power on', target_power_state: null, reservation: null, last_error: null });
 });
@@ -89,13 +113,18 @@ test('a target already reached is accepted and ends the same way: target set, th
 test('the lock: a node in a locked working state or in a power action gets 409 NodeLocked; its conductor holds it', async () => {
   await start();
   await provision(api, 'off', 'active');
-  const locked = (node, host) => `Node ${sim.node(node).uuid} is locked by host ${host}, please retry after the current operation is completed.`;
+  const locked = (node, host) =>
+    `Node ${sim.node(node).uuid} is locked by host ${host}, please retry after the current operation is completed.`;
   await refused('off', { target: 'power on' }, 409, locked('off', 'localhost'));
   await accepted('racked', 'power on');
   assert.equal((await state('racked')).reservation, 'conductor-rack-a', 'the conductor of its group');
   await refused('racked', { target: 'power off' }, 409, locked('racked', 'conductor-rack-a'));
   const prov = await provision(api, 'racked', 'active');
-  assert.deepEqual([prov.status, faultstring(prov)], [409, locked('racked', 'conductor-rack-a')], 'a provision action waits for the power action too');
+  assert.deepEqual(
+    [prov.status, faultstring(prov)],
+    [409, locked('racked', 'conductor-rack-a')],
+    'a provision action waits for the power action too',
+  );
   sim.advance(500);
   await accepted('racked', 'power off');
 });
@@ -109,7 +138,10 @@ test('a power action in an unlocked wait state keeps the lock across the provisi
   sim.advance(250); // 500: deploying again (locked), the power action still running
   assert.deepEqual([sim.node('off').provision_state, sim.node('off').reservation], ['deploying', 'localhost']);
   sim.advance(200); // 700: active; the power action keeps the lock
-  assert.deepEqual([sim.node('off').provision_state, sim.node('off').reservation, sim.node('off').target_power_state], ['active', 'localhost', 'power on']);
+  assert.deepEqual(
+    [sim.node('off').provision_state, sim.node('off').reservation, sim.node('off').target_power_state],
+    ['active', 'localhost', 'power on'],
+  );
   sim.advance(50);
   assert.deepEqual(await state('off'), { power_state: 'power on', target_power_state: null, reservation: null, last_error: null });
 });
@@ -119,18 +151,43 @@ test('a node being cleaned is refused with 400 naming its provision state, thoug
   await provision(api, 'on', 'deleted');
   sim.advance(100); // deleting -> cleaning
   assert.equal(sim.node('on').provision_state, 'cleaning');
-  await refused('on', { target: 'power off' }, 400, 'The requested action "power off" can not be performed on node "on" while it is in state "cleaning".');
+  await refused(
+    'on',
+    { target: 'power off' },
+    400,
+    'The requested action "power off" can not be performed on node "on" while it is in state "cleaning".',
+  );
 });
 
 test('invalid targets: 400 with the requested action, the node as named and its power state', async () => {
   await start();
   const uuid = sim.node('on').uuid;
   for (const target of ['reboot', 'on', 'off', 'soft reboot', 'soft off', 'POWER ON', 'power_on', '']) {
-    await refused('on', { target }, 400, `The requested action "${target}" can not be performed on node "on" while it is in state "power on".`);
+    await refused(
+      'on',
+      { target },
+      400,
+      `The requested action "${target}" can not be performed on node "on" while it is in state "power on".`,
+    );
   }
-  await refused(uuid, { target: 'reboot' }, 400, `The requested action "reboot" can not be performed on node "${uuid}" while it is in state "power on".`);
-  await refused('new', { target: 'reboot' }, 400, 'The requested action "reboot" can not be performed on node "new" while it is in state "None".');
-  await refused('on', { target: null }, 400, 'The requested action "None" can not be performed on node "on" while it is in state "power on".');
+  await refused(
+    uuid,
+    { target: 'reboot' },
+    400,
+    `The requested action "reboot" can not be performed on node "${uuid}" while it is in state "power on".`,
+  );
+  await refused(
+    'new',
+    { target: 'reboot' },
+    400,
+    'The requested action "reboot" can not be performed on node "new" while it is in state "None".',
+  );
+  await refused(
+    'on',
+    { target: null },
+    400,
+    'The requested action "None" can not be performed on node "on" while it is in state "power on".',
+  );
   await refused('on', {}, 400, 'Missing mandatory parameter: target');
   await refused('on', { timeout: 5 }, 400, 'Missing mandatory parameter: target');
   await refused('on', { target: 5 }, 400, 'Expected string for target: 5');
@@ -150,7 +207,12 @@ test('soft targets and timeout need 1.27 (406); a timeout below 1 is 400 at any 
   await refused('on', { target: 'rebooting', timeout: -3 }, 400, 'timeout has to be positive integer');
   await refused('on', { target: 'bogus', timeout: 'x' }, 400, 'Expected an integer for timeout: x');
   await refused('on', { target: 'rebooting', timeout: [1] }, 400, 'Expected an integer for timeout: [1]');
-  await refused('on', { target: 'bogus', timeout: 5 }, 400, 'The requested action "bogus" can not be performed on node "on" while it is in state "power on".');
+  await refused(
+    'on',
+    { target: 'bogus', timeout: 5 },
+    400,
+    'The requested action "bogus" can not be performed on node "on" while it is in state "power on".',
+  );
   await accepted('on', 'rebooting', {}, '1.26'); // plain targets at any version
   sim.advance(500);
   await accepted('on', 'soft power off', { timeout: 30 }, '1.27');
@@ -187,11 +249,24 @@ test('failure injection: the action ends with target cleared, power state unchan
   const error = "Failed to change power state to 'power off' by 'power off': IPMI call failed: power off.";
   assert.deepEqual(await state('on'), { power_state: 'power on', target_power_state: null, reservation: null, last_error: error });
   const [event] = sim.events('on');
-  assert.deepEqual({ ...event, uuid: undefined, id: undefined, node_id: undefined }, {
-    uuid: undefined, id: undefined, node_id: undefined, created_at: 1500, severity: 'ERROR', event_type: 'UNKNOWN',
-    event: error, conductor: 'localhost', user: null, project: null, state: 'active', target_provision_state: null,
-    duration_seconds: Math.trunc((1500 - sim.node('on').provision_updated_at) / 1000),
-  });
+  assert.deepEqual(
+    { ...event, uuid: undefined, id: undefined, node_id: undefined },
+    {
+      uuid: undefined,
+      id: undefined,
+      node_id: undefined,
+      created_at: 1500,
+      severity: 'ERROR',
+      event_type: 'UNKNOWN',
+      event: error,
+      conductor: 'localhost',
+      user: null,
+      project: null,
+      state: 'active',
+      target_provision_state: null,
+      duration_seconds: Math.trunc((1500 - sim.node('on').provision_updated_at) / 1000),
+    },
+  );
   await accepted('on', 'power off'); // times: 1 is used up
   assert.equal((await state('on')).last_error, null, 'cleared when the next action starts');
   sim.advance(500);
@@ -212,7 +287,9 @@ test('failure rules: `power` matches every target, a rule without action leaves 
   await accepted('off', 'rebooting');
   sim.advance(50);
   assert.deepEqual(await state('off'), {
-    power_state: 'power off', target_power_state: null, reservation: null,
+    power_state: 'power off',
+    target_power_state: null,
+    reservation: null,
     last_error: "Failed to change power state to 'power on' by 'rebooting': Simulated power driver failure",
   });
   await accepted('racked', 'power on'); // not the rule's target
@@ -220,16 +297,28 @@ test('failure rules: `power` matches every target, a rule without action leaves 
   await accepted('racked', 'rebooting');
   sim.advance(500);
   const node = sim.node('racked');
-  assert.deepEqual([node.power_state, node.maintenance, node.fault, node.maintenance_reason],
-    ['power on', true, 'power failure', "Failed to change power state to 'power on' by 'rebooting': BMC busy"]);
+  assert.deepEqual(
+    [node.power_state, node.maintenance, node.fault, node.maintenance_reason],
+    ['power on', true, 'power failure', "Failed to change power state to 'power on' by 'rebooting': BMC busy"],
+  );
 });
 
 test('stall: the target is never cleared and the node stays locked, until the control API sets it', async () => {
   await start({ transitions: [{ node: 'off', action: 'power on', stall: true }] });
   await accepted('off', 'power on');
   sim.advance(3_600_000);
-  assert.deepEqual(await state('off'), { power_state: 'power off', target_power_state: 'power on', reservation: 'localhost', last_error: null });
-  await refused('off', { target: 'power off' }, 409, `Node ${sim.node('off').uuid} is locked by host localhost, please retry after the current operation is completed.`);
+  assert.deepEqual(await state('off'), {
+    power_state: 'power off',
+    target_power_state: 'power on',
+    reservation: 'localhost',
+    last_error: null,
+  });
+  await refused(
+    'off',
+    { target: 'power off' },
+    409,
+    `Node ${sim.node('off').uuid} is locked by host localhost, please retry after the current operation is completed.`,
+  );
   sim.setNode('off', { power_state: 'power on' });
   assert.deepEqual(await state('off'), { power_state: 'power on', target_power_state: null, reservation: null, last_error: null });
   await accepted('off', 'power off');
@@ -246,7 +335,11 @@ test('power rules are checked when loaded: no hold, delete or at, a known target
 
 test('timing: the scenario sets the duration, a node overrides it, a range is drawn per action from the seed', async () => {
   const ends = async (seed) => {
-    await start({ seed, timing: { power: [100, 900] }, nodes: [...NODES, { name: 'quick', provision_state: 'available', timing: { power: 5 } }] });
+    await start({
+      seed,
+      timing: { power: [100, 900] },
+      nodes: [...NODES, { name: 'quick', provision_state: 'available', timing: { power: 5 } }],
+    });
     await accepted('quick', 'power on');
     sim.advance(5);
     assert.equal((await state('quick')).power_state, 'power on');
@@ -261,7 +354,10 @@ test('timing: the scenario sets the duration, a node overrides it, a range is dr
     return out;
   };
   const a = await ends(3);
-  assert.ok(a.every((ms) => ms >= 100 && ms <= 900), String(a));
+  assert.ok(
+    a.every((ms) => ms >= 100 && ms <= 900),
+    String(a),
+  );
   assert.deepEqual(await ends(3), a, 'the same seed, the same durations');
   assert.notDeepEqual(await ends(4), a);
   await start(); // for afterEach
@@ -282,7 +378,10 @@ test('the control API cancels a power action: setNode and deleteNode', async () 
 
 test('over HTTP through /__sim: a power rule posted to the transitions works like a scenario one', async () => {
   await start();
-  const res = await fetch(`${sim.url}/__sim/transitions`, { method: 'POST', body: JSON.stringify({ node: 'on', action: 'power off', fail: 'no answer' }) });
+  const res = await fetch(`${sim.url}/__sim/transitions`, {
+    method: 'POST',
+    body: JSON.stringify({ node: 'on', action: 'power off', fail: 'no answer' }),
+  });
   assert.equal(res.status, 200);
   await accepted('on', 'power off');
   sim.advance(500);
@@ -290,17 +389,35 @@ test('over HTTP through /__sim: a power rule posted to the transitions works lik
 });
 
 test('GET /v1/nodes/{id}/states, where the Location points, shows the power and provision states', async () => {
-  await start({ epoch: '2026-01-01T00:00:00Z', nodes: [{ name: 'n', provision_state: 'available', provision_updated_at: '2025-12-31T23:00:00Z' }] });
+  await start({
+    epoch: '2026-01-01T00:00:00Z',
+    nodes: [{ name: 'n', provision_state: 'available', provision_updated_at: '2025-12-31T23:00:00Z' }],
+  });
   const res = await accepted('n', 'power on');
   const states = await api.get(new URL(res.headers.location).pathname);
   assert.equal(states.status, 200);
   assert.deepEqual(states.json, {
-    console_enabled: false, last_error: null, power_state: 'power off', provision_state: 'available',
-    target_power_state: 'power on', target_provision_state: null, provision_updated_at: '2025-12-31T23:00:00+00:00',
-    raid_config: {}, target_raid_config: {}, boot_mode: null, secure_boot: null,
+    console_enabled: false,
+    last_error: null,
+    power_state: 'power off',
+    provision_state: 'available',
+    target_power_state: 'power on',
+    target_provision_state: null,
+    provision_updated_at: '2025-12-31T23:00:00+00:00',
+    raid_config: {},
+    target_raid_config: {},
+    boot_mode: null,
+    secure_boot: null,
   });
-  assert.deepEqual(Object.keys((await api.get('/v1/nodes/n/states', { version: '1.11' })).json),
-    ['console_enabled', 'last_error', 'power_state', 'provision_state', 'target_power_state', 'target_provision_state', 'provision_updated_at']);
+  assert.deepEqual(Object.keys((await api.get('/v1/nodes/n/states', { version: '1.11' })).json), [
+    'console_enabled',
+    'last_error',
+    'power_state',
+    'provision_state',
+    'target_power_state',
+    'target_provision_state',
+    'provision_updated_at',
+  ]);
   assert.equal((await api.get('/v1/nodes/n/states', { version: '1.1' })).json.provision_state, null, 'available reads None before 1.2');
   assert.equal((await api.get('/v1/nodes/nope/states')).status, 404);
 });

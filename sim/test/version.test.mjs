@@ -6,12 +6,23 @@ import { request, faultstring } from '../testkit.mjs';
 
 let sim;
 before(async () => {
-  sim = await startSimulator({ scenario: { nodes: [{ name: 'n1', provision_state: 'available' }, { name: 'n2', provision_state: 'inspect wait' }] } });
+  sim = await startSimulator({
+    scenario: {
+      nodes: [
+        { name: 'n1', provision_state: 'available' },
+        { name: 'n2', provision_state: 'inspect wait' },
+      ],
+    },
+  });
 });
 after(() => sim.close());
 
 const get = (path, opts) => request(sim.url, 'GET', path, opts);
-const RANGE = { min: 'x-openstack-ironic-api-minimum-version', max: 'x-openstack-ironic-api-maximum-version', cur: 'x-openstack-ironic-api-version' };
+const RANGE = {
+  min: 'x-openstack-ironic-api-minimum-version',
+  max: 'x-openstack-ironic-api-maximum-version',
+  cur: 'x-openstack-ironic-api-version',
+};
 
 test('GET / is the root document, with the version range and 1.1 when no version is asked', async () => {
   const res = await get('/');
@@ -21,7 +32,11 @@ test('GET / is the root document, with the version range and 1.1 when no version
   assert.equal(res.headers[RANGE.cur], '1.1');
   assert.equal(res.json.name, 'OpenStack Ironic API');
   assert.deepEqual(res.json.default_version, {
-    id: 'v1', links: [{ href: `${sim.url}/v1/`, rel: 'self' }], status: 'CURRENT', min_version: '1.1', version: '1.115',
+    id: 'v1',
+    links: [{ href: `${sim.url}/v1/`, rel: 'self' }],
+    status: 'CURRENT',
+    min_version: '1.1',
+    version: '1.115',
   });
   assert.deepEqual(res.json.versions, [res.json.default_version]);
 });
@@ -49,8 +64,10 @@ test('an out-of-range version gets 406 with the range headers and webob body', a
   assert.equal(res.status, 406);
   assert.equal(res.headers[RANGE.max], '1.115');
   assert.equal(res.headers[RANGE.cur], undefined);
-  assert.equal(res.text,
-    '{"error_message": "{\\"code\\": 406, \\"title\\": \\"Not Acceptable\\", \\"description\\": \\"Version 1.116 was requested but the minor version is not supported by this service. The supported version range is: [1.1, 1.115].\\"}"}');
+  assert.equal(
+    res.text,
+    '{"error_message": "{\\"code\\": 406, \\"title\\": \\"Not Acceptable\\", \\"description\\": \\"Version 1.116 was requested but the minor version is not supported by this service. The supported version range is: [1.1, 1.115].\\"}"}',
+  );
   const major = await get('/v1', { version: '2.0' });
   assert.equal(major.status, 406);
   assert.match(JSON.parse(major.json.error_message).description, /^Mutually exclusive versions requested\. Version 2\.0 requested/);
@@ -82,7 +99,11 @@ test('a malformed version gets 406 without the range headers, as Ironic answers'
     const res = await get('/v1/nodes', { version: bad });
     assert.equal(res.status, 406, bad);
     assert.equal(res.headers[RANGE.min], undefined);
-    assert.deepEqual(JSON.parse(res.json.error_message), { code: 406, title: 'Not Acceptable', description: 'Invalid value for X-OpenStack-Ironic-API-Version header' });
+    assert.deepEqual(JSON.parse(res.json.error_message), {
+      code: 406,
+      title: 'Not Acceptable',
+      description: 'Invalid value for X-OpenStack-Ironic-API-Version header',
+    });
   }
   const root = await get('/', { version: 'abc' });
   assert.equal(root.status, 406);
@@ -123,7 +144,12 @@ test('fields added in later versions are hidden at earlier ones', async () => {
 
 test('every response carries a request id, errors and unknown routes included', async () => {
   const answers = await Promise.all([
-    get('/'), get('/v1/nodes/nope', { version: '1.115' }), get('/v1/nope'), get('/nope'), get('/v1', { version: 'x' }), get('/__sim'),
+    get('/'),
+    get('/v1/nodes/nope', { version: '1.115' }),
+    get('/v1/nope'),
+    get('/nope'),
+    get('/v1', { version: 'x' }),
+    get('/__sim'),
   ]);
   const ids = answers.map((r) => r.headers['x-openstack-request-id']);
   for (const id of ids) assert.match(id, /^req-[0-9a-f-]{36}$/);
@@ -138,14 +164,23 @@ test('CORS: any localhost origin may call and read the headers; others get no CO
     const res = await get('/v1/nodes/n1', { version: '1.115', headers: { Origin: origin } });
     assert.equal(res.headers['access-control-allow-origin'], origin);
     const exposed = res.headers['access-control-expose-headers'].split(',');
-    for (const h of ['X-OpenStack-Ironic-API-Minimum-Version', 'X-OpenStack-Ironic-API-Maximum-Version', 'X-OpenStack-Ironic-API-Version', 'X-OpenStack-Request-Id']) {
+    for (const h of [
+      'X-OpenStack-Ironic-API-Minimum-Version',
+      'X-OpenStack-Ironic-API-Maximum-Version',
+      'X-OpenStack-Ironic-API-Version',
+      'X-OpenStack-Request-Id',
+    ]) {
       assert.ok(exposed.includes(h), h);
     }
   }
   const foreign = await get('/v1/nodes/n1', { headers: { Origin: 'http://example.com' } });
   assert.equal(foreign.headers['access-control-allow-origin'], undefined);
   const pre = await request(sim.url, 'OPTIONS', '/v1/nodes/n1/states/provision', {
-    headers: { Origin: 'http://localhost:3000', 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'content-type,x-openstack-ironic-api-version' },
+    headers: {
+      Origin: 'http://localhost:3000',
+      'Access-Control-Request-Method': 'PUT',
+      'Access-Control-Request-Headers': 'content-type,x-openstack-ironic-api-version',
+    },
   });
   assert.equal(pre.status, 200);
   assert.equal(pre.headers['access-control-allow-methods'], 'PUT');

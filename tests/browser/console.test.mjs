@@ -22,14 +22,20 @@ import { startIronic } from '../node/harness.mjs';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SHOTS = join(ROOT, 'target', 'console');
 const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
 ];
 const TEST_TIMEOUT = 30_000;
 // Quick phases for the scripted scenarios (the demo fleet keeps its own).
 const TIMING = Object.fromEntries(
-  ['verifying', 'deploying', 'wait call-back', 'deleting', 'cleaning', 'inspecting', 'adopting', 'rescuing', 'unrescuing', 'servicing']
-    .map((state) => [state, 400]),
+  ['verifying', 'deploying', 'wait call-back', 'deleting', 'cleaning', 'inspecting', 'adopting', 'rescuing', 'unrescuing', 'servicing'].map(
+    (state) => [state, 400],
+  ),
 );
 
 let server;
@@ -73,7 +79,9 @@ afterEach(async () => {
   // hub keeps running waits in IndexedDB): cancel them, as a user would.
   if (page && !page.isClosed()) {
     for (const button of await page.locator('#waits .wait-cancel:visible').all()) await button.click().catch(() => {});
-    await page.waitForFunction(() => !document.querySelector('#waits .wait-panel[data-status="running"]'), null, { timeout: 5000 }).catch(() => {});
+    await page
+      .waitForFunction(() => !document.querySelector('#waits .wait-panel[data-status="running"]'), null, { timeout: 5000 })
+      .catch(() => {});
   }
   await page?.close();
 });
@@ -108,7 +116,12 @@ async function runAction(names, action, { timeout = 30, poll = 0.1, steps, passw
 async function settled(names) {
   const uuids = names.map(uuidOf);
   await page.waitForFunction(
-    (ids) => ids.every((id) => (document.querySelector(`#waits > .wait-panel:first-child .run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !== 'waiting'),
+    (ids) =>
+      ids.every(
+        (id) =>
+          (document.querySelector(`#waits > .wait-panel:first-child .run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !==
+          'waiting',
+      ),
     uuids,
   );
   const out = {};
@@ -116,14 +129,19 @@ async function settled(names) {
   return out;
 }
 
-const summary = () => page.$$eval(`${PANEL} .summary li`, (items) => Object.fromEntries(items.map((li) => [li.dataset.group, Number(li.querySelector('strong').textContent)])));
+const summary = () =>
+  page.$$eval(`${PANEL} .summary li`, (items) =>
+    Object.fromEntries(items.map((li) => [li.dataset.group, Number(li.querySelector('strong').textContent)])),
+  );
 
 test('manage with wait takes three nodes to manageable, through verifying', { timeout: TEST_TIMEOUT }, async () => {
   await open({
     timing: TIMING,
     nodes: [
-      { name: 'e1', provision_state: 'enroll' }, { name: 'e2', provision_state: 'enroll' },
-      { name: 'e3', provision_state: 'enroll' }, { name: 'm1', provision_state: 'manageable' },
+      { name: 'e1', provision_state: 'enroll' },
+      { name: 'e2', provision_state: 'enroll' },
+      { name: 'e3', provision_state: 'enroll' },
+      { name: 'm1', provision_state: 'manageable' },
     ],
   });
   assert.equal(await page.locator('#node-rows tr').count(), 4);
@@ -136,32 +154,55 @@ test('manage with wait takes three nodes to manageable, through verifying', { ti
     const r = runRow(uuidOf(name));
     assert.equal(await r.getAttribute('data-state'), 'manageable');
     assert.match(await r.getAttribute('data-seen'), /verifying > manageable$/, 'the row moved through verifying');
-    assert.deepEqual(await r.locator('.step').evaluateAll((s) => s.map((e) => [e.textContent, e.className])),
-      [['verifying', 'step step-done'], ['manageable', 'step step-done']]);
+    assert.deepEqual(await r.locator('.step').evaluateAll((s) => s.map((e) => [e.textContent, e.className])), [
+      ['verifying', 'step step-done'],
+      ['manageable', 'step step-done'],
+    ]);
   }
   assert.deepEqual(await summary(), { waiting: 0, reached: 3, failed: 0, 'timed-out': 0 });
   assert.match(await runStatus(), /^All 3 node\(s\) reached manageable in \d+\.\d s\.$/);
-  await page.waitForFunction(() => ['e1', 'e2', 'e3'].every((n) =>
-    document.querySelector(`#node-rows tr[data-name="${n}"]`).dataset.state === 'manageable'));
+  await page.waitForFunction(() =>
+    ['e1', 'e2', 'e3'].every((n) => document.querySelector(`#node-rows tr[data-name="${n}"]`).dataset.state === 'manageable'),
+  );
   assert.equal(await row('m1').getAttribute('data-state'), 'manageable');
   assert.equal(server.sim.log({ method: 'PUT' }).length, 3);
   assert.equal(await page.isEnabled('#run'), true, 'Run is available again');
   assert.deepEqual(problems, []);
 });
 
-test('the table is fed by the hub\'s watches (no refresh timer, no request per node), and pauses while hidden', { timeout: TEST_TIMEOUT }, async () => {
-  await open({ nodes: [{ name: 'n1', provision_state: 'enroll' }, { name: 'n2', provision_state: 'available' }] });
+test("the table is fed by the hub's watches (no refresh timer, no request per node), and pauses while hidden", {
+  timeout: TEST_TIMEOUT,
+}, async () => {
+  await open({
+    nodes: [
+      { name: 'n1', provision_state: 'enroll' },
+      { name: 'n2', provision_state: 'available' },
+    ],
+  });
   const lists = () => server.sim.log({ method: 'GET', path: '/v1/nodes' });
   while (lists().length < 3) await page.waitForTimeout(100);
   // Two watches of the scope on the client's loop: the change feed (its
   // fields, stamp included), and one of the other columns, listed in full.
   const feed = ['uuid', 'name', 'provision_state', 'target_provision_state', 'last_error', 'provision_updated_at'].sort();
-  const columns = [...feed, 'power_state', 'target_power_state', 'maintenance', 'resource_class', 'fault', 'conductor_group', 'owner', 'shard'].sort();
+  const columns = [
+    ...feed,
+    'power_state',
+    'target_power_state',
+    'maintenance',
+    'resource_class',
+    'fault',
+    'conductor_group',
+    'owner',
+    'shard',
+  ].sort();
   for (const e of lists()) {
     const fields = new URLSearchParams(e.query).get('fields').split(',').sort();
     assert.ok([feed.join(), columns.join()].includes(fields.join()), `fields of ${e.query}`);
   }
-  assert.ok(lists().some((e) => e.query.includes('sort_key=provision_updated_at')), 'the feed asks for what changed');
+  assert.ok(
+    lists().some((e) => e.query.includes('sort_key=provision_updated_at')),
+    'the feed asks for what changed',
+  );
   assert.equal(server.sim.log({ method: 'GET', path: '/v1/nodes/*' }).length, 0, 'no request per node');
 
   // A change in Ironic shows up without a reload.
@@ -188,12 +229,16 @@ test('the table is fed by the hub\'s watches (no refresh timer, no request per n
 });
 
 test('a failing node shows its last_error in full, next to one that succeeds', { timeout: TEST_TIMEOUT }, async () => {
-  const lastError = 'Failed to get power state for node bad: IPMI call failed: power status.\n'
-    + 'Error: Unable to establish IPMI v2 / RMCP+ session (BMC 10.20.3.17 did not answer after 3 attempts, '
-    + 'giving up; check the BMC address, its credentials and that IPMI over LAN is enabled)';
+  const lastError =
+    'Failed to get power state for node bad: IPMI call failed: power status.\n' +
+    'Error: Unable to establish IPMI v2 / RMCP+ session (BMC 10.20.3.17 did not answer after 3 attempts, ' +
+    'giving up; check the BMC address, its credentials and that IPMI over LAN is enabled)';
   await open({
     timing: TIMING,
-    nodes: [{ name: 'good', provision_state: 'enroll' }, { name: 'bad', provision_state: 'enroll' }],
+    nodes: [
+      { name: 'good', provision_state: 'enroll' },
+      { name: 'bad', provision_state: 'enroll' },
+    ],
     transitions: [{ node: 'bad', action: 'manage', fail: lastError }],
   });
   await runAction(['good', 'bad'], 'manage');
@@ -207,7 +252,10 @@ test('a failing node shows its last_error in full, next to one that succeeds', {
   assert.equal(await runRow(uuidOf('good')).locator('.run-error').count(), 0);
   assert.deepEqual(await summary(), { waiting: 0, reached: 1, failed: 1, 'timed-out': 0 });
   assert.match(await runStatus(), /1 of 2 node\(s\) reached manageable/);
-  await page.waitForFunction((text) => document.querySelector('#node-rows tr[data-name="bad"] .col-last-error').textContent === text, lastError);
+  await page.waitForFunction(
+    (text) => document.querySelector('#node-rows tr[data-name="bad"] .col-last-error').textContent === text,
+    lastError,
+  );
   assert.deepEqual(problems, []);
 });
 
@@ -242,7 +290,10 @@ test('Cancel aborts the wait: no request for the node after it, and the action g
 test('clean takes its steps and rescue its password from the form; bad steps are not sent', { timeout: TEST_TIMEOUT }, async () => {
   await open({
     timing: TIMING,
-    nodes: [{ name: 'm1', provision_state: 'manageable' }, { name: 'a1', provision_state: 'active' }],
+    nodes: [
+      { name: 'm1', provision_state: 'manageable' },
+      { name: 'a1', provision_state: 'active' },
+    ],
   });
   await runAction(['m1'], 'clean', { steps: '[{"interface": "deploy", "step": "erase_devices_metadata"}' });
   await page.waitForSelector('#action-status .error-block');
@@ -265,7 +316,10 @@ test('clean takes its steps and rescue its password from the form; bad steps are
 test('a wait that runs out of time says so per node', { timeout: TEST_TIMEOUT }, async () => {
   await open({
     timing: TIMING,
-    nodes: [{ name: 'slow', provision_state: 'enroll' }, { name: 'quick', provision_state: 'enroll' }],
+    nodes: [
+      { name: 'slow', provision_state: 'enroll' },
+      { name: 'quick', provision_state: 'enroll' },
+    ],
     transitions: [{ node: 'slow', action: 'manage', stall: true }],
   });
   await runAction(['slow', 'quick'], 'manage', { timeout: 1.5 });
@@ -315,7 +369,9 @@ test('client errors are readable messages: HTTP errors with their request id, un
     // The page's first list answer is cut in half.
     faults: [{ path: '/v1/nodes', method: 'GET', kind: 'malformed', count: 1 }],
   });
-  await page.waitForFunction(() => /Listing failed: Ironic's answer cannot be used/.test(document.querySelector('#refresh-status').textContent));
+  await page.waitForFunction(() =>
+    /Listing failed: Ironic's answer cannot be used/.test(document.querySelector('#refresh-status').textContent),
+  );
   await page.waitForSelector('#node-rows tr[data-name="busy"]'); // the other watch of the table lists it
   // The failed watch's retry, a moment later, recovers.
   await page.waitForFunction(() => /^Updated /.test(document.querySelector('#refresh-status').textContent));
@@ -325,13 +381,18 @@ test('client errors are readable messages: HTTP errors with their request id, un
   const row = runRow(uuidOf('busy'));
   await page.waitForSelector(`#waits .run-rows li[data-uuid="${uuidOf('busy')}"][data-outcome="error"] .error-block`);
   assert.equal(await row.locator('.error-block strong').textContent(), 'Ironic answered HTTP 400');
-  assert.equal(await row.locator('.error-detail').textContent(),
-    `The requested action "manage" can not be performed on node "${uuidOf('busy')}" while it is in state "active".`);
+  assert.equal(
+    await row.locator('.error-detail').textContent(),
+    `The requested action "manage" can not be performed on node "${uuidOf('busy')}" while it is in state "active".`,
+  );
   const put = server.sim.log({ method: 'PUT' })[0];
   assert.equal(await row.locator('.error-request code').textContent(), put.id);
   assert.match(await runStatus(), /^0 of 1 node\(s\) reached manageable/);
   // The browser itself logs failed loads; nothing else may reach the console.
-  assert.deepEqual(problems.filter((p) => !/Failed to load resource: the server responded with a status of 400/.test(p)), []);
+  assert.deepEqual(
+    problems.filter((p) => !/Failed to load resource: the server responded with a status of 400/.test(p)),
+    [],
+  );
 });
 
 test('allocations: one becomes active on a gold node, one fails with a readable last_error', { timeout: TEST_TIMEOUT }, async () => {
@@ -352,12 +413,16 @@ test('allocations: one becomes active on a gold node, one fails with a readable 
   await page.waitForFunction(() => document.querySelector('#alloc-rows li')?.dataset.state === 'error');
   const second = page.locator('#alloc-rows li').first();
   assert.equal(await second.locator('.run-name').textContent(), 'big-one');
-  assert.match(await second.locator('.run-error').textContent(),
-    /^Failed to process allocation [0-9a-f-]{36}: no available nodes match the resource class platinum\.$/);
+  assert.match(
+    await second.locator('.run-error').textContent(),
+    /^Failed to process allocation [0-9a-f-]{36}: no available nodes match the resource class platinum\.$/,
+  );
   assert.deepEqual(problems, []);
 });
 
-test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow screens; screenshot mid-wait', { timeout: TEST_TIMEOUT }, async () => {
+test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow screens; screenshot mid-wait', {
+  timeout: TEST_TIMEOUT,
+}, async () => {
   const response = await open(demoFleet());
   assert.equal(response.headers()['content-security-policy'], CSP);
   assert.equal(await page.locator('#node-rows tr').count(), 24);
@@ -367,7 +432,8 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
 
   // Every control has a name a screen reader can read.
   const unnamed = await page.$$eval('input, select, textarea, button', (els) =>
-    els.filter((e) => !e.hidden && !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim())).map((e) => e.outerHTML));
+    els.filter((e) => !e.hidden && !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim())).map((e) => e.outerHTML),
+  );
   assert.deepEqual(unnamed, []);
 
   // Keyboard only: tick three available nodes, choose deploy, press Enter on Run.
@@ -381,7 +447,9 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
   await page.fill('#poll', '0.5');
   await page.focus('#run');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => [...document.querySelectorAll('#waits .run-rows > li')].some((li) => li.dataset.state === 'wait call-back'));
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('#waits .run-rows > li')].some((li) => li.dataset.state === 'wait call-back'),
+  );
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, 'console.png') });
   if (process.env.UPDATE_SCREENSHOTS) {
@@ -396,8 +464,15 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
   // The state filter is the watch's scope: Ironic lists only those (the page filters what it has meanwhile).
   await page.selectOption('#state-filter', 'enroll');
   await page.waitForFunction(() => /^Updated /.test(document.querySelector('#refresh-status').textContent));
-  assert.deepEqual(await page.$$eval('#node-rows tr', (rows) => rows.map((r) => r.dataset.name)), ['edge-04', 'edge-03', 'compute-12', 'compute-11']);
-  assert.ok(server.sim.log({ method: 'GET', path: '/v1/nodes' }).some((e) => new URLSearchParams(e.query).get('provision_state') === 'enroll'));
+  assert.deepEqual(await page.$$eval('#node-rows tr', (rows) => rows.map((r) => r.dataset.name)), [
+    'edge-04',
+    'edge-03',
+    'compute-12',
+    'compute-11',
+  ]);
+  assert.ok(
+    server.sim.log({ method: 'GET', path: '/v1/nodes' }).some((e) => new URLSearchParams(e.query).get('provision_state') === 'enroll'),
+  );
   await page.selectOption('#state-filter', '');
 
   await page.setViewportSize({ width: 400, height: 800 });

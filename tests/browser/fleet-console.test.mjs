@@ -28,8 +28,13 @@ import { collectProblems } from '../runtimes/pages.mjs';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SHOTS = join(ROOT, 'target', 'console');
 const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
 ];
 const TIMING = { verifying: 400, deploying: 1500, 'wait call-back': 1000, cleaning: 800, power: 600 };
 
@@ -41,7 +46,11 @@ let context;
 async function launch(profile = mkdtempSync(join(tmpdir(), 'ironic-wait-fleet-'))) {
   if (!profiles.includes(profile)) profiles.push(profile);
   const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 }, timeout: 20_000,
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 900 },
+    timeout: 20_000,
   });
   ctx.profile = profile;
   return ctx;
@@ -99,32 +108,44 @@ async function run(page, list, action, { timeout = 60, poll = 0.3 } = {}) {
 }
 
 const panel = (page, id) => page.locator(`#waits > .wait-panel[data-wait-id="${id}"]`);
-const untilStatus = (page, id, status, timeout = 30_000) => page.waitForFunction(
-  ([i, s]) => document.querySelector(`#waits > .wait-panel[data-wait-id="${i}"]`)?.dataset.status === s, [id, status], { timeout },
-);
+const untilStatus = (page, id, status, timeout = 30_000) =>
+  page.waitForFunction(
+    ([i, s]) => document.querySelector(`#waits > .wait-panel[data-wait-id="${i}"]`)?.dataset.status === s,
+    [id, status],
+    { timeout },
+  );
 
 /** What IndexedDB holds for the console, read from the page. */
-const storedWaits = (page) => page.evaluate(() => new Promise((resolve, reject) => {
-  const open = indexedDB.open('ironic-wait-console', 1);
-  open.onerror = () => reject(open.error);
-  open.onsuccess = () => {
-    const db = open.result;
-    const all = db.transaction('waits').objectStore('waits').getAll();
-    all.onsuccess = () => {
-      db.close();
-      resolve(all.result);
-    };
-  };
-}));
+const storedWaits = (page) =>
+  page.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const open = indexedDB.open('ironic-wait-console', 1);
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const db = open.result;
+          const all = db.transaction('waits').objectStore('waits').getAll();
+          all.onsuccess = () => {
+            db.close();
+            resolve(all.result);
+          };
+        };
+      }),
+  );
 
 /** List requests of the table and the waits (their first pages: one a listing) since sim time `t`. */
-const listings = (server, since = 0) => server.sim.log({ method: 'GET', path: '/v1/nodes' })
-  .filter((e) => e.t >= since && !e.query.includes('marker='));
+const listings = (server, since = 0) =>
+  server.sim.log({ method: 'GET', path: '/v1/nodes' }).filter((e) => e.t >= since && !e.query.includes('marker='));
 
-test('five tabs are served by one hub: one client, one poll loop (counted at the simulator), the same waits live in each', { timeout: 120_000 }, async (t) => {
+test('five tabs are served by one hub: one client, one poll loop (counted at the simulator), the same waits live in each', {
+  timeout: 120_000,
+}, async (t) => {
   const server = await serve({
     timing: TIMING,
-    nodes: [...names('a', 40).map((name) => ({ name, provision_state: 'available' })), ...names('m', 20).map((name) => ({ name, provision_state: 'manageable' }))],
+    nodes: [
+      ...names('a', 40).map((name) => ({ name, provision_state: 'available' })),
+      ...names('m', 20).map((name) => ({ name, provision_state: 'manageable' })),
+    ],
   });
   const tabs = [await openTab(server)];
   assert.equal(await tabs[0].getAttribute('body', 'data-hub'), 'shared');
@@ -149,13 +170,21 @@ test('five tabs are served by one hub: one client, one poll loop (counted at the
   // A wait started in one tab shows in every tab, live, and is cancelled from another.
   const id = await run(tabs[0], ['a01', 'a02', 'a03'], 'deploy', { timeout: 0 });
   for (const tab of tabs) {
-    await tab.waitForFunction((i) => [...document.querySelectorAll(`#waits > .wait-panel[data-wait-id="${i}"] .run-rows > li`)]
-      .some((li) => li.dataset.state === 'wait call-back' || li.dataset.state === 'deploying'), id);
+    await tab.waitForFunction(
+      (i) =>
+        [...document.querySelectorAll(`#waits > .wait-panel[data-wait-id="${i}"] .run-rows > li`)].some(
+          (li) => li.dataset.state === 'wait call-back' || li.dataset.state === 'deploying',
+        ),
+      id,
+    );
   }
   await panel(tabs[2], id).locator('.wait-cancel').click();
   for (const tab of tabs) {
     await untilStatus(tab, id, 'cancelled');
-    assert.match(await panel(tab, id).locator('.run-status').textContent(), /the console stopped waiting, but the deploy action goes on in Ironic/);
+    assert.match(
+      await panel(tab, id).locator('.run-status').textContent(),
+      /the console stopped waiting, but the deploy action goes on in Ironic/,
+    );
   }
   assert.equal(server.sim.log({ method: 'PUT' }).length, 3, 'one PUT per node, whatever the tabs');
   for (const tab of tabs) assert.deepEqual(tab.problems, []);
@@ -165,7 +194,10 @@ test('five tabs are served by one hub: one client, one poll loop (counted at the
 test('several waits at once, each with its own panel, counts, chart and cancel', { timeout: 90_000 }, async () => {
   const server = await serve({
     timing: { ...TIMING, deploying: 2500 },
-    nodes: [...names('a', 4).map((name) => ({ name, provision_state: 'available' })), ...names('e', 2).map((name) => ({ name, provision_state: 'enroll' }))],
+    nodes: [
+      ...names('a', 4).map((name) => ({ name, provision_state: 'available' })),
+      ...names('e', 2).map((name) => ({ name, provision_state: 'enroll' })),
+    ],
     transitions: [{ node: 'e01', action: 'manage', stall: true }],
   });
   const page = await openTab(server);
@@ -176,11 +208,21 @@ test('several waits at once, each with its own panel, counts, chart and cancel',
   const second = await run(page, ['a03', 'a04'], 'deploy');
   assert.equal(await page.locator('#waits > .wait-panel[data-status="running"]').count(), 3);
   // Cancelling one leaves the others running.
-  await page.waitForFunction((i) => document.querySelector(`#waits > .wait-panel[data-wait-id="${i}"] .run-rows > li[data-outcome="reached"]`) !== null, manage);
+  await page.waitForFunction(
+    (i) => document.querySelector(`#waits > .wait-panel[data-wait-id="${i}"] .run-rows > li[data-outcome="reached"]`) !== null,
+    manage,
+  );
   await panel(page, manage).locator('.wait-cancel').click();
   await untilStatus(page, manage, 'cancelled');
-  assert.deepEqual(await panel(page, manage).locator('.run-rows > li').evaluateAll((lis) => lis.map((li) => [li.querySelector('.run-name').textContent, li.dataset.outcome])),
-    [['e01', 'aborted'], ['e02', 'reached']]);
+  assert.deepEqual(
+    await panel(page, manage)
+      .locator('.run-rows > li')
+      .evaluateAll((lis) => lis.map((li) => [li.querySelector('.run-name').textContent, li.dataset.outcome])),
+    [
+      ['e01', 'aborted'],
+      ['e02', 'reached'],
+    ],
+  );
   assert.equal(await panel(page, deploy).getAttribute('data-status'), 'running');
   await untilStatus(page, deploy, 'done');
   await untilStatus(page, second, 'done');
@@ -193,8 +235,13 @@ test('several waits at once, each with its own panel, counts, chart and cancel',
   await page.close();
 });
 
-test('a reload mid-wait: the wait is taken up again from IndexedDB and ends as it would have, with no second PUT; no token is stored', { timeout: 90_000 }, async () => {
-  const server = await serve({ timing: { ...TIMING, deploying: 2500, 'wait call-back': 2000 }, nodes: names('a', 3).map((name) => ({ name, provision_state: 'available' })) });
+test('a reload mid-wait: the wait is taken up again from IndexedDB and ends as it would have, with no second PUT; no token is stored', {
+  timeout: 90_000,
+}, async () => {
+  const server = await serve({
+    timing: { ...TIMING, deploying: 2500, 'wait call-back': 2000 },
+    nodes: names('a', 3).map((name) => ({ name, provision_state: 'available' })),
+  });
   const page = await openTab(server);
   const token = await page.getAttribute('meta[name="console-token"]', 'content');
   const id = await run(page, ['a01', 'a02', 'a03'], 'deploy', { timeout: 120 });
@@ -223,14 +270,21 @@ test('a reload mid-wait: the wait is taken up again from IndexedDB and ends as i
   assert.match(await panel(page, id).locator('.wait-meta').textContent(), /taken up again from the checkpoint kept in this browser/);
   await untilStatus(page, id, 'done', 60_000);
   assert.match(await panel(page, id).locator('.run-status').textContent(), /^All 3 node\(s\) reached active in \d+\.\d s\.$/);
-  assert.deepEqual(await panel(page, id).locator('.run-rows > li').evaluateAll((lis) => lis.map((li) => li.dataset.outcome)), ['reached', 'reached', 'reached']);
+  assert.deepEqual(
+    await panel(page, id)
+      .locator('.run-rows > li')
+      .evaluateAll((lis) => lis.map((li) => li.dataset.outcome)),
+    ['reached', 'reached', 'reached'],
+  );
   assert.equal(server.sim.log({ method: 'PUT' }).length, 3, 'no PUT sent twice');
   assert.deepEqual(await storedWaits(page), [], 'a finished wait is no longer kept');
   assert.deepEqual(page.problems, []);
   await page.close();
 });
 
-test('a rescue\'s password is never stored: its wait is kept only once the PUT that carries it is answered', { timeout: 60_000 }, async () => {
+test("a rescue's password is never stored: its wait is kept only once the PUT that carries it is answered", {
+  timeout: 60_000,
+}, async () => {
   const server = await serve({ timing: { ...TIMING, rescuing: 3000 }, nodes: [{ name: 'r1', provision_state: 'active' }] });
   const page = await openTab(server);
   await tick(page, ['r1']);
@@ -253,7 +307,10 @@ test('a rescue\'s password is never stored: its wait is kept only once the PUT t
 });
 
 test('a browser restart mid-wait: the next browser on the same profile finishes the wait', { timeout: 90_000 }, async () => {
-  const server = await serve({ timing: { ...TIMING, deploying: 2500, 'wait call-back': 2000 }, nodes: names('a', 2).map((name) => ({ name, provision_state: 'available' })) });
+  const server = await serve({
+    timing: { ...TIMING, deploying: 2500, 'wait call-back': 2000 },
+    nodes: names('a', 2).map((name) => ({ name, provision_state: 'available' })),
+  });
   let browser = await launch();
   let page = await openTab(server, browser);
   const id = await run(page, ['a01', 'a02'], 'deploy', { timeout: 120 });
@@ -267,16 +324,26 @@ test('a browser restart mid-wait: the next browser on the same profile finishes 
     await untilStatus(page, id, 'done', 60_000);
     assert.match(await panel(page, id).locator('.run-status').textContent(), /^All 2 node\(s\) reached active/);
     assert.equal(server.sim.log({ method: 'PUT' }).length, 2, 'no PUT sent twice');
-    assert.ok(server.sim.log({ method: 'GET' }).some((e) => e.t > closedAt), 'the new browser checked the nodes');
+    assert.ok(
+      server.sim.log({ method: 'GET' }).some((e) => e.t > closedAt),
+      'the new browser checked the nodes',
+    );
     assert.deepEqual(page.problems, []);
   } finally {
     await browser.close();
   }
 });
 
-test('without SharedWorker the hub runs in the page: the console works the same, and a reload still resumes', { timeout: 90_000 }, async () => {
-  const server = await serve({ timing: { ...TIMING, deploying: 2500 }, nodes: names('a', 2).map((name) => ({ name, provision_state: 'available' })) });
-  const init = () => { delete window.SharedWorker; };
+test('without SharedWorker the hub runs in the page: the console works the same, and a reload still resumes', {
+  timeout: 90_000,
+}, async () => {
+  const server = await serve({
+    timing: { ...TIMING, deploying: 2500 },
+    nodes: names('a', 2).map((name) => ({ name, provision_state: 'available' })),
+  });
+  const init = () => {
+    delete window.SharedWorker;
+  };
   const page = await openTab(server, context, { init });
   assert.equal(await page.getAttribute('body', 'data-hub'), 'page');
   assert.equal(await page.textContent('#hub-mode'), 'in this tab (no SharedWorker)');
@@ -307,7 +374,9 @@ async function frames(page, action) {
       requestAnimationFrame(step);
     };
     requestAnimationFrame(step);
-    f.observer = new PerformanceObserver((list) => { for (const e of list.getEntries()) f.long.push(e.duration); });
+    f.observer = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) f.long.push(e.duration);
+    });
     f.observer.observe({ type: 'longtask' });
   });
   await action();
@@ -319,20 +388,27 @@ async function frames(page, action) {
     const q = (p) => d[Math.min(d.length - 1, Math.floor(p * d.length))] ?? 0;
     const r = (n) => Math.round(n * 10) / 10;
     return {
-      frames: d.length, p50: r(q(0.5)), p95: r(q(0.95)), max: r(d.at(-1) ?? 0),
-      longTasks: f.long.length, longest: r(Math.max(0, ...f.long)), longTotal: Math.round(f.long.reduce((a, b) => a + b, 0)),
+      frames: d.length,
+      p50: r(q(0.5)),
+      p95: r(q(0.95)),
+      max: r(d.at(-1) ?? 0),
+      longTasks: f.long.length,
+      longest: r(Math.max(0, ...f.long)),
+      longTotal: Math.round(f.long.reduce((a, b) => a + b, 0)),
     };
   });
 }
 
-test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (frame times recorded), only the rows in view in the DOM', { timeout: 300_000 }, async (t) => {
+test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (frame times recorded), only the rows in view in the DOM', {
+  timeout: 300_000,
+}, async (t) => {
   const server = await serve(demoFleet({ size: 100_000 }));
   const page = await openTab(server);
   const count = () => page.textContent('#node-count');
   await page.waitForFunction(() => document.querySelector('#node-count').textContent === '100,000 of 100,000', null, { timeout: 120_000 });
   await page.waitForTimeout(3000); // the fields watch's first listing, and a few churn rounds
   const rows = () => page.locator('#node-rows tr').count();
-  assert.ok(await rows() < 100, `virtual rows: ${await rows()} in the DOM for 100,000 nodes`);
+  assert.ok((await rows()) < 100, `virtual rows: ${await rows()} in the DOM for 100,000 nodes`);
   const wrap = page.locator('#table-scroll');
   const box = await wrap.boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -340,10 +416,13 @@ test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (fr
 
   // Churn goes on under the table: a round changes ~1,000 nodes, and they reach it. (The
   // counts per state may well read the same: the demo churn keeps its mix of states.)
-  const applied = async () => Number(await page.getAttribute('#node-rows', 'data-changes') ?? 0);
+  const applied = async () => Number((await page.getAttribute('#node-rows', 'data-changes')) ?? 0);
   const appliedBefore = await applied();
   figures.idle = await frames(page, () => page.waitForTimeout(5000));
-  assert.ok(await applied() >= appliedBefore + 500, `the churn reaches the table: ${appliedBefore} -> ${await applied()} changes applied`);
+  assert.ok(
+    (await applied()) >= appliedBefore + 500,
+    `the churn reaches the table: ${appliedBefore} -> ${await applied()} changes applied`,
+  );
 
   figures.wheel = await frames(page, async () => {
     for (let i = 0; i < 100; i++) {
@@ -353,12 +432,19 @@ test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (fr
   });
   figures.jumps = await frames(page, async () => {
     for (let i = 0; i < 30; i++) {
-      await wrap.evaluate((el, f) => { el.scrollTop = f * (el.scrollHeight - el.clientHeight); }, ((i * 7919) % 100) / 100);
+      await wrap.evaluate(
+        (el, f) => {
+          el.scrollTop = f * (el.scrollHeight - el.clientHeight);
+        },
+        ((i * 7919) % 100) / 100,
+      );
       await page.waitForTimeout(120);
     }
   });
   // Wherever it is scrolled, the rows in view are drawn.
-  await wrap.evaluate((el) => { el.scrollTop = el.scrollHeight / 2; });
+  await wrap.evaluate((el) => {
+    el.scrollTop = el.scrollHeight / 2;
+  });
   await page.waitForFunction(() => {
     const wrapBox = document.querySelector('#table-scroll').getBoundingClientRect();
     return [...document.querySelectorAll('#node-rows tr')].some((tr) => {
@@ -366,7 +452,7 @@ test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (fr
       return r.top >= wrapBox.top && r.bottom <= wrapBox.bottom;
     });
   });
-  assert.ok(await rows() < 100);
+  assert.ok((await rows()) < 100);
 
   // Text search, typed as a person types.
   figures.search = await frames(page, async () => {
@@ -376,7 +462,10 @@ test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (fr
   });
   const found = await page.$$eval('#node-rows tr', (trs) => trs.map((tr) => tr.dataset.name));
   assert.ok(found.length > 0 && found.length <= 10, `rows ${found}`);
-  assert.ok(found.every((n) => n.startsWith('rack0123-node00')), found.join());
+  assert.ok(
+    found.every((n) => n.startsWith('rack0123-node00')),
+    found.join(),
+  );
   assert.match(await count(), /^\d of 100,000$/);
   await page.fill('#text-filter', '');
 
@@ -385,11 +474,18 @@ test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (fr
   figures.scope = await frames(page, async () => {
     await page.fill('#group-filter', 'dc2');
     await page.press('#group-filter', 'Enter');
-    await page.waitForFunction(() => /^[\d,]+ of 25,000$/.test(document.querySelector('#node-count').textContent), null, { timeout: 60_000 });
+    await page.waitForFunction(() => /^[\d,]+ of 25,000$/.test(document.querySelector('#node-count').textContent), null, {
+      timeout: 60_000,
+    });
   });
-  assert.ok(listings(server, since).some((e) => new URLSearchParams(e.query).get('conductor_group') === 'dc2'), 'the watch\'s scope is the filter');
+  assert.ok(
+    listings(server, since).some((e) => new URLSearchParams(e.query).get('conductor_group') === 'dc2'),
+    "the watch's scope is the filter",
+  );
   // Every row in view is of dc2 (the group column comes with the fields watch, known from the whole fleet's).
-  await page.waitForFunction(() => [...document.querySelectorAll('#node-rows tr .col-conductor-group')].every((td) => td.textContent === 'dc2'));
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('#node-rows tr .col-conductor-group')].every((td) => td.textContent === 'dc2'),
+  );
   figures.scrollScoped = await frames(page, async () => {
     for (let i = 0; i < 50; i++) {
       await page.mouse.wheel(0, 600);
@@ -402,8 +498,10 @@ test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (fr
   await page.press('#group-filter', 'Enter');
   await page.waitForFunction(() => /of 100,000$/.test(document.querySelector('#node-count').textContent), null, { timeout: 60_000 });
 
-  const lines = Object.entries(figures).map(([phase, f]) =>
-    `${phase}: ${f.frames} frames, p50 ${f.p50} ms, p95 ${f.p95} ms, max ${f.max} ms; ${f.longTasks} long tasks (longest ${f.longest} ms, ${f.longTotal} ms in all)`);
+  const lines = Object.entries(figures).map(
+    ([phase, f]) =>
+      `${phase}: ${f.frames} frames, p50 ${f.p50} ms, p95 ${f.p95} ms, max ${f.max} ms; ${f.longTasks} long tasks (longest ${f.longest} ms, ${f.longTotal} ms in all)`,
+  );
   for (const line of lines) t.diagnostic(line);
   console.log(`frame times, 100,000 nodes, 1% churn a round:\n  ${lines.join('\n  ')}`);
   writeFileSync(join(SHOTS, 'frames.json'), `${JSON.stringify(figures, null, 2)}\n`);
@@ -412,7 +510,9 @@ test('100,000 nodes with 1% churning a round: scrolled and filtered smoothly (fr
   await release(server);
 });
 
-test('select by filter: every available node of conductor group dc2 deployed in one wait, its panel counting (screenshot)', { timeout: 240_000 }, async () => {
+test('select by filter: every available node of conductor group dc2 deployed in one wait, its panel counting (screenshot)', {
+  timeout: 240_000,
+}, async () => {
   const scenario = demoFleet({ size: 10_000, churn: 0 });
   // A few of them fail, as deploys do.
   const dc2 = scenario.nodes.filter((n) => n.conductor_group === 'dc2' && n.provision_state === 'available');
@@ -427,7 +527,13 @@ test('select by filter: every available node of conductor group dc2 deployed in 
   await page.press('#group-filter', 'Enter');
   const n = dc2.length;
   const label = `${n.toLocaleString('en')} of `;
-  await page.waitForFunction((l) => document.querySelector('#node-count').textContent.startsWith(l) && /^Updated /.test(document.querySelector('#refresh-status').textContent), label, { timeout: 60_000 });
+  await page.waitForFunction(
+    (l) =>
+      document.querySelector('#node-count').textContent.startsWith(l) &&
+      /^Updated /.test(document.querySelector('#refresh-status').textContent),
+    label,
+    { timeout: 60_000 },
+  );
   await page.waitForTimeout(2500); // the scope's own listing, not only the page's filtering of the whole fleet
   assert.equal(await page.textContent('#select-matching'), `Select all ${n.toLocaleString('en')} shown`);
   await page.click('#select-matching');
@@ -439,16 +545,28 @@ test('select by filter: every available node of conductor group dc2 deployed in 
   await page.click('#run');
   const p = newestPanel(page);
   await p.waitFor();
-  assert.match(await p.locator('.wait-title').textContent(), new RegExp(`^deploy · ${n.toLocaleString('en')} node\\(s\\) of provision state available, conductor group dc2$`));
+  assert.match(
+    await p.locator('.wait-title').textContent(),
+    new RegExp(`^deploy · ${n.toLocaleString('en')} node\\(s\\) of provision state available, conductor group dc2$`),
+  );
   // The table back on all of dc2, to watch them move.
   await page.selectOption('#state-filter', '');
   const group = scenario.nodes.filter((node) => node.conductor_group === 'dc2').length.toLocaleString('en');
   await page.waitForFunction((g) => document.querySelector('#node-count').textContent === `${g} of ${g}`, group, { timeout: 30_000 });
   // A large wait counts and lists its failures rather than a row per node.
-  await page.waitForFunction(() => {
-    const c = Object.fromEntries([...document.querySelectorAll('#waits > .wait-panel:first-child .summary li')].map((li) => [li.dataset.group, Number(li.querySelector('strong').textContent.replace(/,/g, ''))]));
-    return c.reached > 0 && c.waiting > 0 && c.failed > 0;
-  }, null, { timeout: 60_000 });
+  await page.waitForFunction(
+    () => {
+      const c = Object.fromEntries(
+        [...document.querySelectorAll('#waits > .wait-panel:first-child .summary li')].map((li) => [
+          li.dataset.group,
+          Number(li.querySelector('strong').textContent.replace(/,/g, '')),
+        ]),
+      );
+      return c.reached > 0 && c.waiting > 0 && c.failed > 0;
+    },
+    null,
+    { timeout: 60_000 },
+  );
   await page.waitForTimeout(1000);
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, 'console-fleet.png') });
@@ -458,27 +576,42 @@ test('select by filter: every available node of conductor group dc2 deployed in 
   }
   const id = await p.getAttribute('data-wait-id');
   await untilStatus(page, id, 'done', 120_000);
-  const summary = await panel(page, id).locator('.summary li').evaluateAll((lis) => Object.fromEntries(lis.map((li) => [li.dataset.group, Number(li.querySelector('strong').textContent.replace(/,/g, ''))])));
+  const summary = await panel(page, id)
+    .locator('.summary li')
+    .evaluateAll((lis) =>
+      Object.fromEntries(lis.map((li) => [li.dataset.group, Number(li.querySelector('strong').textContent.replace(/,/g, ''))])),
+    );
   assert.deepEqual(summary, { waiting: 0, reached: n - failing.length, failed: failing.length, 'timed-out': 0 });
   assert.equal(await panel(page, id).locator('.failures-title').textContent(), `Failures: ${failing.length}`);
-  const failed = await panel(page, id).locator('.run-rows > li').evaluateAll((lis) => lis.map((li) => [li.querySelector('.run-name').textContent, li.querySelector('.run-error')?.textContent]));
+  const failed = await panel(page, id)
+    .locator('.run-rows > li')
+    .evaluateAll((lis) => lis.map((li) => [li.querySelector('.run-name').textContent, li.querySelector('.run-error')?.textContent]));
   assert.deepEqual(failed.map(([name]) => name).sort(), [...failing].sort());
   assert.ok(failed.every(([, e]) => e === 'Deploy step deploy.write_image failed: Image checksum mismatch'));
-  assert.equal(await panel(page, id).locator('.wait-chart').getAttribute('data-points') > 2, true, 'its chart has points over time');
+  assert.equal((await panel(page, id).locator('.wait-chart').getAttribute('data-points')) > 2, true, 'its chart has points over time');
   assert.equal(server.sim.log({ method: 'PUT' }).length, n, 'one PUT per node');
   // The wait listed the table's scope (less the state it moves the nodes out of), no GET per node.
-  assert.ok(listings(server, since).some((e) => new URLSearchParams(e.query).get('conductor_group') === 'dc2' && !e.query.includes('provision_state=')));
+  assert.ok(
+    listings(server, since).some(
+      (e) => new URLSearchParams(e.query).get('conductor_group') === 'dc2' && !e.query.includes('provision_state='),
+    ),
+  );
   assert.equal(server.sim.log({ method: 'GET', path: '/v1/nodes/*' }).filter((e) => e.t >= since).length, 0);
   assert.deepEqual(page.problems, []);
   await page.close();
   await release(server);
 });
 
-test('a failed deploy\'s history, opened from its row: the error, when, and the time in each state; below API 1.78 it says so', { timeout: 90_000 }, async () => {
+test("a failed deploy's history, opened from its row: the error, when, and the time in each state; below API 1.78 it says so", {
+  timeout: 90_000,
+}, async () => {
   const failure = 'Deploy step deploy.write_image failed: Image download timed out after 3 attempts';
   const server = await serve({
     timing: TIMING,
-    nodes: [{ name: 'web-1', provision_state: 'available' }, { name: 'web-2', provision_state: 'available' }],
+    nodes: [
+      { name: 'web-1', provision_state: 'available' },
+      { name: 'web-2', provision_state: 'available' },
+    ],
     transitions: [{ node: 'web-1', action: 'deploy', fail: failure }],
   });
   const page = await openTab(server);
@@ -494,18 +627,32 @@ test('a failed deploy\'s history, opened from its row: the error, when, and the 
   assert.equal(await page.textContent('#detail-title'), 'web-1');
   assert.equal(await page.textContent('#detail-fields .field-provision-state'), 'deploy failed');
   assert.equal(await page.textContent('#detail-fields .field-last-error'), failure);
-  const events = await page.$$eval('#detail-history .timeline > li', (lis) => lis.map((li) => ({
-    severity: li.dataset.severity, type: li.dataset.type, text: li.querySelector('.event-text').textContent, time: li.querySelector('time').getAttribute('datetime'),
-  })));
+  const events = await page.$$eval('#detail-history .timeline > li', (lis) =>
+    lis.map((li) => ({
+      severity: li.dataset.severity,
+      type: li.dataset.type,
+      text: li.querySelector('.event-text').textContent,
+      time: li.querySelector('time').getAttribute('datetime'),
+    })),
+  );
   const errors = events.filter((e) => e.severity === 'ERROR');
   assert.equal(errors.length, 1, JSON.stringify(events));
   assert.equal(errors[0].type, 'deploying');
   assert.equal(errors[0].text, failure);
   assert.ok(!Number.isNaN(Date.parse(errors[0].time)), 'with its time');
-  assert.ok(events.some((e) => e.type === 'deployment_start'), 'the flow\'s start too');
+  assert.ok(
+    events.some((e) => e.type === 'deployment_start'),
+    "the flow's start too",
+  );
   const stints = await page.$$eval('#detail-history .stints > li', (lis) => lis.map((li) => li.textContent));
-  assert.ok(stints.some((s) => /^deploying \d+(\.\d)? s/.test(s)), `time in deploying: ${stints}`);
-  assert.ok(stints.some((s) => /^deploy failed now, for /.test(s)), `and where it is now: ${stints}`);
+  assert.ok(
+    stints.some((s) => /^deploying \d+(\.\d)? s/.test(s)),
+    `time in deploying: ${stints}`,
+  );
+  assert.ok(
+    stints.some((s) => /^deploy failed now, for /.test(s)),
+    `and where it is now: ${stints}`,
+  );
   assert.equal(await page.locator('#detail-history .event-error').count(), 1, 'the error marked');
   mkdirSync(SHOTS, { recursive: true });
   await page.locator('#detail-panel').screenshot({ path: join(SHOTS, 'console-history.png') });
@@ -519,14 +666,19 @@ test('a failed deploy\'s history, opened from its row: the error, when, and the 
   await oldPage.locator('#node-rows tr[data-name="old-1"] .col-name button').click();
   await oldPage.waitForSelector('#detail-panel[data-loaded="true"]');
   assert.equal(await oldPage.textContent('#detail-fields .field-provision-state'), 'active');
-  assert.equal(await oldPage.textContent('#detail-history .history-unsupported'), 'Node history needs Ironic API 1.78 or later; this Ironic speaks 1.77.');
+  assert.equal(
+    await oldPage.textContent('#detail-history .history-unsupported'),
+    'Node history needs Ironic API 1.78 or later; this Ironic speaks 1.77.',
+  );
   assert.equal(old.sim.log({ path: '/v1/nodes/*/history' }).length, 0, 'not asked for');
   assert.equal(await oldPage.isDisabled('#shard-filter'), true, 'the shard filter needs 1.82');
   assert.deepEqual(oldPage.problems, []);
   await oldPage.close();
 });
 
-test('power off on the selection, waited: its panel, the table\'s power column, a node whose power action fails', { timeout: 90_000 }, async () => {
+test("power off on the selection, waited: its panel, the table's power column, a node whose power action fails", {
+  timeout: 90_000,
+}, async () => {
   const server = await serve({
     timing: TIMING,
     nodes: names('p', 3).map((name) => ({ name, provision_state: 'active', power_state: 'power on' })),
@@ -542,29 +694,48 @@ test('power off on the selection, waited: its panel, the table\'s power column, 
   const id = await p.getAttribute('data-wait-id');
   assert.equal(await p.getAttribute('data-kind'), 'power');
   await untilStatus(page, id, 'done');
-  const outcomes = await p.locator('.run-rows > li').evaluateAll((lis) => Object.fromEntries(lis.map((li) => [li.querySelector('.run-name').textContent, [li.dataset.outcome, li.dataset.state]])));
+  const outcomes = await p
+    .locator('.run-rows > li')
+    .evaluateAll((lis) =>
+      Object.fromEntries(lis.map((li) => [li.querySelector('.run-name').textContent, [li.dataset.outcome, li.dataset.state]])),
+    );
   assert.deepEqual(outcomes, { p01: ['reached', 'power off'], p02: ['reached', 'power off'], p03: ['failed', 'power on'] });
-  assert.match(await p.locator('.run-rows > li[data-outcome="failed"] .run-error').textContent(), /IPMI power off failed: BMC not answering/);
+  assert.match(
+    await p.locator('.run-rows > li[data-outcome="failed"] .run-error').textContent(),
+    /IPMI power off failed: BMC not answering/,
+  );
   assert.match(await p.locator('.run-status').textContent(), /^2 of 3 node\(s\) reached power off/);
-  await page.waitForFunction(() => ['p01', 'p02'].every((n) => document.querySelector(`#node-rows tr[data-name="${n}"] .col-power-state`).textContent === 'power off'));
+  await page.waitForFunction(() =>
+    ['p01', 'p02'].every((n) => document.querySelector(`#node-rows tr[data-name="${n}"] .col-power-state`).textContent === 'power off'),
+  );
   const puts = server.sim.log({ method: 'PUT', path: '/v1/nodes/*/states/power' });
   assert.equal(puts.length, 3);
   assert.equal(server.sim.node('p01').power_state, 'power off');
-  assert.deepEqual(page.problems.filter((x) => !/status of 4\d\d/.test(x)), []);
+  assert.deepEqual(
+    page.problems.filter((x) => !/status of 4\d\d/.test(x)),
+    [],
+  );
   await page.close();
 });
 
-test('the charts: the fleet by provision state follows a churning fleet; a wait\'s chart its outcomes over time', { timeout: 90_000 }, async () => {
+test("the charts: the fleet by provision state follows a churning fleet; a wait's chart its outcomes over time", {
+  timeout: 90_000,
+}, async () => {
   const server = await serve(demoFleet({ size: 2000, churn: 0.05 }));
   const page = await openTab(server);
   const chart = page.locator('#fleet-chart');
   await page.waitForFunction(() => Number(document.querySelector('#fleet-chart').dataset.points) >= 2, null, { timeout: 20_000 });
-  const first = { points: Number(await chart.getAttribute('data-points')), shape: await chart.locator('path.area').evaluateAll((ps) => ps.map((p) => p.getAttribute('d')).join()) };
-  await page.waitForFunction((n) => Number(document.querySelector('#fleet-chart').dataset.points) >= n + 3, first.points, { timeout: 20_000 });
+  const first = {
+    points: Number(await chart.getAttribute('data-points')),
+    shape: await chart.locator('path.area').evaluateAll((ps) => ps.map((p) => p.getAttribute('d')).join()),
+  };
+  await page.waitForFunction((n) => Number(document.querySelector('#fleet-chart').dataset.points) >= n + 3, first.points, {
+    timeout: 20_000,
+  });
   const later = await chart.locator('path.area').evaluateAll((ps) => ps.map((p) => [p.dataset.key, p.getAttribute('d')]));
   assert.notEqual(later.map(([, d]) => d).join(), first.shape, 'the areas moved');
   assert.ok(later.some(([k]) => k === 'active') && later.some(([k]) => k === 'available'), later.map(([k]) => k).join());
-  assert.ok(await page.locator('#fleet-legend li[data-key="active"]').count() === 1);
+  assert.ok((await page.locator('#fleet-legend li[data-key="active"]').count()) === 1);
 
   const available = await page.$$eval('#node-rows tr[data-state="available"]', (trs) => trs.slice(0, 4).map((tr) => tr.dataset.name));
   const id = await run(page, available, 'manage', { poll: 0.3 });
@@ -572,7 +743,9 @@ test('the charts: the fleet by provision state follows a churning fleet; a wait\
   const wait = panel(page, id).locator('.wait-chart');
   assert.ok(Number(await wait.getAttribute('data-points')) >= 2);
   // Every node ends in one of its areas (the churn may take one of them first: then it is refused, a failure).
-  const legend = await panel(page, id).locator('.chart-legend li').evaluateAll((lis) => Object.fromEntries(lis.map((li) => [li.dataset.key, Number(li.querySelector('strong').textContent)])));
+  const legend = await panel(page, id)
+    .locator('.chart-legend li')
+    .evaluateAll((lis) => Object.fromEntries(lis.map((li) => [li.dataset.key, Number(li.querySelector('strong').textContent)])));
   assert.equal(legend.waiting, 0);
   assert.equal(legend.reached + legend.failed + legend.other, available.length, JSON.stringify(legend));
   assert.ok(legend.reached > 0);

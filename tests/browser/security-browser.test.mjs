@@ -19,8 +19,13 @@ import { startIronic } from '../node/harness.mjs';
 import { collectProblems } from '../runtimes/pages.mjs';
 
 const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
   // evil.test is the attacker's name, resolving to this machine (as after a DNS rebinding).
   '--host-resolver-rules=MAP evil.test 127.0.0.1',
 ];
@@ -157,11 +162,23 @@ function assertNothingReadable({ results, requests, answers, framedConsole }) {
   assert.equal(results['module include'], 'error');
   assert.equal(results['framed document'], 'threw SecurityError');
   assert.equal(framedConsole, null, 'the console did not render in the frame');
-  for (const r of ['GET /', 'POST /v1/allocations', 'POST /v1/nodes/n2/states/provision', 'POST /__sim/reset', 'POST /__sim/scenario', 'GET /v1/nodes', 'GET /app.js']) {
+  for (const r of [
+    'GET /',
+    'POST /v1/allocations',
+    'POST /v1/nodes/n2/states/provision',
+    'POST /__sim/reset',
+    'POST /__sim/scenario',
+    'GET /v1/nodes',
+    'GET /app.js',
+  ]) {
     assert.ok(requests.includes(r), `the attacker sent ${r}: ${requests.join(', ')}`);
   }
   assert.ok(answers.length >= 4, answers.join('\n'));
-  assert.deepEqual(answers.filter((a) => !a.endsWith(' 403')), [], 'every answer the attacker got was a refusal');
+  assert.deepEqual(
+    answers.filter((a) => !a.endsWith(' 403')),
+    [],
+    'every answer the attacker got was a refusal',
+  );
 }
 
 test('a page on another loopback origin cannot drive or read the console (simulator mode)', { timeout: TEST_TIMEOUT }, async () => {
@@ -184,11 +201,15 @@ test('a page on another site cannot drive or read the console (IRONIC_URL proxy 
   open.push(server);
   const outcome = await attack('evil.test', server.url);
   assertNothingReadable(outcome);
-  assert.deepEqual(ironic.seen.map((r) => `${r.method} ${r.url}`), [], 'nothing reached Ironic');
+  assert.deepEqual(
+    ironic.seen.map((r) => `${r.method} ${r.url}`),
+    [],
+    'nothing reached Ironic',
+  );
   assert.equal(ironic.sim.summary().allocations, 0);
 });
 
-test('DNS rebinding: the console behind the attacker\'s own origin answers nothing', { timeout: TEST_TIMEOUT }, async () => {
+test("DNS rebinding: the console behind the attacker's own origin answers nothing", { timeout: TEST_TIMEOUT }, async () => {
   const ironic = await startIronic({ nodes: NODES });
   open.push(ironic);
   // The attacker's page loads from evil.test:PORT; then evil.test:PORT is the console (its server
@@ -245,7 +266,12 @@ const XSS = [
 ];
 
 test('XSS corpus: names, last_error and allocation texts show literally and run nothing', { timeout: TEST_TIMEOUT }, async () => {
-  const nodes = XSS.map((text, i) => ({ name: `${text} #${i}`, provision_state: 'enroll', last_error: `stored ${text}`, resource_class: text }));
+  const nodes = XSS.map((text, i) => ({
+    name: `${text} #${i}`,
+    provision_state: 'enroll',
+    last_error: `stored ${text}`,
+    resource_class: text,
+  }));
   const server = await startConsoleServer({
     scenario: {
       timing: { verifying: 200, allocating: 100 },
@@ -258,11 +284,13 @@ test('XSS corpus: names, last_error and allocation texts show literally and run 
   await page.goto(server.url);
   await page.waitForSelector('body[data-ready="true"]');
 
-  const rows = await page.$$eval('#node-rows tr', (trs) => trs.map((tr) => ({
-    name: tr.querySelector('.col-name').textContent,
-    lastError: tr.querySelector('.col-last-error').textContent,
-    resourceClass: tr.querySelector('.col-resource-class').textContent,
-  })));
+  const rows = await page.$$eval('#node-rows tr', (trs) =>
+    trs.map((tr) => ({
+      name: tr.querySelector('.col-name').textContent,
+      lastError: tr.querySelector('.col-last-error').textContent,
+      resourceClass: tr.querySelector('.col-resource-class').textContent,
+    })),
+  );
   for (const n of nodes) {
     const row = rows.find((r) => r.name === n.name);
     assert.ok(row, `row for ${n.name.slice(0, 40)}`);
@@ -276,11 +304,17 @@ test('XSS corpus: names, last_error and allocation texts show literally and run 
   await page.selectOption('#action', 'manage');
   await page.fill('#poll', '0.1');
   await page.click('#run');
-  await page.waitForFunction((count) => [...document.querySelectorAll('#waits .run-rows > li')]
-    .filter((li) => li.dataset.outcome === 'unexpected-stable').length === count, nodes.length);
-  const runRows = await page.$$eval('#waits .run-rows > li', (lis) => lis.map((li) => ({
-    name: li.querySelector('.run-name').textContent, error: li.querySelector('.run-error')?.textContent,
-  })));
+  await page.waitForFunction(
+    (count) =>
+      [...document.querySelectorAll('#waits .run-rows > li')].filter((li) => li.dataset.outcome === 'unexpected-stable').length === count,
+    nodes.length,
+  );
+  const runRows = await page.$$eval('#waits .run-rows > li', (lis) =>
+    lis.map((li) => ({
+      name: li.querySelector('.run-name').textContent,
+      error: li.querySelector('.run-error')?.textContent,
+    })),
+  );
   for (const [i, n] of nodes.entries()) {
     assert.equal(runRows.find((r) => r.name === n.name)?.error, `failed ${XSS[i]}`, n.name.slice(0, 40));
   }
@@ -293,22 +327,32 @@ test('XSS corpus: names, last_error and allocation texts show literally and run 
     await page.waitForFunction(() => document.querySelector('#alloc-rows li')?.dataset.state === 'error');
     const first = page.locator('#alloc-rows li').first();
     assert.equal(await first.locator('.run-name').textContent(), text);
-    assert.match(await first.locator('.run-error').textContent(), /^Failed to process allocation [0-9a-f-]{36}: no available nodes match the resource class /);
+    assert.match(
+      await first.locator('.run-error').textContent(),
+      /^Failed to process allocation [0-9a-f-]{36}: no available nodes match the resource class /,
+    );
     assert.ok((await first.locator('.run-error').textContent()).includes(text));
   }
 
   assert.equal(await page.evaluate(() => window.__pwned), undefined, 'no script of the corpus ran');
   assert.equal(await page.title(), 'ironic-wait console');
   // The console's own charts are SVG (made element by element, text set as text); nothing else is.
-  assert.equal(await page.locator('main img, main script, main svg:not(.chart), main iframe, main a, main b, #messages *:not(li, div, strong, p, button, code)').count(), 0,
-    'no element was made from server text');
+  assert.equal(
+    await page
+      .locator(
+        'main img, main script, main svg:not(.chart), main iframe, main a, main b, #messages *:not(li, div, strong, p, button, code)',
+      )
+      .count(),
+    0,
+    'no element was made from server text',
+  );
   assert.equal(await page.locator('main svg.chart *:not(title, line, text, path)').count(), 0, 'the charts hold only what chart.js draws');
   // A CSP violation would be a console error: none means no markup was even attempted.
   assert.deepEqual(page.problems, []);
-  assert.equal(server.sim.log({ method: 'POST', path: '/v1/allocations' }).length, 3, 'the page\'s own writes went through');
+  assert.equal(server.sim.log({ method: 'POST', path: '/v1/allocations' }).length, 3, "the page's own writes went through");
 });
 
-test('the page\'s own writes pass with its token: Reset demo fleet', { timeout: TEST_TIMEOUT }, async () => {
+test("the page's own writes pass with its token: Reset demo fleet", { timeout: TEST_TIMEOUT }, async () => {
   const server = await startConsoleServer({ scenario: { nodes: NODES } });
   open.push(server);
   server.sim.setNode('n1', { provision_state: 'manageable' });

@@ -77,7 +77,7 @@ function parseAnswer(data, bodiless = false) {
     body = '';
   } else if (headers['transfer-encoding']?.[0] === 'chunked') {
     let out = '';
-    for (let at = 0; ;) {
+    for (let at = 0; ; ) {
       const eol = body.indexOf('\r\n', at);
       if (eol < 0) return null;
       const size = parseInt(body.slice(at, eol), 16);
@@ -139,7 +139,10 @@ async function consoleIn(mode, options = {}) {
     token,
     ironic,
     /** Everything Ironic received so far (the recording server's requests, or the simulator's log). */
-    reached: () => (ironic ? ironic.seen.map((r) => `${r.method} ${r.url}`) : server.sim.log().map((e) => `${e.method} ${e.path}${e.query ? `?${e.query}` : ''}`)),
+    reached: () =>
+      ironic
+        ? ironic.seen.map((r) => `${r.method} ${r.url}`)
+        : server.sim.log().map((e) => `${e.method} ${e.path}${e.query ? `?${e.query}` : ''}`),
     allocations: () => state().summary().allocations,
     nodes: () => state().summary().nodes,
     /** A request with the page's usual headers; a `body` gets its Content-Length unless `extra` says otherwise. */
@@ -236,7 +239,7 @@ for (const mode of ['proxy', 'simulator']) {
   });
 }
 
-test('proxy: the upstream URL keeps IRONIC_URL\'s path prefix; no path climbs out of it', async () => {
+test("proxy: the upstream URL keeps IRONIC_URL's path prefix; no path climbs out of it", async () => {
   const ironic = await startIronic({ nodes: NODES });
   open.push(ironic);
   const server = await startConsoleServer({ ironicUrl: `${ironic.url}/baremetal/v1/` });
@@ -245,20 +248,38 @@ test('proxy: the upstream URL keeps IRONIC_URL\'s path prefix; no path climbs ou
   const token = await pageToken(port, host);
   const answer = await exchange(port, head('GET', '/v1/nodes/a%20b?fields=name', { host }, { 'X-Console-Token': token }));
   assert.equal(answer.status, 404); // the simulator behind has no /baremetal
-  assert.deepEqual(ironic.seen.map((r) => r.url), ['/baremetal/v1/nodes/a%20b?fields=name']);
+  assert.deepEqual(
+    ironic.seen.map((r) => r.url),
+    ['/baremetal/v1/nodes/a%20b?fields=name'],
+  );
   for (const [target] of TRAVERSALS) await exchange(port, head('GET', target, { host }, { 'X-Console-Token': token }));
   assert.equal(ironic.seen.length, 1);
 });
 
-test('only requests addressed to the server\'s own loopback address are answered (DNS rebinding)', async () => {
+test("only requests addressed to the server's own loopback address are answered (DNS rebinding)", async () => {
   for (const mode of ['proxy', 'simulator']) {
     const c = await consoleIn(mode);
     const before = c.reached().length;
     const hosts = [
-      'evil.com', `evil.com:${c.port}`, `127.0.0.1.evil.com:${c.port}`, `${c.port}.127.0.0.1.nip.io:${c.port}`, `127.0.0.1:${c.port}.evil.com`,
-      '127.0.0.1', '127.0.0.1:80', `127.0.0.1:${c.port + 1}`, `127.0.0.1:0${c.port}`, `127.1:${c.port}`, `2130706433:${c.port}`,
-      `0x7f.0.0.1:${c.port}`, `[::1]:${c.port}`, `[::ffff:127.0.0.1]:${c.port}`, `localhost.:${c.port}`, `localhost:${c.port + 1}`,
-      `user@127.0.0.1:${c.port}`, '', ' ',
+      'evil.com',
+      `evil.com:${c.port}`,
+      `127.0.0.1.evil.com:${c.port}`,
+      `${c.port}.127.0.0.1.nip.io:${c.port}`,
+      `127.0.0.1:${c.port}.evil.com`,
+      '127.0.0.1',
+      '127.0.0.1:80',
+      `127.0.0.1:${c.port + 1}`,
+      `127.0.0.1:0${c.port}`,
+      `127.1:${c.port}`,
+      `2130706433:${c.port}`,
+      `0x7f.0.0.1:${c.port}`,
+      `[::1]:${c.port}`,
+      `[::ffff:127.0.0.1]:${c.port}`,
+      `localhost.:${c.port}`,
+      `localhost:${c.port + 1}`,
+      `user@127.0.0.1:${c.port}`,
+      '',
+      ' ',
     ];
     const cases = [
       ...hosts.map((h) => [`Host: ${h}`, { Host: h }]),
@@ -267,7 +288,11 @@ test('only requests addressed to the server\'s own loopback address are answered
       ['two Hosts, evil first', { Host: ['evil.com', `127.0.0.1:${c.port}`] }],
     ];
     for (const [what, headers] of cases) {
-      for (const [method, target] of [['GET', '/v1/nodes'], ['GET', '/'], ['POST', '/v1/allocations']]) {
+      for (const [method, target] of [
+        ['GET', '/v1/nodes'],
+        ['GET', '/'],
+        ['POST', '/v1/allocations'],
+      ]) {
         const body = method === 'POST' ? '{"resource_class": "gold"}' : '';
         const extra = { ...headers, 'X-Console-Token': c.token, 'Content-Type': 'application/json', 'Content-Length': body.length };
         const answer = await c.send(method, target, extra, { body });
@@ -294,13 +319,14 @@ test('listening on ::1, it answers as [::1] and localhost; it will not listen be
   if (server instanceof Error) return t.skip(`no IPv6 loopback here: ${server.code}`);
   open.push(server);
   const port = Number(new URL(server.url).port);
-  const ask = (host, extra = {}) => new Promise((resolve, reject) => {
-    const socket = net.connect({ port, host: '::1' }, () => socket.write(`${head('GET', '/v1/nodes', { host }, extra)}\r\n\r\n`));
-    let data = '';
-    socket.on('data', (d) => (data += d));
-    socket.on('close', () => resolve(Number(data.split(' ')[1])));
-    socket.on('error', reject);
-  });
+  const ask = (host, extra = {}) =>
+    new Promise((resolve, reject) => {
+      const socket = net.connect({ port, host: '::1' }, () => socket.write(`${head('GET', '/v1/nodes', { host }, extra)}\r\n\r\n`));
+      let data = '';
+      socket.on('data', (d) => (data += d));
+      socket.on('close', () => resolve(Number(data.split(' ')[1])));
+      socket.on('error', reject);
+    });
   const page = await new Promise((resolve) => {
     http.get({ host: '::1', port, path: '/', headers: { Host: `[::1]:${port}` } }, (res) => {
       let body = '';
@@ -322,21 +348,47 @@ test('any foreign Origin is refused, for every method, before anything reaches I
     const c = await consoleIn(mode);
     const before = c.reached().length;
     const origins = [
-      'null', 'http://evil.com', `http://127.0.0.1:${c.port + 1}`, `http://localhost:${c.port}`, `https://127.0.0.1:${c.port}`,
-      `http://127.0.0.1:${c.port}/`, `http://127.0.0.1:${c.port}.evil.com`, `http://127.0.0.1`, 'http://127.0.0.1:80', '',
-      `HTTP://127.0.0.1:${c.port}`, [`http://127.0.0.1:${c.port}`, 'http://evil.com'], 'file://', `http://[::1]:${c.port}`,
+      'null',
+      'http://evil.com',
+      `http://127.0.0.1:${c.port + 1}`,
+      `http://localhost:${c.port}`,
+      `https://127.0.0.1:${c.port}`,
+      `http://127.0.0.1:${c.port}/`,
+      `http://127.0.0.1:${c.port}.evil.com`,
+      `http://127.0.0.1`,
+      'http://127.0.0.1:80',
+      '',
+      `HTTP://127.0.0.1:${c.port}`,
+      [`http://127.0.0.1:${c.port}`, 'http://evil.com'],
+      'file://',
+      `http://[::1]:${c.port}`,
     ];
     for (const origin of origins) {
       for (const [method, target, body] of [
-        ['GET', '/v1/nodes'], ['HEAD', '/v1/nodes'], ['GET', '/'], ['GET', '/app.js'], ['GET', '/console.json'],
-        ['POST', '/v1/allocations', '{"resource_class": "gold"}'], ['DELETE', '/v1/nodes/n1'], ['PUT', '/v1/nodes/n1/states/provision', '{"target": "active"}'],
-        ['PATCH', '/v1/nodes/n1', '[]'], ['OPTIONS', '/v1/allocations'],
+        ['GET', '/v1/nodes'],
+        ['HEAD', '/v1/nodes'],
+        ['GET', '/'],
+        ['GET', '/app.js'],
+        ['GET', '/console.json'],
+        ['POST', '/v1/allocations', '{"resource_class": "gold"}'],
+        ['DELETE', '/v1/nodes/n1'],
+        ['PUT', '/v1/nodes/n1/states/provision', '{"target": "active"}'],
+        ['PATCH', '/v1/nodes/n1', '[]'],
+        ['OPTIONS', '/v1/allocations'],
       ]) {
-        const answer = await c.send(method, target, {
-          Origin: origin, 'X-Console-Token': c.token, 'Content-Type': 'application/json', 'Content-Length': body?.length ?? 0,
-          'Access-Control-Request-Method': method === 'OPTIONS' ? 'POST' : null,
-          'Access-Control-Request-Headers': method === 'OPTIONS' ? 'x-console-token, content-type' : null,
-        }, { body });
+        const answer = await c.send(
+          method,
+          target,
+          {
+            Origin: origin,
+            'X-Console-Token': c.token,
+            'Content-Type': 'application/json',
+            'Content-Length': body?.length ?? 0,
+            'Access-Control-Request-Method': method === 'OPTIONS' ? 'POST' : null,
+            'Access-Control-Request-Headers': method === 'OPTIONS' ? 'x-console-token, content-type' : null,
+          },
+          { body },
+        );
         assert.equal(answer.status, 403, `${mode} Origin ${origin} ${method} ${target}`);
         assertSecurityHeaders(answer, `Origin ${origin}`);
         assert.doesNotMatch(answer.body, /console-token|"nodes"/);
@@ -347,10 +399,18 @@ test('any foreign Origin is refused, for every method, before anything reaches I
     assert.equal(c.nodes(), 1);
 
     // Its own origin (as the browser sends it, matching the Host it was loaded from) passes.
-    const own = await c.send('POST', '/v1/allocations', {
-      Origin: `http://127.0.0.1:${c.port}`, 'Sec-Fetch-Site': 'same-origin', 'X-Console-Token': c.token,
-      'Content-Type': 'application/json', 'Content-Length': 26,
-    }, { body: '{"resource_class": "gold"}' });
+    const own = await c.send(
+      'POST',
+      '/v1/allocations',
+      {
+        Origin: `http://127.0.0.1:${c.port}`,
+        'Sec-Fetch-Site': 'same-origin',
+        'X-Console-Token': c.token,
+        'Content-Type': 'application/json',
+        'Content-Length': 26,
+      },
+      { body: '{"resource_class": "gold"}' },
+    );
     assert.equal(own.status, 201);
     const local = await c.read('/v1/nodes', { Host: `localhost:${c.port}`, Origin: `http://localhost:${c.port}` });
     assert.equal(local.status, 200);
@@ -358,7 +418,7 @@ test('any foreign Origin is refused, for every method, before anything reaches I
   }
 });
 
-test('writes need same-origin fetch metadata and the page\'s token, in a header, exactly', async () => {
+test("writes need same-origin fetch metadata and the page's token, in a header, exactly", async () => {
   for (const mode of ['proxy', 'simulator']) {
     const c = await consoleIn(mode);
     const other = await consoleIn('simulator'); // another start: another token
@@ -394,12 +454,22 @@ test('writes need same-origin fetch metadata and the page\'s token, in a header,
       }
     }
     // The token's header name is case-insensitive like any other; a body must still be JSON.
-    const plain = await c.send('POST', '/v1/allocations', { 'x-console-token': c.token, 'Content-Type': 'text/plain', 'Content-Length': body.length }, { body });
+    const plain = await c.send(
+      'POST',
+      '/v1/allocations',
+      { 'x-console-token': c.token, 'Content-Type': 'text/plain', 'Content-Length': body.length },
+      { body },
+    );
     assert.equal(plain.status, 415);
     if (mode === 'simulator') {
       // The simulator's control API is a write surface too (scenarios, faults, reset).
       for (const target of ['/__sim/scenario', '/__sim/reset', '/__sim/faults']) {
-        const answer = await c.send('POST', target, { 'Content-Type': 'application/json', 'Content-Length': 12 }, { body: '{"nodes": []}'.slice(0, 12) });
+        const answer = await c.send(
+          'POST',
+          target,
+          { 'Content-Type': 'application/json', 'Content-Length': 12 },
+          { body: '{"nodes": []}'.slice(0, 12) },
+        );
         assert.equal(answer.status, 403, target);
       }
       assert.equal((await c.send('DELETE', '/__sim/log')).status, 403);
@@ -420,9 +490,14 @@ test('writes need same-origin fetch metadata and the page\'s token, in a header,
     for (const target of ['/', '/app.js', '/console.json']) assert.equal((await c.send('GET', target)).status, 200, target);
     // Other sites may only navigate to the page.
     for (const [target, mode2, dest, status] of [
-      ['/', 'navigate', 'document', 200], ['/v1/nodes', 'navigate', 'document', 403], ['/v1/nodes', 'cors', 'empty', 403],
-      ['/v1/nodes', 'no-cors', 'script', 403], ['/app.js', 'no-cors', 'script', 403], ['/', 'navigate', 'iframe', 403],
-      ['/console.json', 'cors', 'empty', 403], ['/pkg/ironic_wait_bg.wasm', 'cors', 'empty', 403],
+      ['/', 'navigate', 'document', 200],
+      ['/v1/nodes', 'navigate', 'document', 403],
+      ['/v1/nodes', 'cors', 'empty', 403],
+      ['/v1/nodes', 'no-cors', 'script', 403],
+      ['/app.js', 'no-cors', 'script', 403],
+      ['/', 'navigate', 'iframe', 403],
+      ['/console.json', 'cors', 'empty', 403],
+      ['/pkg/ironic_wait_bg.wasm', 'cors', 'empty', 403],
     ]) {
       for (const site of ['cross-site', 'same-site']) {
         const answer = await c.read(target, { 'Sec-Fetch-Site': site, 'Sec-Fetch-Mode': mode2, 'Sec-Fetch-Dest': dest });
@@ -438,7 +513,9 @@ test('preflights get no CORS headers, and other methods are refused', async () =
     const before = c.reached().length;
     for (const origin of [null, `http://127.0.0.1:${c.port}`, 'http://evil.com']) {
       const answer = await c.send('OPTIONS', '/v1/allocations', {
-        Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'x-console-token',
+        Origin: origin,
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'x-console-token',
       });
       assert.equal(answer.status, 403);
       assertSecurityHeaders(answer, `preflight from ${origin}`);
@@ -455,11 +532,20 @@ test('preflights get no CORS headers, and other methods are refused', async () =
 test('request bodies: the limit is exact, larger ones are refused at once, slow ones time out', async () => {
   for (const mode of ['proxy', 'simulator']) {
     const c = await consoleIn(mode, { bodyTimeout: 600, headersTimeout: 800 });
-    const write = (body, extra = {}) => c.send('POST', '/v1/allocations', {
-      'X-Console-Token': c.token, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...extra,
-    }, { body });
+    const write = (body, extra = {}) =>
+      c.send(
+        'POST',
+        '/v1/allocations',
+        {
+          'X-Console-Token': c.token,
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(body),
+          ...extra,
+        },
+        { body },
+      );
     // A body of exactly the limit is read and passed on (Ironic refuses the unknown field); one byte more is not.
-    const fill = (n) => `{"resource_class": "gold", "x": "${"a".repeat(n - 35)}"}`;
+    const fill = (n) => `{"resource_class": "gold", "x": "${'a'.repeat(n - 35)}"}`;
     assert.equal(fill(MAX_BODY_BYTES).length, MAX_BODY_BYTES);
     const before = c.reached().length;
     const atLimit = await write(fill(MAX_BODY_BYTES));
@@ -472,28 +558,50 @@ test('request bodies: the limit is exact, larger ones are refused at once, slow 
 
     // Declared too large: refused before a byte of it is read, even before `100 Continue`.
     const declared = await c.send('POST', '/v1/allocations', {
-      'X-Console-Token': c.token, 'Content-Type': 'application/json', 'Content-Length': 50 * 2 ** 20, Expect: '100-continue',
+      'X-Console-Token': c.token,
+      'Content-Type': 'application/json',
+      'Content-Length': 50 * 2 ** 20,
+      Expect: '100-continue',
     });
     assert.equal(declared.status, 413);
     assert.doesNotMatch(declared.text, /100 Continue/);
 
     // Pages take no body at all: one announced is refused before it comes.
-    for (const [method, target] of [['GET', '/'], ['POST', '/index.html'], ['GET', '/console.json']]) {
+    for (const [method, target] of [
+      ['GET', '/'],
+      ['POST', '/index.html'],
+      ['GET', '/console.json'],
+    ]) {
       const answer = await c.send(method, target, { 'X-Console-Token': c.token, 'Content-Length': 10 * 2 ** 20 });
       assert.equal(answer.status, 400, `${method} ${target} with a body`);
     }
 
     // Chunked past the limit.
-    const chunked = await c.send('POST', '/v1/allocations', {
-      'X-Console-Token': c.token, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Content-Length': null,
-    }, { body: `100000\r\n${'a'.repeat(0x100000)}\r\n10\r\n${'b'.repeat(16)}\r\n0\r\n\r\n` });
+    const chunked = await c.send(
+      'POST',
+      '/v1/allocations',
+      {
+        'X-Console-Token': c.token,
+        'Content-Type': 'application/json',
+        'Transfer-Encoding': 'chunked',
+        'Content-Length': null,
+      },
+      { body: `100000\r\n${'a'.repeat(0x100000)}\r\n10\r\n${'b'.repeat(16)}\r\n0\r\n\r\n` },
+    );
     assert.equal(chunked.status, 413);
 
     // A body that stops coming: 408 after the body time limit, the connection closed.
     const started = performance.now();
-    const slow = await c.send('POST', '/v1/allocations', {
-      'X-Console-Token': c.token, 'Content-Type': 'application/json', 'Content-Length': 100,
-    }, { body: '{"resource_class": ', timeout: 15_000 });
+    const slow = await c.send(
+      'POST',
+      '/v1/allocations',
+      {
+        'X-Console-Token': c.token,
+        'Content-Type': 'application/json',
+        'Content-Length': 100,
+      },
+      { body: '{"resource_class": ', timeout: 15_000 },
+    );
     assert.equal(slow.status, 408);
     assertSecurityHeaders(slow, '408');
     assert.ok(performance.now() - started < 10_000, 'the slow body was cut');
@@ -517,7 +625,7 @@ test('request bodies: the limit is exact, larger ones are refused at once, slow 
   }
 });
 
-test('a 50 MB body is refused with 413 without growing the server\'s memory', { timeout: 60_000 }, async () => {
+test("a 50 MB body is refused with 413 without growing the server's memory", { timeout: 60_000 }, async () => {
   // The server in a process of its own, so its RSS is its alone.
   const code = `
     import { startConsoleServer } from ${JSON.stringify(new URL('../../www/server.mjs', import.meta.url).href)};
@@ -540,30 +648,33 @@ test('a 50 MB body is refused with 413 without growing the server\'s memory', { 
     const token = page.body.match(/console-token" content="([^"]+)"/)[1];
 
     /** Sends 50 MB (declared or chunked) whatever the server says, as a hostile client would; resolves to the status. */
-    const flood = (chunked) => new Promise((resolve, reject) => {
-      const size = 50 * 2 ** 20;
-      const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
-      const framing = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`;
-      const block = Buffer.alloc(64 * 1024, 'a');
-      const piece = chunked ? Buffer.concat([Buffer.from(`${block.length.toString(16)}\r\n`), block, Buffer.from('\r\n')]) : block;
-      let sent = 0;
-      let data = '';
-      const pump = () => {
-        while (sent < size && !socket.destroyed) {
-          sent += block.length;
-          if (!socket.write(piece)) return socket.once('drain', pump);
-        }
-        if (!socket.destroyed) socket.end(chunked ? '0\r\n\r\n' : '');
-      };
-      socket.on('connect', () => {
-        socket.write(`POST /v1/allocations HTTP/1.1\r\nHost: ${host}\r\nX-Console-Token: ${token}\r\n`
-          + `Content-Type: application/json\r\n${framing}\r\n\r\n`);
-        pump();
+    const flood = (chunked) =>
+      new Promise((resolve, reject) => {
+        const size = 50 * 2 ** 20;
+        const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+        const framing = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`;
+        const block = Buffer.alloc(64 * 1024, 'a');
+        const piece = chunked ? Buffer.concat([Buffer.from(`${block.length.toString(16)}\r\n`), block, Buffer.from('\r\n')]) : block;
+        let sent = 0;
+        let data = '';
+        const pump = () => {
+          while (sent < size && !socket.destroyed) {
+            sent += block.length;
+            if (!socket.write(piece)) return socket.once('drain', pump);
+          }
+          if (!socket.destroyed) socket.end(chunked ? '0\r\n\r\n' : '');
+        };
+        socket.on('connect', () => {
+          socket.write(
+            `POST /v1/allocations HTTP/1.1\r\nHost: ${host}\r\nX-Console-Token: ${token}\r\n` +
+              `Content-Type: application/json\r\n${framing}\r\n\r\n`,
+          );
+          pump();
+        });
+        socket.on('data', (d) => (data += d));
+        socket.on('error', () => {});
+        socket.on('close', () => (data ? resolve(Number(data.split(' ')[1])) : reject(new Error('no answer'))));
       });
-      socket.on('data', (d) => (data += d));
-      socket.on('error', () => {});
-      socket.on('close', () => (data ? resolve(Number(data.split(' ')[1])) : reject(new Error('no answer'))));
-    });
 
     assert.equal(await flood(false), 413); // warm-up: buffers and code paths in place
     const before = await rss();
@@ -596,13 +707,32 @@ test('every kind of answer carries the security headers', async () => {
     'simulator list': [await c.read('/v1/nodes'), true],
     'simulator 404': [await c.read('/v1/nodes/nope'), true],
     'simulator 406': [await c.read('/v1/nodes', { 'X-OpenStack-Ironic-API-Version': '9.99' }), true],
-    'simulator write': [await c.send('PUT', '/v1/nodes/n1/states/provision', { ...token, 'Content-Type': 'application/json' }, { body: '{"target": "active"}' }), true],
+    'simulator write': [
+      await c.send(
+        'PUT',
+        '/v1/nodes/n1/states/provision',
+        { ...token, 'Content-Type': 'application/json' },
+        { body: '{"target": "active"}' },
+      ),
+      true,
+    ],
     'simulator control': [await c.read('/__sim'), true],
     'proxied list': [await p.read('/v1/nodes'), true],
     'proxied 404': [await p.read('/v1/nodes/nope'), true],
-    'proxy 502': [await exchange(new URL(dead.url).port, head('GET', '/v1/nodes', { host: new URL(dead.url).host }, {
-      'X-Console-Token': await pageToken(new URL(dead.url).port, new URL(dead.url).host),
-    })), true],
+    'proxy 502': [
+      await exchange(
+        new URL(dead.url).port,
+        head(
+          'GET',
+          '/v1/nodes',
+          { host: new URL(dead.url).host },
+          {
+            'X-Console-Token': await pageToken(new URL(dead.url).port, new URL(dead.url).host),
+          },
+        ),
+      ),
+      true,
+    ],
     'bad path': [await c.send('GET', '/v1/../x'), true],
     'wrong Host': [await c.send('GET', '/', { Host: 'evil.com' }), true],
     'foreign Origin': [await c.send('GET', '/', { Origin: 'http://evil.com' }), true],
@@ -654,7 +784,7 @@ async function hostileIronic(routesFor) {
   return { url, seen, routes, close: () => listening.close() };
 }
 
-test('proxy: only an allow-list of Ironic\'s headers comes back; redirects stay on this origin or are refused', async () => {
+test("proxy: only an allow-list of Ironic's headers comes back; redirects stay on this origin or are refused", async () => {
   const hostile = await hostileIronic((url) => ({
     '/v1/nodes': { status: 200 },
     '/v1/moved-here': { status: 301, headers: { Location: `${url}/v1/nodes/n1?fields=name` } },
@@ -667,7 +797,10 @@ test('proxy: only an allow-list of Ironic\'s headers comes back; redirects stay 
     '/v1/accepted': { status: 202, headers: { Location: `${url}/v1/nodes/n1/states` } },
   }));
   open.push(hostile);
-  const server = await startConsoleServer({ ironicUrl: hostile.url.replace('http://', `http://admin:${BASIC_PASSWORD}@`), ironicToken: IRONIC_TOKEN });
+  const server = await startConsoleServer({
+    ironicUrl: hostile.url.replace('http://', `http://admin:${BASIC_PASSWORD}@`),
+    ironicToken: IRONIC_TOKEN,
+  });
   open.push(server);
   const { port, host } = new URL(server.url);
   const token = await pageToken(port, host);
@@ -676,14 +809,28 @@ test('proxy: only an allow-list of Ironic\'s headers comes back; redirects stay 
   const list = await get('/v1/nodes');
   assert.equal(list.status, 200);
   assert.deepEqual(Object.keys(list.headers).sort(), [
-    'cache-control', 'connection', 'content-security-policy', 'content-type', 'cross-origin-opener-policy',
-    'cross-origin-resource-policy', 'date', 'referrer-policy', 'transfer-encoding', 'x-content-type-options', 'x-frame-options',
-    'x-openstack-ironic-api-version', 'x-openstack-request-id',
+    'cache-control',
+    'connection',
+    'content-security-policy',
+    'content-type',
+    'cross-origin-opener-policy',
+    'cross-origin-resource-policy',
+    'date',
+    'referrer-policy',
+    'transfer-encoding',
+    'x-content-type-options',
+    'x-frame-options',
+    'x-openstack-ironic-api-version',
+    'x-openstack-request-id',
   ]);
-  assert.match(list.headers['content-security-policy'][0], /^default-src 'none'/, 'our CSP, not Ironic\'s');
+  assert.match(list.headers['content-security-policy'][0], /^default-src 'none'/, "our CSP, not Ironic's");
   assert.equal(list.headers['x-frame-options'][0], 'DENY');
   assert.equal(hostile.seen[0].headers['x-auth-token'], IRONIC_TOKEN, 'Ironic got the token...');
-  assert.doesNotMatch(list.text, new RegExp(`${IRONIC_TOKEN}|${BASIC_PASSWORD}|${Buffer.from(`admin:${BASIC_PASSWORD}`).toString('base64')}`), '...the page did not');
+  assert.doesNotMatch(
+    list.text,
+    new RegExp(`${IRONIC_TOKEN}|${BASIC_PASSWORD}|${Buffer.from(`admin:${BASIC_PASSWORD}`).toString('base64')}`),
+    '...the page did not',
+  );
 
   const same = await get('/v1/moved-here');
   assert.equal(same.status, 301);
@@ -700,10 +847,13 @@ test('proxy: only an allow-list of Ironic\'s headers comes back; redirects stay 
   assert.equal(created.headers.location, undefined, 'a Location elsewhere is dropped');
   assert.deepEqual((await get('/v1/accepted')).headers.location, ['/v1/nodes/n1/states']);
   // The proxy followed none of them.
-  assert.deepEqual(hostile.seen.map((r) => r.url), Object.keys(hostile.routes));
+  assert.deepEqual(
+    hostile.seen.map((r) => r.url),
+    Object.keys(hostile.routes),
+  );
 });
 
-test('the server\'s credentials reach Ironic only: never a response, an error or a log line', async () => {
+test("the server's credentials reach Ironic only: never a response, an error or a log line", async () => {
   const logged = [];
   const originals = { log: console.log, error: console.error, warn: console.warn, info: console.info };
   for (const name of Object.keys(originals)) console[name] = (...args) => logged.push(args.join(' '));
@@ -719,8 +869,15 @@ test('the server\'s credentials reach Ironic only: never a response, an error or
     const ironicUrl = c.ironic.url;
     // Ironic up, down, and a timing-out one; every kind of route and refusal.
     const requests = [
-      ['GET', '/'], ['GET', '/console.json'], ['GET', '/v1'], ['GET', '/v1/nodes'], ['GET', '/v1/nodes/nope'],
-      ['GET', '/v1/../x'], ['POST', '/v1/allocations'], ['GET', '/', { Host: 'evil' }], ['GET', '/v1/nodes', { Origin: 'null' }],
+      ['GET', '/'],
+      ['GET', '/console.json'],
+      ['GET', '/v1'],
+      ['GET', '/v1/nodes'],
+      ['GET', '/v1/nodes/nope'],
+      ['GET', '/v1/../x'],
+      ['POST', '/v1/allocations'],
+      ['GET', '/', { Host: 'evil' }],
+      ['GET', '/v1/nodes', { Origin: 'null' }],
     ];
     const withToken = { 'X-Console-Token': c.token };
     for (const [method, target, extra] of requests) answers.push(await c.send(method, target, { ...withToken, ...extra }));

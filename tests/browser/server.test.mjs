@@ -29,10 +29,12 @@ async function pageToken(url) {
 function rawGet(url, path) {
   return new Promise((resolve, reject) => {
     const { hostname, port } = new URL(url);
-    http.get({ hostname, port, path }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    }).on('error', reject);
+    http
+      .get({ hostname, port, path }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      })
+      .on('error', reject);
   });
 }
 
@@ -70,9 +72,23 @@ test('nothing outside www/ and pkg/, and no server-side sources', async () => {
     assert.equal(await rawGet(url, path), 404, path);
   }
   // Dot segments, encoded or not, separators and invalid escapes never name a file.
-  for (const path of ['/../package.json', '/%2e%2e/package.json', '/pkg/../Cargo.toml', '/pkg/%2e%2e/Cargo.toml',
-    '/..%2fCargo.toml', '/%2e%2e%2fCargo.toml', '/pkg/%252e%252e/Cargo.toml', '/pkg/..%5cCargo.toml', '/%00', '/%zz',
-    '/pkg//web.js', '/./index.html', '/pkg/%2E%2E/%2E%2E/etc/passwd', '/%c0%ae%c0%ae/Cargo.toml', '/pkg/web.js%00.html']) {
+  for (const path of [
+    '/../package.json',
+    '/%2e%2e/package.json',
+    '/pkg/../Cargo.toml',
+    '/pkg/%2e%2e/Cargo.toml',
+    '/..%2fCargo.toml',
+    '/%2e%2e%2fCargo.toml',
+    '/pkg/%252e%252e/Cargo.toml',
+    '/pkg/..%5cCargo.toml',
+    '/%00',
+    '/%zz',
+    '/pkg//web.js',
+    '/./index.html',
+    '/pkg/%2E%2E/%2E%2E/etc/passwd',
+    '/%c0%ae%c0%ae/Cargo.toml',
+    '/pkg/web.js%00.html',
+  ]) {
     assert.equal(await rawGet(url, path), 400, path);
   }
   const res = await fetch(`${url}/pkg/missing.js`);
@@ -108,7 +124,10 @@ test('the demo fleet: readable failures, seeded phases of a few seconds, gold al
   assert.match(sim.node('edge-03').last_error, /IPMI call failed/);
   // A deploy walks deploying -> wait call-back -> deploying -> active in a few seconds.
   const walk = sim.history('compute-05').entries.map((e) => [e.provision_state, e.t]);
-  assert.deepEqual(walk.map(([s]) => s), ['available', 'deploying', 'wait call-back', 'deploying', 'active']);
+  assert.deepEqual(
+    walk.map(([s]) => s),
+    ['available', 'deploying', 'wait call-back', 'deploying', 'active'],
+  );
   const total = walk.at(-1)[1] - walk[1][1];
   assert.ok(total >= 4000 && total <= 12000, `deploy took ${total} ms`);
 
@@ -148,7 +167,11 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
   assert.deepEqual(JSON.parse(config), { mode: 'proxy', ironic: ironic.url });
   assert.doesNotMatch(config, /sekret/);
   assert.doesNotMatch(await (await fetch(server.url)).text(), /sekret/);
-  assert.equal((await fetch(`${server.url}/__sim`, { headers: { 'X-Console-Token': token } })).status, 404, 'no simulator control API in proxy mode');
+  assert.equal(
+    (await fetch(`${server.url}/__sim`, { headers: { 'X-Console-Token': token } })).status,
+    404,
+    'no simulator control API in proxy mode',
+  );
 });
 
 test('proxy mode with a token source (OS_CLOUD): asked per request, again after a 401 naming the refused token, then resent', async () => {
@@ -169,10 +192,19 @@ test('proxy mode with a token source (OS_CLOUD): asked per request, again after 
   const report = await client.provision('n1', 'manage', { wait: 10, pollInterval: 0.02 });
   assert.equal(report.ok, true);
   const puts = ironic.requests('PUT', '/v1/nodes/n1/states/provision');
-  assert.deepEqual(puts.map((r) => r.headers['x-auth-token']), ['tok-1', 'tok-2'], 'the PUT (and its body) sent again with the new token');
+  assert.deepEqual(
+    puts.map((r) => r.headers['x-auth-token']),
+    ['tok-1', 'tok-2'],
+    'the PUT (and its body) sent again with the new token',
+  );
   assert.ok(asked.includes('tok-1'), 'the source was told which token was refused');
   // A source that fails is a generic 502, its error text stays on the server.
-  const failing = await start({ ironicUrl: ironic.url, ironicToken: async () => { throw new Error('keystone says no: hunter2'); } });
+  const failing = await start({
+    ironicUrl: ironic.url,
+    ironicToken: async () => {
+      throw new Error('keystone says no: hunter2');
+    },
+  });
   const res = await fetch(`${failing.url}/v1/nodes`, { headers: { ...API, 'X-Console-Token': await pageToken(failing.url) } });
   assert.equal(res.status, 502);
   const text = await res.text();

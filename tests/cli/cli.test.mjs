@@ -22,7 +22,13 @@ test('--json: the wait report alone on stdout', async () => {
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout);
     assert.equal(report.ok, true);
-    assert.deepEqual(report.nodes.map((n) => [n.node, n.outcome, n.state]), [['n1', 'reached', 'active'], ['n2', 'reached', 'active']]);
+    assert.deepEqual(
+      report.nodes.map((n) => [n.node, n.outcome, n.state]),
+      [
+        ['n1', 'reached', 'active'],
+        ['n2', 'reached', 'active'],
+      ],
+    );
     assert.ok(report.requests >= 4, 'the PUTs and the GETs are counted');
   });
 });
@@ -38,18 +44,34 @@ test('--json after a failure: the report on stdout, the message on stderr, exit 
 });
 
 test('--settle all: every node is sent the action and waited for; each failure is reported', async () => {
-  const mixed = scenario([available('n1'), available('n2'), available('n3')], { transitions: [{ node: 'n2', action: 'active', fail: 'boom' }] });
+  const mixed = scenario([available('n1'), available('n2'), available('n3')], {
+    transitions: [{ node: 'n2', action: 'active', fail: 'boom' }],
+  });
   await withSimulator(mixed, async (sim) => {
     const r = await ironicWait(sim, ['--settle', 'all', 'node', 'deploy', 'n1', 'nope', 'n2', 'n3', '--wait', '30']);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, 'Waiting for provision state active on node(s) n1, nope, n2, n3\n');
     const messages = r.stderr.split('\n').filter((l) => l && !PROGRESS_LINE.test(l));
-    assert.deepEqual(messages.map((l) => l.replace(/req-[0-9a-f-]+/, 'req-X')), [
-      'Node nope could not be found. (HTTP 404) (Request-ID: req-X)',
-      "Node n2 failed to reach state active. It's in state deploy failed, and has error: boom",
-    ]);
+    assert.deepEqual(
+      messages.map((l) => l.replace(/req-[0-9a-f-]+/, 'req-X')),
+      [
+        'Node nope could not be found. (HTTP 404) (Request-ID: req-X)',
+        "Node n2 failed to reach state active. It's in state deploy failed, and has error: boom",
+      ],
+    );
     // Past the 404, the others were still sent the action, and n3 got there.
-    assert.deepEqual(sim.log({ method: 'PUT' }).map((e) => e.path).sort(), ['/v1/nodes/n1/states/provision', '/v1/nodes/n2/states/provision', '/v1/nodes/n3/states/provision', '/v1/nodes/nope/states/provision']);
+    assert.deepEqual(
+      sim
+        .log({ method: 'PUT' })
+        .map((e) => e.path)
+        .sort(),
+      [
+        '/v1/nodes/n1/states/provision',
+        '/v1/nodes/n2/states/provision',
+        '/v1/nodes/n3/states/provision',
+        '/v1/nodes/nope/states/provision',
+      ],
+    );
     assert.equal(sim.node('n3').provision_state, 'active');
   });
 });
@@ -76,7 +98,10 @@ test('progress of many nodes in a log: summary lines, and a line for each node t
     const r = await ironicWait(sim, ['--settle', 'all', 'node', 'deploy', ...names, '--wait', '30']);
     assert.equal(r.code, 1);
     const progress = r.stderr.split('\n').filter((l) => PROGRESS_LINE.test(l));
-    assert.ok(progress.some((l) => / n07: deploy failed \(failed\)$/.test(l)), r.stderr);
+    assert.ok(
+      progress.some((l) => / n07: deploy failed \(failed\)$/.test(l)),
+      r.stderr,
+    );
     assert.ok(!progress.some((l) => /n0[0-68]: /.test(l)), 'no line per node that got there');
     assert.match(progress.at(-1), /^ *\d+\.\ds 24 reached, 1 failed$/);
     assert.ok(progress.length <= 4, r.stderr);
@@ -85,7 +110,13 @@ test('progress of many nodes in a log: summary lines, and a line for each node t
 
 test('progress on a terminal: one live line per node, redrawn in place', async () => {
   let written = '';
-  const stream = { isTTY: true, columns: 60, write: (s) => { written += s; } };
+  const stream = {
+    isTTY: true,
+    columns: 60,
+    write: (s) => {
+      written += s;
+    },
+  };
   let now = 0;
   const progress = new Progress({ stream, targets: ['n1', 'n2'], now: () => now });
   progress.event({ node: 'n1', state: 'deploying', elapsed: 0.1, done: false, outcome: null });
@@ -93,7 +124,11 @@ test('progress on a terminal: one live line per node, redrawn in place', async (
   progress.event({ node: 'n2', state: 'active', elapsed: 1.5, done: true, outcome: 'reached' });
   progress.end();
   const frames = written.split('\x1b[2F');
-  const last = frames.at(-1).split('\n').filter(Boolean).map((l) => l.replace('\x1b[2K', ''));
+  const last = frames
+    .at(-1)
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.replace('\x1b[2K', ''));
   assert.deepEqual(last, ['n1: deploying  1.5s', 'n2: active (reached)  1.5s']);
 });
 
@@ -132,7 +167,9 @@ test('Ctrl-C: exit 130, and nothing is sent after it', async () => {
 });
 
 test('node watch: each node of the scope once, then each change, a JSON line each; Ctrl-C ends it (130)', async () => {
-  const nodes = [available('n1'), available('n2'), { ...available('n3'), owner: 'other' }].map((n, i) => (i < 2 ? { ...n, owner: 'me' } : n));
+  const nodes = [available('n1'), available('n2'), { ...available('n3'), owner: 'other' }].map((n, i) =>
+    i < 2 ? { ...n, owner: 'me' } : n,
+  );
   await withSimulator(scenario(nodes, { manualClock: false }), async (sim) => {
     let deployed = false;
     let signalled = false;
@@ -151,10 +188,30 @@ test('node watch: each node of the scope once, then each change, a JSON line eac
     });
     assert.equal(r.code, 130, r.stderr);
     assert.match(r.stderr, /^Stopped watching\.$/m);
-    const changes = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-    assert.deepEqual(changes.slice(0, 2).map((c) => [c.type, c.node.name, c.node.provision_state]).sort(), [['added', 'n1', 'available'], ['added', 'n2', 'available']]);
-    assert.deepEqual(changes.slice(2).map((c) => [c.type, c.node.name, c.node.provision_state]), [['modified', 'n1', 'active']]);
-    assert.ok(sim.log({ method: 'GET' }).filter((e) => e.path === '/v1/nodes').every((e) => e.query.includes('owner=me')));
+    const changes = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      changes
+        .slice(0, 2)
+        .map((c) => [c.type, c.node.name, c.node.provision_state])
+        .sort(),
+      [
+        ['added', 'n1', 'available'],
+        ['added', 'n2', 'available'],
+      ],
+    );
+    assert.deepEqual(
+      changes.slice(2).map((c) => [c.type, c.node.name, c.node.provision_state]),
+      [['modified', 'n1', 'active']],
+    );
+    assert.ok(
+      sim
+        .log({ method: 'GET' })
+        .filter((e) => e.path === '/v1/nodes')
+        .every((e) => e.query.includes('owner=me')),
+    );
   });
 });
 
@@ -172,30 +229,37 @@ test('node watch: a line per change; a scope filter the server lacks is refused,
 });
 
 test('node wait sends nothing and fails as --wait does; allocation wait shows the allocation', async () => {
-  await withSimulator(scenario([{ name: 'n1', provision_state: 'active' }, { name: 'n2', provision_state: 'deploy failed', last_error: 'disk' }, available('n3')]), async (sim) => {
-    const ok = await ironicWait(sim, ['node', 'wait', 'n1', '--state', 'ACTIVE', '--timeout', '5']);
-    assert.equal(ok.code, 0, ok.stderr);
-    assert.equal(ok.stdout, 'Waiting for provision state active on node(s) n1\n');
-    const failed = await ironicWait(sim, ['-q', 'node', 'wait', 'n1', 'n2', '--state', 'active']);
-    assert.equal(failed.code, 1);
-    assert.equal(failed.stderr, "Node n2 failed to reach state active. It's in state deploy failed, and has error: disk\n");
-    const bad = await ironicWait(sim, ['node', 'wait', 'n1', '--state', 'active', '--timeout', 'soon']);
-    assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /error: argument --timeout: invalid float value: 'soon'\n$/);
-    assert.deepEqual(sim.log({ method: 'PUT' }), []);
+  await withSimulator(
+    scenario([
+      { name: 'n1', provision_state: 'active' },
+      { name: 'n2', provision_state: 'deploy failed', last_error: 'disk' },
+      available('n3'),
+    ]),
+    async (sim) => {
+      const ok = await ironicWait(sim, ['node', 'wait', 'n1', '--state', 'ACTIVE', '--timeout', '5']);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.equal(ok.stdout, 'Waiting for provision state active on node(s) n1\n');
+      const failed = await ironicWait(sim, ['-q', 'node', 'wait', 'n1', 'n2', '--state', 'active']);
+      assert.equal(failed.code, 1);
+      assert.equal(failed.stderr, "Node n2 failed to reach state active. It's in state deploy failed, and has error: disk\n");
+      const bad = await ironicWait(sim, ['node', 'wait', 'n1', '--state', 'active', '--timeout', 'soon']);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /error: argument --timeout: invalid float value: 'soon'\n$/);
+      assert.deepEqual(sim.log({ method: 'PUT' }), []);
 
-    const created = await fetch(`${sim.url}/v1/allocations`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.115' },
-      body: JSON.stringify({ resource_class: 'gold', name: 'a1' }),
-    }).then((res) => res.json());
-    const shown = await ironicWait(sim, ['allocation', 'wait', 'a1', '--timeout', '10', '-f', 'value', '-c', 'uuid', '-c', 'state']);
-    assert.equal(shown.code, 0, shown.stderr);
-    assert.equal(shown.stdout, `${created.uuid}\nactive\n`);
-    const missing = await ironicWait(sim, ['-q', 'allocation', 'wait', 'nope']);
-    assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /^Allocation nope could not be found\. \(HTTP 404\)/);
-  });
+      const created = await fetch(`${sim.url}/v1/allocations`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.115' },
+        body: JSON.stringify({ resource_class: 'gold', name: 'a1' }),
+      }).then((res) => res.json());
+      const shown = await ironicWait(sim, ['allocation', 'wait', 'a1', '--timeout', '10', '-f', 'value', '-c', 'uuid', '-c', 'state']);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.equal(shown.stdout, `${created.uuid}\nactive\n`);
+      const missing = await ironicWait(sim, ['-q', 'allocation', 'wait', 'nope']);
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr, /^Allocation nope could not be found\. \(HTTP 404\)/);
+    },
+  );
 });
 
 test('a timeout the library cannot hold is refused before anything is sent', async () => {
@@ -213,8 +277,12 @@ test('help names the program as called, lists the commands and says what differs
     const top = await ironicWait(sim, ['--help']);
     assert.equal(top.code, 0);
     assert.match(top.stdout, /^usage: ironic-wait \[--version\]/);
-    for (const command of ['node deploy', 'node wait', 'allocation create', 'allocation wait']) assert.match(top.stdout, new RegExp(`^  ${command} `, 'm'));
-    assert.match(top.stdout.replace(/\s+/g, ' '), /a --wait timeout ends at its deadline; a negative timeout is refused before anything is sent/);
+    for (const command of ['node deploy', 'node wait', 'allocation create', 'allocation wait'])
+      assert.match(top.stdout, new RegExp(`^  ${command} `, 'm'));
+    assert.match(
+      top.stdout.replace(/\s+/g, ' '),
+      /a --wait timeout ends at its deadline; a negative timeout is refused before anything is sent/,
+    );
     const deploy = await ironicWait(sim, ['node', 'deploy', '-h']);
     assert.equal(deploy.code, 0);
     assert.match(deploy.stdout, /^usage: ironic-wait node deploy \[-h\] \[--wait \[<time-out>\]\]/);
@@ -223,7 +291,10 @@ test('help names the program as called, lists the commands and says what differs
     assert.equal(version.stdout, `ironic-wait ${JSON.parse(readFileSync(new URL('../../package.json', import.meta.url))).version}\n`);
     const unknown = await ironicWait(sim, ['node', 'frobnicate', 'n1']);
     assert.equal(unknown.code, 2);
-    assert.match(unknown.stderr, /^ironic-wait: 'node frobnicate n1' is not an ironic-wait command\. See 'ironic-wait --help'\.\nDid you mean one of these\?\n  node manage\n/);
+    assert.match(
+      unknown.stderr,
+      /^ironic-wait: 'node frobnicate n1' is not an ironic-wait command\. See 'ironic-wait --help'\.\nDid you mean one of these\?\n  node manage\n/,
+    );
   });
 });
 
@@ -243,13 +314,22 @@ test('secrets given on the command line or in the environment appear in no outpu
     ['--os-pasword', PASSWORD, 'node', 'deploy', 'n1'],
     ['--os-auth-type', 'token', '--os-token', TOKEN, 'node', 'deploy', 'n1', '--wait', '5'],
   ];
-  const failing = scenario([{ name: 'n1', provision_state: 'active' }, available('n2')], { transitions: [{ node: 'n1', action: 'rescue', fail: 'no ramdisk' }] });
+  const failing = scenario([{ name: 'n1', provision_state: 'active' }, available('n2')], {
+    transitions: [{ node: 'n1', action: 'rescue', fail: 'no ramdisk' }],
+  });
   for (const args of lines) {
     await withSimulator(failing, async (sim) => {
-      const r = await run(process.execPath, [CLI, '--os-endpoint', sim.url, ...(args[0] === '--os-auth-type' ? [] : ['--os-auth-type', 'none']), ...args], { env });
+      const r = await run(
+        process.execPath,
+        [CLI, '--os-endpoint', sim.url, ...(args[0] === '--os-auth-type' ? [] : ['--os-auth-type', 'none']), ...args],
+        { env },
+      );
       assert.notEqual(r.code, 0, `${args.join(' ')} should fail`);
       for (const secret of [PASSWORD, TOKEN, RESCUE]) {
-        assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), `a secret in the output of ${args.join(' ')}:\n${r.stdout}${r.stderr}`);
+        assert.ok(
+          !r.stdout.includes(secret) && !r.stderr.includes(secret),
+          `a secret in the output of ${args.join(' ')}:\n${r.stdout}${r.stderr}`,
+        );
       }
     });
   }
@@ -258,7 +338,11 @@ test('secrets given on the command line or in the environment appear in no outpu
 test('--checkpoint FILE, then resume FILE: a command killed mid-wait goes on in a new process with the same output and exit code, no PUT sent twice', async () => {
   // n1 gets there, n2 fails: the original command's output, uninterrupted.
   const slow = { ...TIMING, deploying: 1500 };
-  const world = () => ({ ...scenario([available('n1'), available('n2')], { transitions: [{ node: 'n2', action: 'active', fail: 'boom' }] }), manualClock: false, timing: slow });
+  const world = () => ({
+    ...scenario([available('n1'), available('n2')], { transitions: [{ node: 'n2', action: 'active', fail: 'boom' }] }),
+    manualClock: false,
+    timing: slow,
+  });
   const args = ['--settle', 'all', 'node', 'deploy', 'n1', 'n2', '--wait', '60'];
   const messages = (r) => r.stderr.split('\n').filter((l) => l && !PROGRESS_LINE.test(l));
   const whole = await withSimulator(world(), (sim) => ironicWait(sim, args));
@@ -280,7 +364,10 @@ test('--checkpoint FILE, then resume FILE: a command killed mid-wait goes on in 
       assert.equal(resumed.code, whole.code);
       assert.equal(resumed.stdout, whole.stdout);
       assert.deepEqual(messages(resumed), messages(whole));
-      const puts = sim.log({ method: 'PUT' }).map((e) => e.path).sort();
+      const puts = sim
+        .log({ method: 'PUT' })
+        .map((e) => e.path)
+        .sort();
       assert.deepEqual(puts, ['/v1/nodes/n1/states/provision', '/v1/nodes/n2/states/provision']);
       assert.equal(sim.node('n1').provision_state, 'active');
     });

@@ -47,7 +47,10 @@ const PASSWORD_CLOUD = `clouds:
 
 /** The ConfigError `promise` rejects with (and checks it never shows the secret). */
 async function configError(promise) {
-  const err = await promise.then(() => assert.fail('expected a ConfigError'), (e) => e);
+  const err = await promise.then(
+    () => assert.fail('expected a ConfigError'),
+    (e) => e,
+  );
   assert.ok(err instanceof ConfigError, `not a ConfigError: ${err?.stack}`);
   assert.ok(!err.message.includes(SECRET) && !String(err.stack).includes(SECRET), 'secret in the error');
   return err.message;
@@ -60,13 +63,33 @@ test('OS_FLAGS: every flag is --os-*, keys and variables unique, secrets marked'
     assert.match(o.flag, /^--os-[a-z-]+$/);
     assert.equal(o.env, o.flag.slice(2).toUpperCase().replaceAll('-', '_'));
   }
-  assert.deepEqual(OS_FLAGS.filter((o) => o.secret).map((o) => o.key).sort(),
-    ['applicationCredentialSecret', 'password', 'token']);
-  for (const name of ['OS_AUTH_TYPE', 'OS_AUTH_URL', 'OS_USERNAME', 'OS_PASSWORD', 'OS_PROJECT_NAME',
-    'OS_USER_DOMAIN_NAME', 'OS_PROJECT_DOMAIN_NAME', 'OS_APPLICATION_CREDENTIAL_ID',
-    'OS_APPLICATION_CREDENTIAL_SECRET', 'OS_TOKEN', 'OS_ENDPOINT', 'OS_BAREMETAL_API_VERSION', 'OS_REGION_NAME',
-    'OS_INTERFACE', 'OS_CLOUD']) {
-    assert.ok(OS_FLAGS.some((o) => o.env === name), name);
+  assert.deepEqual(
+    OS_FLAGS.filter((o) => o.secret)
+      .map((o) => o.key)
+      .sort(),
+    ['applicationCredentialSecret', 'password', 'token'],
+  );
+  for (const name of [
+    'OS_AUTH_TYPE',
+    'OS_AUTH_URL',
+    'OS_USERNAME',
+    'OS_PASSWORD',
+    'OS_PROJECT_NAME',
+    'OS_USER_DOMAIN_NAME',
+    'OS_PROJECT_DOMAIN_NAME',
+    'OS_APPLICATION_CREDENTIAL_ID',
+    'OS_APPLICATION_CREDENTIAL_SECRET',
+    'OS_TOKEN',
+    'OS_ENDPOINT',
+    'OS_BAREMETAL_API_VERSION',
+    'OS_REGION_NAME',
+    'OS_INTERFACE',
+    'OS_CLOUD',
+  ]) {
+    assert.ok(
+      OS_FLAGS.some((o) => o.env === name),
+      name,
+    );
   }
 });
 
@@ -79,8 +102,13 @@ test('clouds.yaml: a cloud by OS_CLOUD and by --os-cloud, secure.yaml merged int
     client: {
       region: 'RegionOne',
       auth: {
-        type: 'password', authUrl: 'http://keystone.example:5000/v3', username: 'alice', password: SECRET,
-        userDomainName: 'Users', projectName: 'ops', projectDomainName: 'Projects',
+        type: 'password',
+        authUrl: 'http://keystone.example:5000/v3',
+        username: 'alice',
+        password: SECRET,
+        userDomainName: 'Users',
+        projectName: 'ops',
+        projectDomainName: 'Projects',
       },
     },
     cloud: 'prod',
@@ -123,16 +151,15 @@ test('only the first clouds.yaml counts: a cloud in a later one is not found', a
 
 test('secure.yaml is found on its own search path and deep-merged (OS_CLIENT_SECURE_FILE first)', async () => {
   const box = await sandbox({
-    'cwd/clouds.yaml': 'clouds:\n  c:\n    auth: {auth_url: "http://k/v3", username: u, project_id: p1}\n' +
-      '    region_name: R1\n',
+    'cwd/clouds.yaml': 'clouds:\n  c:\n    auth: {auth_url: "http://k/v3", username: u, project_id: p1}\n' + '    region_name: R1\n',
     'etc/secure.yaml': `clouds:\n  c:\n    auth: {password: ${SECRET}, project_id: p2}\n    interface: internal\n`,
     'other-secure.yaml': 'clouds:\n  c:\n    auth: {password: other}\n',
   });
   const { client } = await box.resolve({ env: { OS_CLOUD: 'c' } });
   assert.deepEqual(client, {
-    region: 'R1', interface: 'internal',
-    auth: { type: 'password', authUrl: 'http://k/v3', username: 'u', password: SECRET, projectId: 'p2',
-      userDomainId: 'default' },
+    region: 'R1',
+    interface: 'internal',
+    auth: { type: 'password', authUrl: 'http://k/v3', username: 'u', password: SECRET, projectId: 'p2', userDomainId: 'default' },
   });
   const other = await box.resolve({ env: { OS_CLOUD: 'c', OS_CLIENT_SECURE_FILE: path.join(box.root, 'other-secure.yaml') } });
   assert.equal(other.client.auth.password, 'other');
@@ -140,18 +167,21 @@ test('secure.yaml is found on its own search path and deep-merged (OS_CLIENT_SEC
 
 test('clouds-public.yaml: a profile is laid under the cloud; an unknown profile is an error', async () => {
   const box = await sandbox({
-    'cwd/clouds.yaml': `clouds:\n  mine:\n    profile: acme\n    auth: {username: u, password: ${SECRET}}\n` +
-      '  lost:\n    profile: nowhere\n',
-    'home/.config/openstack/clouds-public.yaml': 'public-clouds:\n  acme:\n    auth: {auth_url: "https://acme/v3"}\n' +
-      '    regions: [east, west]\n    interface: internal\n',
+    'cwd/clouds.yaml':
+      `clouds:\n  mine:\n    profile: acme\n    auth: {username: u, password: ${SECRET}}\n` + '  lost:\n    profile: nowhere\n',
+    'home/.config/openstack/clouds-public.yaml':
+      'public-clouds:\n  acme:\n    auth: {auth_url: "https://acme/v3"}\n' + '    regions: [east, west]\n    interface: internal\n',
   });
   const { client } = await box.resolve({ env: { OS_CLOUD: 'mine' } });
   assert.deepEqual(client, {
-    region: 'east', interface: 'internal',
+    region: 'east',
+    interface: 'internal',
     auth: { type: 'password', authUrl: 'https://acme/v3', username: 'u', password: SECRET, userDomainId: 'default' },
   });
-  assert.match(await configError(box.resolve({ env: { OS_CLOUD: 'lost' } })),
-    /^Couldn't find the vendor profile nowhere for the cloud lost \(.*clouds-public\.yaml only/);
+  assert.match(
+    await configError(box.resolve({ env: { OS_CLOUD: 'lost' } })),
+    /^Couldn't find the vendor profile nowhere for the cloud lost \(.*clouds-public\.yaml only/,
+  );
 });
 
 test('precedence: --os-* flag > OS_* variable > clouds.yaml, key by key', async () => {
@@ -161,10 +191,18 @@ test('precedence: --os-* flag > OS_* variable > clouds.yaml, key by key', async 
   const { client, cloud } = await box.resolve({ flags, env });
   assert.equal(cloud, 'prod');
   assert.deepEqual(client, {
-    endpoint: 'http://ironic:6385', region: 'RegionOne', interface: 'internal', microversion: '1.78',
+    endpoint: 'http://ironic:6385',
+    region: 'RegionOne',
+    interface: 'internal',
+    microversion: '1.78',
     auth: {
-      type: 'password', authUrl: 'http://keystone.example:5000/v3', username: 'bob', password: SECRET,
-      userDomainName: 'Users', projectName: 'flag-project', projectDomainName: 'Projects',
+      type: 'password',
+      authUrl: 'http://keystone.example:5000/v3',
+      username: 'bob',
+      password: SECRET,
+      userDomainName: 'Users',
+      projectName: 'flag-project',
+      projectDomainName: 'Projects',
     },
   });
   // Empty values count as not given.
@@ -185,56 +223,118 @@ test('which cloud: the environment alone, else the only cloud; OS_REGION_NAME al
 
 test('regions: the first listed by default, values merged, an unlisted one refused', async () => {
   const box = await sandbox({
-    'cwd/clouds.yaml': 'clouds:\n  c:\n    auth_type: none\n    regions:\n      - name: R1\n' +
+    'cwd/clouds.yaml':
+      'clouds:\n  c:\n    auth_type: none\n    regions:\n      - name: R1\n' +
       '        values: {baremetal_endpoint_override: "http://r1"}\n      - name: R2\n' +
       '        values: {baremetal_endpoint_override: "http://r2", interface: admin}\n',
   });
-  assert.deepEqual((await box.resolve({ env: { OS_CLOUD: 'c' } })).client,
-    { endpoint: 'http://r1', region: 'R1', auth: { type: 'none' } });
-  assert.deepEqual((await box.resolve({ env: { OS_CLOUD: 'c', OS_REGION_NAME: 'R2' } })).client,
-    { endpoint: 'http://r2', region: 'R2', interface: 'admin', auth: { type: 'none' } });
-  assert.equal(await configError(box.resolve({ flags: { region: 'R3' }, env: { OS_CLOUD: 'c' } })),
-    'Region R3 is not a valid region name for cloud c. Valid choices are R1,R2. ' +
-    'Please note that region names are case sensitive.');
+  assert.deepEqual((await box.resolve({ env: { OS_CLOUD: 'c' } })).client, { endpoint: 'http://r1', region: 'R1', auth: { type: 'none' } });
+  assert.deepEqual((await box.resolve({ env: { OS_CLOUD: 'c', OS_REGION_NAME: 'R2' } })).client, {
+    endpoint: 'http://r2',
+    region: 'R2',
+    interface: 'admin',
+    auth: { type: 'none' },
+  });
+  assert.equal(
+    await configError(box.resolve({ flags: { region: 'R3' }, env: { OS_CLOUD: 'c' } })),
+    'Region R3 is not a valid region name for cloud c. Valid choices are R1,R2. ' + 'Please note that region names are case sensitive.',
+  );
 });
 
 test('auth types: each one, explicit and inferred', async () => {
   const box = await sandbox();
   const client = async (env) => (await box.resolve({ env })).client;
   const url = 'http://k:5000';
-  assert.deepEqual(await client({ OS_AUTH_URL: url, OS_USER_ID: 'uid', OS_PASSWORD: SECRET, OS_SYSTEM_SCOPE: 'all' }),
-    { auth: { type: 'password', authUrl: url, userId: 'uid', password: SECRET, systemScope: 'all' } });
-  assert.deepEqual(await client({ OS_AUTH_TYPE: 'v3password', OS_AUTH_URL: url, OS_USERNAME: 'u', OS_PASSWORD: SECRET,
-    OS_DOMAIN_ID: 'd1' }),
-  { auth: { type: 'password', authUrl: url, username: 'u', password: SECRET, domainId: 'd1', userDomainId: 'default' } });
-  assert.deepEqual(await client({ OS_AUTH_URL: url, OS_TOKEN: SECRET, OS_PROJECT_ID: 'p' }),
-    { auth: { type: 'token', authUrl: url, token: SECRET, projectId: 'p' } });
-  assert.deepEqual(await client({ OS_AUTH_TYPE: 'v3token', OS_AUTH_URL: url, OS_TOKEN: SECRET }),
-    { auth: { type: 'token', authUrl: url, token: SECRET } });
-  assert.deepEqual(await client({ OS_AUTH_URL: url, OS_APPLICATION_CREDENTIAL_ID: 'ac',
-    OS_APPLICATION_CREDENTIAL_SECRET: SECRET, OS_ENDPOINT: 'http://i' }),
-  { endpoint: 'http://i', auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET,
-    applicationCredentialId: 'ac' } });
-  assert.deepEqual(await client({ OS_AUTH_TYPE: 'v3applicationcredential', OS_AUTH_URL: url, OS_USERNAME: 'u',
-    OS_USER_DOMAIN_NAME: 'D', OS_APPLICATION_CREDENTIAL_NAME: 'n', OS_APPLICATION_CREDENTIAL_SECRET: SECRET }),
-  { auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET,
-    applicationCredentialName: 'n', username: 'u', userDomainName: 'D' } });
-  assert.deepEqual(await client({ OS_AUTH_URL: url, OS_USERNAME: 'u', OS_APPLICATION_CREDENTIAL_NAME: 'n',
-    OS_APPLICATION_CREDENTIAL_SECRET: SECRET, OS_DEFAULT_DOMAIN: 'dd' }),
-  { auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET,
-    applicationCredentialName: 'n', username: 'u', userDomainId: 'dd' } });
-  assert.deepEqual(await client({ OS_AUTH_URL: url, OS_USER_ID: 'uid', OS_APPLICATION_CREDENTIAL_NAME: 'n',
-    OS_APPLICATION_CREDENTIAL_SECRET: SECRET }),
-  { auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET,
-    applicationCredentialName: 'n', userId: 'uid' } });
-  assert.deepEqual(await client({ OS_AUTH_TYPE: 'http_basic', OS_USERNAME: 'u', OS_PASSWORD: SECRET, OS_ENDPOINT: 'http://i' }),
-    { endpoint: 'http://i', auth: { type: 'http_basic', username: 'u', password: SECRET } });
-  assert.deepEqual(await client({ OS_AUTH_TYPE: 'none', OS_AUTH_URL: url, OS_ENDPOINT: 'http://i' }),
-    { endpoint: 'http://i', auth: { type: 'none' } });
+  assert.deepEqual(await client({ OS_AUTH_URL: url, OS_USER_ID: 'uid', OS_PASSWORD: SECRET, OS_SYSTEM_SCOPE: 'all' }), {
+    auth: { type: 'password', authUrl: url, userId: 'uid', password: SECRET, systemScope: 'all' },
+  });
+  assert.deepEqual(
+    await client({ OS_AUTH_TYPE: 'v3password', OS_AUTH_URL: url, OS_USERNAME: 'u', OS_PASSWORD: SECRET, OS_DOMAIN_ID: 'd1' }),
+    { auth: { type: 'password', authUrl: url, username: 'u', password: SECRET, domainId: 'd1', userDomainId: 'default' } },
+  );
+  assert.deepEqual(await client({ OS_AUTH_URL: url, OS_TOKEN: SECRET, OS_PROJECT_ID: 'p' }), {
+    auth: { type: 'token', authUrl: url, token: SECRET, projectId: 'p' },
+  });
+  assert.deepEqual(await client({ OS_AUTH_TYPE: 'v3token', OS_AUTH_URL: url, OS_TOKEN: SECRET }), {
+    auth: { type: 'token', authUrl: url, token: SECRET },
+  });
+  assert.deepEqual(
+    await client({
+      OS_AUTH_URL: url,
+      OS_APPLICATION_CREDENTIAL_ID: 'ac',
+      OS_APPLICATION_CREDENTIAL_SECRET: SECRET,
+      OS_ENDPOINT: 'http://i',
+    }),
+    {
+      endpoint: 'http://i',
+      auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET, applicationCredentialId: 'ac' },
+    },
+  );
+  assert.deepEqual(
+    await client({
+      OS_AUTH_TYPE: 'v3applicationcredential',
+      OS_AUTH_URL: url,
+      OS_USERNAME: 'u',
+      OS_USER_DOMAIN_NAME: 'D',
+      OS_APPLICATION_CREDENTIAL_NAME: 'n',
+      OS_APPLICATION_CREDENTIAL_SECRET: SECRET,
+    }),
+    {
+      auth: {
+        type: 'v3applicationcredential',
+        authUrl: url,
+        applicationCredentialSecret: SECRET,
+        applicationCredentialName: 'n',
+        username: 'u',
+        userDomainName: 'D',
+      },
+    },
+  );
+  assert.deepEqual(
+    await client({
+      OS_AUTH_URL: url,
+      OS_USERNAME: 'u',
+      OS_APPLICATION_CREDENTIAL_NAME: 'n',
+      OS_APPLICATION_CREDENTIAL_SECRET: SECRET,
+      OS_DEFAULT_DOMAIN: 'dd',
+    }),
+    {
+      auth: {
+        type: 'v3applicationcredential',
+        authUrl: url,
+        applicationCredentialSecret: SECRET,
+        applicationCredentialName: 'n',
+        username: 'u',
+        userDomainId: 'dd',
+      },
+    },
+  );
+  assert.deepEqual(
+    await client({ OS_AUTH_URL: url, OS_USER_ID: 'uid', OS_APPLICATION_CREDENTIAL_NAME: 'n', OS_APPLICATION_CREDENTIAL_SECRET: SECRET }),
+    {
+      auth: {
+        type: 'v3applicationcredential',
+        authUrl: url,
+        applicationCredentialSecret: SECRET,
+        applicationCredentialName: 'n',
+        userId: 'uid',
+      },
+    },
+  );
+  assert.deepEqual(await client({ OS_AUTH_TYPE: 'http_basic', OS_USERNAME: 'u', OS_PASSWORD: SECRET, OS_ENDPOINT: 'http://i' }), {
+    endpoint: 'http://i',
+    auth: { type: 'http_basic', username: 'u', password: SECRET },
+  });
+  assert.deepEqual(await client({ OS_AUTH_TYPE: 'none', OS_AUTH_URL: url, OS_ENDPOINT: 'http://i' }), {
+    endpoint: 'http://i',
+    auth: { type: 'none' },
+  });
   // admin_token (token_endpoint): a ready token for the given endpoint, the library's `token` option.
   assert.deepEqual(await client({ OS_TOKEN: SECRET, OS_ENDPOINT: 'http://i' }), { endpoint: 'http://i', token: SECRET });
-  assert.deepEqual(await client({ OS_AUTH_TYPE: 'token_endpoint', OS_TOKEN: SECRET, OS_ENDPOINT: 'http://i' }),
-    { endpoint: 'http://i', token: SECRET });
+  assert.deepEqual(await client({ OS_AUTH_TYPE: 'token_endpoint', OS_TOKEN: SECRET, OS_ENDPOINT: 'http://i' }), {
+    endpoint: 'http://i',
+    token: SECRET,
+  });
 });
 
 test('default domain: default, OS_DEFAULT_DOMAIN, --os-default-domain, keystoneauth default-domain-id/-name', async () => {
@@ -246,15 +346,17 @@ test('default domain: default, OS_DEFAULT_DOMAIN, --os-default-domain, keystonea
   };
   assert.deepEqual(await domains({}), { userDomainId: 'default', projectDomainId: 'default' });
   assert.deepEqual(await domains({ OS_DEFAULT_DOMAIN: 'd-env' }), { userDomainId: 'd-env', projectDomainId: 'd-env' });
-  assert.deepEqual(await domains({ OS_DEFAULT_DOMAIN: 'd-env' }, { defaultDomain: 'd-flag' }),
-    { userDomainId: 'd-flag', projectDomainId: 'd-flag' });
+  assert.deepEqual(await domains({ OS_DEFAULT_DOMAIN: 'd-env' }, { defaultDomain: 'd-flag' }), {
+    userDomainId: 'd-flag',
+    projectDomainId: 'd-flag',
+  });
   assert.deepEqual(await domains({ OS_DEFAULT_DOMAIN_NAME: 'Named' }), { userDomainName: 'Named', projectDomainName: 'Named' });
   assert.deepEqual(await domains({ OS_USER_DOMAIN_NAME: 'U', OS_DEFAULT_DOMAIN: 'd' }), { userDomainName: 'U', projectDomainId: 'd' });
   // A domain given with a project is the user's and the project's domain (openstacksdk's rule).
   assert.deepEqual(await domains({ OS_DOMAIN_NAME: 'Both' }), { userDomainName: 'Both', projectDomainName: 'Both' });
   // With a project id or a user id no domain is needed, none is added.
-  const ids = (await box.resolve({ env: { OS_AUTH_URL: 'http://k/v3', OS_USER_ID: 'u', OS_PASSWORD: SECRET,
-    OS_PROJECT_ID: 'p' } })).client.auth;
+  const ids = (await box.resolve({ env: { OS_AUTH_URL: 'http://k/v3', OS_USER_ID: 'u', OS_PASSWORD: SECRET, OS_PROJECT_ID: 'p' } })).client
+    .auth;
   assert.deepEqual(ids, { type: 'password', authUrl: 'http://k/v3', userId: 'u', password: SECRET, projectId: 'p' });
 });
 
@@ -269,59 +371,89 @@ test('interface and microversion values', async () => {
   assert.match(await configError(client({ OS_INTERFACE: 'private' })), /^Invalid interface "private"/);
   assert.match(await configError(client({ OS_INTERFACE: 'constructor' })), /^Invalid interface "constructor"/);
   assert.match(await configError(client({ OS_BAREMETAL_API_VERSION: '2.1' })), /^Invalid baremetal API version "2.1"/);
-  const file = await sandbox({ 'cwd/clouds.yaml': 'clouds:\n  c:\n    auth_type: none\n    endpoint: http://i\n' +
-    '    baremetal_default_microversion: "1.80"\n    baremetal_interface: admin\n    interface: public\n' +
-    '  major:\n    auth_type: none\n    endpoint: http://i\n    baremetal_api_version: 1\n' +
-    '  unquoted:\n    auth_type: none\n    endpoint: http://i\n    baremetal_default_microversion: 1.80\n' });
-  assert.deepEqual((await file.resolve({ env: { OS_CLOUD: 'c' } })).client,
-    { endpoint: 'http://i', interface: 'admin', microversion: '1.80', auth: { type: 'none' } });
+  const file = await sandbox({
+    'cwd/clouds.yaml':
+      'clouds:\n  c:\n    auth_type: none\n    endpoint: http://i\n' +
+      '    baremetal_default_microversion: "1.80"\n    baremetal_interface: admin\n    interface: public\n' +
+      '  major:\n    auth_type: none\n    endpoint: http://i\n    baremetal_api_version: 1\n' +
+      '  unquoted:\n    auth_type: none\n    endpoint: http://i\n    baremetal_default_microversion: 1.80\n',
+  });
+  assert.deepEqual((await file.resolve({ env: { OS_CLOUD: 'c' } })).client, {
+    endpoint: 'http://i',
+    interface: 'admin',
+    microversion: '1.80',
+    auth: { type: 'none' },
+  });
   assert.equal((await file.resolve({ env: { OS_CLOUD: 'major' } })).client.microversion, 'latest');
-  assert.match(await configError(file.resolve({ env: { OS_CLOUD: 'unquoted' } })),
-    /^baremetal_default_microversion in clouds\.yaml must be quoted/);
+  assert.match(
+    await configError(file.resolve({ env: { OS_CLOUD: 'unquoted' } })),
+    /^baremetal_default_microversion in clouds\.yaml must be quoted/,
+  );
 });
 
 test('legacy and dashed keys in clouds.yaml: tenant_name, auth_token, auth-url, numbers as strings', async () => {
-  const box = await sandbox({ 'cwd/clouds.yaml': `clouds:\n  c:\n    auth:\n      auth-url: http://k/v3\n` +
-    `      auth_token: ${SECRET}\n      tenant_name: t\n      project-domain-id: 42\n  d:\n    auth_type: password\n` +
-    `    auth: {auth_url: "http://k/v3", username: u, password: 12345, project_id: 0123}\n` });
-  assert.deepEqual((await box.resolve({ env: { OS_CLOUD: 'c' } })).client,
-    { auth: { type: 'token', authUrl: 'http://k/v3', token: SECRET, projectName: 't', projectDomainId: '42' } });
+  const box = await sandbox({
+    'cwd/clouds.yaml':
+      `clouds:\n  c:\n    auth:\n      auth-url: http://k/v3\n` +
+      `      auth_token: ${SECRET}\n      tenant_name: t\n      project-domain-id: 42\n  d:\n    auth_type: password\n` +
+      `    auth: {auth_url: "http://k/v3", username: u, password: 12345, project_id: 0123}\n`,
+  });
+  assert.deepEqual((await box.resolve({ env: { OS_CLOUD: 'c' } })).client, {
+    auth: { type: 'token', authUrl: 'http://k/v3', token: SECRET, projectName: 't', projectDomainId: '42' },
+  });
   // YAML 1.1 as PyYAML reads it: 0123 is octal.
-  assert.deepEqual((await box.resolve({ env: { OS_CLOUD: 'd' } })).client.auth,
-    { type: 'password', authUrl: 'http://k/v3', username: 'u', password: '12345', projectId: '83', userDomainId: 'default' });
+  assert.deepEqual((await box.resolve({ env: { OS_CLOUD: 'd' } })).client.auth, {
+    type: 'password',
+    authUrl: 'http://k/v3',
+    username: 'u',
+    password: '12345',
+    projectId: '83',
+    userDomainId: 'default',
+  });
 });
 
-test('errors: python\'s messages, and no secret in any of them', async () => {
+test("errors: python's messages, and no secret in any of them", async () => {
   const box = await sandbox({
-    'cwd/clouds.yaml': `clouds:\n  bad-type:\n    auth_type: oidc-magic\n    auth: {password: ${SECRET}}\n` +
+    'cwd/clouds.yaml':
+      `clouds:\n  bad-type:\n    auth_type: oidc-magic\n    auth: {password: ${SECRET}}\n` +
       `  no-url:\n    auth: {username: u, password: ${SECRET}}\n  not-a-map: 7\n`,
   });
   const msg = (opts) => configError(box.resolve(opts));
   assert.equal(await msg({ env: { OS_CLOUD: 'nope' } }), 'Cloud nope was not found.');
-  assert.match(await msg({ env: { OS_CLOUD: 'bad-type' } }),
-    /^An invalid auth-type was specified: oidc-magic\. Valid choices are: password,v3password,token,/);
-  assert.match(await msg({ env: { OS_AUTH_TYPE: 'toString', OS_ENDPOINT: 'http://i' } }),
-    /^An invalid auth-type was specified: toString\./);
+  assert.match(
+    await msg({ env: { OS_CLOUD: 'bad-type' } }),
+    /^An invalid auth-type was specified: oidc-magic\. Valid choices are: password,v3password,token,/,
+  );
+  assert.match(
+    await msg({ env: { OS_AUTH_TYPE: 'toString', OS_ENDPOINT: 'http://i' } }),
+    /^An invalid auth-type was specified: toString\./,
+  );
   assert.equal(await msg({ env: { OS_CLOUD: 'toString' } }), 'Cloud toString was not found.');
   assert.equal(await msg({ env: { OS_CLOUD: 'no-url' } }), 'Auth plugin requires parameters which were not given: auth_url');
   assert.match(await msg({ env: { OS_CLOUD: 'not-a-map' } }), /^Cloud not-a-map in .*clouds\.yaml is not a mapping\.$/);
   assert.equal(await msg({ env: { OS_AUTH_URL: 'http://k', OS_USERNAME: 'u' } }), 'password is a required attribute');
-  assert.equal(await msg({ env: { OS_AUTH_TYPE: 'token', OS_AUTH_URL: 'http://k' } }),
-    'Auth plugin requires parameters which were not given: token');
-  assert.equal(await msg({ env: { OS_AUTH_TYPE: 'v3applicationcredential', OS_AUTH_URL: 'http://k',
-    OS_APPLICATION_CREDENTIAL_SECRET: SECRET } }),
-  'You must provide either an application credential ID or an application credential name and user.');
-  assert.equal(await msg({ env: { OS_AUTH_URL: 'http://k', OS_APPLICATION_CREDENTIAL_ID: 'a' } }),
-    'Auth plugin requires parameters which were not given: application_credential_secret');
-  assert.equal(await msg({ env: { OS_AUTH_TYPE: 'http_basic', OS_USERNAME: 'u', OS_ENDPOINT: 'http://i' } }),
-    'Auth plugin requires parameters which were not given: password');
+  assert.equal(
+    await msg({ env: { OS_AUTH_TYPE: 'token', OS_AUTH_URL: 'http://k' } }),
+    'Auth plugin requires parameters which were not given: token',
+  );
+  assert.equal(
+    await msg({ env: { OS_AUTH_TYPE: 'v3applicationcredential', OS_AUTH_URL: 'http://k', OS_APPLICATION_CREDENTIAL_SECRET: SECRET } }),
+    'You must provide either an application credential ID or an application credential name and user.',
+  );
+  assert.equal(
+    await msg({ env: { OS_AUTH_URL: 'http://k', OS_APPLICATION_CREDENTIAL_ID: 'a' } }),
+    'Auth plugin requires parameters which were not given: application_credential_secret',
+  );
+  assert.equal(
+    await msg({ env: { OS_AUTH_TYPE: 'http_basic', OS_USERNAME: 'u', OS_ENDPOINT: 'http://i' } }),
+    'Auth plugin requires parameters which were not given: password',
+  );
   assert.match(await msg({ env: { OS_AUTH_TYPE: 'none' } }), /^The Bare Metal API endpoint cannot be detected/);
   assert.equal(await msg({ flags: { osPassword: SECRET } }), 'Unknown configuration option: osPassword');
 
   // A clouds.yaml that does not parse: the file and the position, never its text.
   const broken = await sandbox({ 'cwd/clouds.yaml': `clouds:\n  c:\n    auth:\n      password: ${SECRET}\n     bad: [\n` });
-  assert.match(await configError(broken.resolve({ env: { OS_CLOUD: 'c' } })),
-    /^Cannot parse .*clouds\.yaml at line \d+, column \d+\.$/);
+  assert.match(await configError(broken.resolve({ env: { OS_CLOUD: 'c' } })), /^Cannot parse .*clouds\.yaml at line \d+, column \d+\.$/);
   const badJson = await sandbox({ 'cwd/clouds.json': `{"clouds": {"c": {"auth": {"password": "${SECRET}"}}` });
   assert.match(await configError(badJson.resolve({ env: { OS_CLOUD: 'c' } })), /^Cannot parse .*clouds\.json\.$/);
 });
@@ -361,9 +493,12 @@ print(json.dumps({'cloud': region.name, 'type': c['auth_type'], 'auth': c['auth'
 
 function runPython({ cwd, home, env, argv = [] }) {
   return new Promise((resolve, reject) => {
-    execFile(PYTHON, ['-c', PYTHON_LOADER, JSON.stringify(argv)],
+    execFile(
+      PYTHON,
+      ['-c', PYTHON_LOADER, JSON.stringify(argv)],
       { cwd, env: { HOME: home, PATH: '/usr/bin:/bin', ...env }, timeout: 60_000 },
-      (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout.trim().split('\n').pop()))));
+      (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout.trim().split('\n').pop()))),
+    );
   });
 }
 
@@ -389,53 +524,72 @@ function fromPython(py) {
 const DIFFERENTIAL = [
   {
     name: 'OS_CLOUD with secure.yaml, a variable and a flag over the file',
-    files: { 'cwd/clouds.yaml': PASSWORD_CLOUD.replace(`      password: ${SECRET}\n`, ''),
-      'home/.config/openstack/secure.yaml': `clouds:\n  prod:\n    auth:\n      password: ${SECRET}\n` },
+    files: {
+      'cwd/clouds.yaml': PASSWORD_CLOUD.replace(`      password: ${SECRET}\n`, ''),
+      'home/.config/openstack/secure.yaml': `clouds:\n  prod:\n    auth:\n      password: ${SECRET}\n`,
+    },
     env: { OS_CLOUD: 'prod', OS_USERNAME: 'bob', OS_PROJECT_NAME: 'env-project' },
     argv: ['--os-project-name', 'flag-project'],
     flags: { projectName: 'flag-project' },
   },
   {
     name: 'flags over variables over clouds.yaml for the URL, region and interface',
-    files: { 'cwd/clouds.yaml': 'clouds:\n  f:\n    auth:\n      auth_url: http://file/v3\n      username: fu\n' +
-      `      password: ${SECRET}\n      project_id: pf\n    interface: public\n    regions: [R1, R2]\n` +
-      '    identity_api_version: 3\n' },
-    env: { OS_CLOUD: 'f', OS_AUTH_URL: 'http://env/v3', OS_INTERFACE: 'internal', OS_REGION_NAME: 'R1',
-      OS_USER_ID: 'env-uid' },
+    files: {
+      'cwd/clouds.yaml':
+        'clouds:\n  f:\n    auth:\n      auth_url: http://file/v3\n      username: fu\n' +
+        `      password: ${SECRET}\n      project_id: pf\n    interface: public\n    regions: [R1, R2]\n` +
+        '    identity_api_version: 3\n',
+    },
+    env: { OS_CLOUD: 'f', OS_AUTH_URL: 'http://env/v3', OS_INTERFACE: 'internal', OS_REGION_NAME: 'R1', OS_USER_ID: 'env-uid' },
     argv: ['--os-interface', 'admin', '--os-region-name', 'R2', '--os-auth-url', 'http://flag/v3'],
     flags: { interface: 'admin', region: 'R2', authUrl: 'http://flag/v3' },
   },
   {
     name: 'the variables alone, default domain from OS_DEFAULT_DOMAIN',
     files: { 'cwd/clouds.yaml': PASSWORD_CLOUD },
-    env: { OS_AUTH_URL: 'http://k:5000/v3', OS_USERNAME: 'u', OS_PASSWORD: SECRET, OS_PROJECT_NAME: 'p',
-      OS_DEFAULT_DOMAIN: 'dd', OS_IDENTITY_API_VERSION: '3', OS_INTERFACE: 'internal', OS_REGION_NAME: 'RegionTwo' },
+    env: {
+      OS_AUTH_URL: 'http://k:5000/v3',
+      OS_USERNAME: 'u',
+      OS_PASSWORD: SECRET,
+      OS_PROJECT_NAME: 'p',
+      OS_DEFAULT_DOMAIN: 'dd',
+      OS_IDENTITY_API_VERSION: '3',
+      OS_INTERFACE: 'internal',
+      OS_REGION_NAME: 'RegionTwo',
+    },
   },
   {
     name: 'the only cloud, found in ~/.config/openstack, default domain',
-    files: { 'home/.config/openstack/clouds.yaml': 'clouds:\n  lone:\n    auth:\n      auth_url: http://k/v3\n' +
-      `      username: u\n      password: ${SECRET}\n      project_name: p\n    identity_api_version: 3\n` },
+    files: {
+      'home/.config/openstack/clouds.yaml':
+        'clouds:\n  lone:\n    auth:\n      auth_url: http://k/v3\n' +
+        `      username: u\n      password: ${SECRET}\n      project_name: p\n    identity_api_version: 3\n`,
+    },
     env: {},
   },
   {
     name: 'OS_CLIENT_CONFIG_FILE before the cwd; domain_name with a project; region values',
     files: {
       'cwd/clouds.yaml': 'clouds:\n  c:\n    auth_type: none\n',
-      'explicit.yaml': 'clouds:\n  c:\n    auth:\n      auth_url: http://k/v3\n      username: u\n' +
+      'explicit.yaml':
+        'clouds:\n  c:\n    auth:\n      auth_url: http://k/v3\n      username: u\n' +
         `      password: ${SECRET}\n      project_name: p\n      domain_name: Shared\n    regions:\n` +
         '      - R1\n      - name: R2\n        values: {interface: admin}\n',
     },
     env: { OS_CLOUD: 'c', OS_CLIENT_CONFIG_FILE: '<root>/explicit.yaml', OS_REGION_NAME: 'R2' },
   },
   {
-    name: 'token by variables over a password cloud\'s type',
+    name: "token by variables over a password cloud's type",
     files: { 'cwd/clouds.yaml': 'clouds:\n  t:\n    auth_type: token\n    auth: {auth_url: "http://k/v3", project_id: pid}\n' },
     env: { OS_CLOUD: 't', OS_TOKEN: SECRET, OS_USERNAME: 'ignored' },
   },
   {
     name: 'application credential by id from clouds.yaml, secret from the variable',
-    files: { 'cwd/clouds.yml': 'clouds:\n  ac:\n    auth_type: v3applicationcredential\n' +
-      '    auth: {auth_url: "http://k/v3", application_credential_id: acid}\n' },
+    files: {
+      'cwd/clouds.yml':
+        'clouds:\n  ac:\n    auth_type: v3applicationcredential\n' +
+        '    auth: {auth_url: "http://k/v3", application_credential_id: acid}\n',
+    },
     env: { OS_CLOUD: 'ac', OS_APPLICATION_CREDENTIAL_SECRET: SECRET },
   },
   {
@@ -445,8 +599,11 @@ const DIFFERENTIAL = [
   },
   {
     name: 'legacy keys and YAML 1.1 numbers',
-    files: { 'cwd/clouds.yaml': 'clouds:\n  l:\n    auth:\n      auth-url: http://k/v3\n      username: u\n' +
-      '      password: 12345\n      tenant_name: t\n      project_domain_id: 0123\n    identity_api_version: 3\n' },
+    files: {
+      'cwd/clouds.yaml':
+        'clouds:\n  l:\n    auth:\n      auth-url: http://k/v3\n      username: u\n' +
+        '      password: 12345\n      tenant_name: t\n      project_domain_id: 0123\n    identity_api_version: 3\n',
+    },
     env: { OS_CLOUD: 'l' },
   },
 ];
@@ -462,16 +619,17 @@ for (const c of DIFFERENTIAL) {
   });
 }
 
-test('same as python\'s loader: a region the cloud does not list', async () => {
-  const box = await sandbox({ 'cwd/clouds.yaml': 'clouds:\n  c:\n    auth_type: none\n    endpoint: http://i\n' +
-    '    regions: [R1, R2]\n' });
+test("same as python's loader: a region the cloud does not list", async () => {
+  const box = await sandbox({
+    'cwd/clouds.yaml': 'clouds:\n  c:\n    auth_type: none\n    endpoint: http://i\n' + '    regions: [R1, R2]\n',
+  });
   const env = { OS_CLOUD: 'c', OS_REGION_NAME: 'R3' };
   const py = await runPython({ cwd: box.cwd, home: box.home, env });
   assert.match(py.error, /^Region R3 is not a valid region name/);
   assert.equal(await configError(box.resolve({ env })), py.error);
 });
 
-test('same as python\'s loader: a cloud that is not there', async () => {
+test("same as python's loader: a cloud that is not there", async () => {
   const box = await sandbox({ 'cwd/clouds.yaml': PASSWORD_CLOUD });
   const py = await runPython({ cwd: box.cwd, home: box.home, env: { OS_CLOUD: 'nope' } });
   assert.equal(await configError(box.resolve({ env: { OS_CLOUD: 'nope' } })), py.error);

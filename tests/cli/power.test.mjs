@@ -29,14 +29,20 @@ async function withRecorder(s, fn) {
       delete headers['content-length'];
       const answer = await fetch(new URL(req.url, sim.url), { method: req.method, headers, body: body.length ? body : undefined });
       const out = Buffer.from(await answer.arrayBuffer());
-      const back = Object.fromEntries([...answer.headers].filter(([k]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(k)));
+      const back = Object.fromEntries(
+        [...answer.headers].filter(([k]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(k)),
+      );
       res.writeHead(answer.status, back);
       res.end(out);
     });
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${server.address().port}`;
     try {
-      return await fn({ sim, puts, ironicWait: (args, options) => run(process.execPath, [CLI, '--os-auth-type', 'none', '--os-endpoint', url, ...args], options) });
+      return await fn({
+        sim,
+        puts,
+        ironicWait: (args, options) => run(process.execPath, [CLI, '--os-auth-type', 'none', '--os-endpoint', url, ...args], options),
+      });
     } finally {
       server.closeAllConnections?.();
       await new Promise((resolve) => server.close(resolve));
@@ -66,7 +72,11 @@ test('power on, off and reboot without --wait: a PUT each, nothing printed, exit
       const r = await ironicWait(args);
       assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
       assert.equal(r.stdout + r.stderr, '');
-      assert.deepEqual(puts.map((p) => p.body.target), [target], args.join(' '));
+      assert.deepEqual(
+        puts.map((p) => p.body.target),
+        [target],
+        args.join(' '),
+      );
     });
   }
 });
@@ -78,7 +88,13 @@ test('--power-timeout goes in the body as timeout; --wait waits until the action
     assert.equal(r.stdout, '');
     assert.deepEqual(messages(r.stderr), []);
     assert.match(r.stderr, /n1: power off \(reached\)/);
-    assert.deepEqual(puts.map((p) => p.body), [{ target: 'power off', timeout: 30 }, { target: 'power off', timeout: 30 }]);
+    assert.deepEqual(
+      puts.map((p) => p.body),
+      [
+        { target: 'power off', timeout: 30 },
+        { target: 'power off', timeout: 30 },
+      ],
+    );
     assert.equal(sim.node('n1').power_state, 'power off');
     assert.equal(sim.node('n2').power_state, 'power off');
   });
@@ -86,12 +102,16 @@ test('--power-timeout goes in the body as timeout; --wait waits until the action
     const r = await ironicWait(['-q', 'node', 'reboot', 'n1', '--soft', '--power-timeout=5', '--wait']);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout + r.stderr, '');
-    assert.deepEqual(puts.map((p) => p.body), [{ target: 'soft rebooting', timeout: 5 }]);
+    assert.deepEqual(
+      puts.map((p) => p.body),
+      [{ target: 'soft rebooting', timeout: 5 }],
+    );
     assert.equal(sim.node('n1').power_state, 'power on');
   });
 });
 
-const failing = () => scenario([active('n1'), active('n2')], { transitions: [{ node: 'n1', action: 'power off', fail: 'IPMI: BMC 10.0.0.7 did not answer' }] });
+const failing = () =>
+  scenario([active('n1'), active('n2')], { transitions: [{ node: 'n1', action: 'power off', fail: 'IPMI: BMC 10.0.0.7 did not answer' }] });
 const FAILED = /^Node n1 failed to reach state power off\. It's in state power on, and has error: .*BMC 10\.0\.0\.7 did not answer$/m;
 const HISTORY_LINE = /^ {2}\S+ ERROR \S+: .*BMC 10\.0\.0\.7 did not answer$/m;
 
@@ -123,7 +143,9 @@ test('a failed power action: the message of the other waits, exit 1; --diagnose 
 });
 
 test('--diagnose on a provision action and on node wait', async () => {
-  const deploy = scenario([{ name: 'n1', provision_state: 'available' }], { transitions: [{ node: 'n1', action: 'active', fail: 'Image checksum mismatch' }] });
+  const deploy = scenario([{ name: 'n1', provision_state: 'available' }], {
+    transitions: [{ node: 'n1', action: 'active', fail: 'Image checksum mismatch' }],
+  });
   await withRecorder(deploy, async ({ ironicWait }) => {
     const r = await ironicWait(['-q', 'node', 'deploy', 'n1', '--wait', '20', '--diagnose']);
     assert.equal(r.code, 1);
@@ -200,7 +222,7 @@ test('bad arguments: clear errors, nothing sent', async () => {
   });
 });
 
-test('a refused power PUT: Ironic\'s message and exit 1', async () => {
+test("a refused power PUT: Ironic's message and exit 1", async () => {
   await withRecorder(scenario([active('n1')]), async ({ ironicWait }) => {
     const r = await ironicWait(['node', 'power', 'on', 'nope']);
     assert.equal(r.code, 1);
@@ -208,11 +230,12 @@ test('a refused power PUT: Ironic\'s message and exit 1', async () => {
   });
 });
 
-test('help: the power commands are listed, and their options shown; --diagnose is not in baremetal\'s usage line', async () => {
+test("help: the power commands are listed, and their options shown; --diagnose is not in baremetal's usage line", async () => {
   await withSimulator(scenario([]), async (sim) => {
     const ironicWait = (args) => run(process.execPath, [CLI, ...endpointArgs(sim), ...args]);
     const list = await ironicWait(['--help']);
-    for (const c of ['node power on', 'node power off', 'node reboot', 'node power reboot']) assert.match(list.stdout, new RegExp(`^ {2}${c} `, 'm'));
+    for (const c of ['node power on', 'node power off', 'node reboot', 'node power reboot'])
+      assert.match(list.stdout, new RegExp(`^ {2}${c} `, 'm'));
     const off = await ironicWait(['node', 'power', 'off', '--help']);
     assert.match(off.stdout, /^usage: ironic-wait node power off \[-h\] \[--power-timeout <power-timeout>\]\s+\[--soft\]/);
     assert.match(off.stdout, /--diagnose/);

@@ -40,19 +40,27 @@ function text(value) {
 /** The abort reasons trials use: any value at all may be a reason. */
 function makeReason(kind) {
   switch (kind) {
-    case 'error': return new Error('trial abort');
-    case 'string': return 'trial abort';
-    case 'object': return { trial: 'abort' };
-    case 'null': return null;
-    case 'zero': return 0;
-    case 'symbol': return Symbol('trial abort');
+    case 'error':
+      return new Error('trial abort');
+    case 'string':
+      return 'trial abort';
+    case 'object':
+      return { trial: 'abort' };
+    case 'null':
+      return null;
+    case 'zero':
+      return 0;
+    case 'symbol':
+      return Symbol('trial abort');
     case 'revoked-proxy': {
       const { proxy, revoke } = Proxy.revocable({}, {});
       revoke();
       return proxy;
     }
-    case 'undefined': return undefined;
-    default: throw new Error(`unknown reason kind ${kind}`);
+    case 'undefined':
+      return undefined;
+    default:
+      throw new Error(`unknown reason kind ${kind}`);
   }
 }
 
@@ -75,8 +83,15 @@ export async function runTrial(spec, hooks = {}) {
   const controller = new AbortController();
   const reason = makeReason(spec.reason);
   const result = {
-    id: spec.id, abortAt: null, settledAt: null, outcome: 'pending', settledFirst: false, reasonMatches: false,
-    error: null, fetches: [], escaped: [],
+    id: spec.id,
+    abortAt: null,
+    settledAt: null,
+    outcome: 'pending',
+    settledFirst: false,
+    reasonMatches: false,
+    error: null,
+    fetches: [],
+    escaped: [],
   };
   const abort = () => {
     if (result.abortAt !== null) return;
@@ -109,7 +124,9 @@ export async function runTrial(spec, hooks = {}) {
 
   if (spec.abortAfter === -1) abort();
   let settle;
-  const settled = new Promise((resolve) => { settle = resolve; });
+  const settled = new Promise((resolve) => {
+    settle = resolve;
+  });
   const promise = client[spec.call](...(spec.args ?? []), options);
   promise.then(
     () => {
@@ -122,8 +139,10 @@ export async function runTrial(spec, hooks = {}) {
       result.settledAt = now();
       result.error = text(error);
       const expected = controller.signal.reason;
-      result.reasonMatches = controller.signal.aborted && error === expected
-        && (spec.reason !== 'undefined' || (error instanceof DOMException && error.name === 'AbortError'));
+      result.reasonMatches =
+        controller.signal.aborted &&
+        error === expected &&
+        (spec.reason !== 'undefined' || (error instanceof DOMException && error.name === 'AbortError'));
       settle();
     },
   );
@@ -156,7 +175,11 @@ if (!isMainThread && parentPort) {
 } else if (process.argv[2]) {
   const spec = JSON.parse(process.argv[2]);
   const result = { id: spec.id, outcome: 'pending at exit', abortAt: null };
-  runTrial(spec, { aborting: (at) => { result.abortAt = at; } }).then((settled) => Object.assign(result, settled));
+  runTrial(spec, {
+    aborting: (at) => {
+      result.abortAt = at;
+    },
+  }).then((settled) => Object.assign(result, settled));
   // Reported when Node exits by itself (stdout is synchronous for a pipe).
   process.on('exit', () => {
     Object.assign(result, { fetches: fetchesTo(spec.url), escaped, exitAt: now() });

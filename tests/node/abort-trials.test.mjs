@@ -116,7 +116,11 @@ const PHASES = {
     return {
       variant: retried ? 'GET /v1 slow, 503 and retried' : 'GET /v1 slow',
       scenario: { nodes: FLEET, faults },
-      spec: { client: { retryInterval: 0.1, maxRetries: 5 }, ...pick(rand, READS), abortAfter: between(rand, 0, (retried ? 3 : 1) * (latency + 100)) },
+      spec: {
+        client: { retryInterval: 0.1, maxRetries: 5 },
+        ...pick(rand, READS),
+        abortAfter: between(rand, 0, (retried ? 3 : 1) * (latency + 100)),
+      },
       grace: 250,
     };
   },
@@ -142,7 +146,13 @@ const PHASES = {
   put(rand) {
     const count = between(rand, 1, 4);
     const retryInterval = between(rand, 5, 20) / 100;
-    const variant = pick(rand, ['slow PUT', 'PUT answered 409 and retried', 'PUT answered 503 with Retry-After', 'PUT connection reset and retried', 'PUT to a refused port']);
+    const variant = pick(rand, [
+      'slow PUT',
+      'PUT answered 409 and retried',
+      'PUT answered 503 with Retry-After',
+      'PUT connection reset and retried',
+      'PUT to a refused port',
+    ]);
     const put = { method: 'PUT', path: '/v1/nodes/*/states/provision' };
     const latency = between(rand, 150, 400);
     const faults = {
@@ -167,7 +177,12 @@ const PHASES = {
         client: { retryInterval, maxRetries: 8, ...(rand() < 0.5 ? { microversion: '1.80' } : {}) },
         call: 'provision',
         args: [names('p', count), 'manage'],
-        options: { wait: pick(rand, [false, 10]), pollInterval: 0.05, concurrency: between(rand, 1, 4), settle: pick(rand, ['first-failure', 'all']) },
+        options: {
+          wait: pick(rand, [false, 10]),
+          pollInterval: 0.05,
+          concurrency: between(rand, 1, 4),
+          settle: pick(rand, ['first-failure', 'all']),
+        },
         abortAfter: between(rand, 0, length),
       },
       // A retry the abort failed to stop would come this much later.
@@ -209,11 +224,11 @@ const PHASES = {
       spec: listing
         ? { call: 'listNodes', abortAfter: between(rand, 0, 15 * (latency + 10) + 100) }
         : {
-          call: 'waitForProvisionState',
-          args: [fleet, 'active'],
-          options: { failOnUnexpectedState: false, listThreshold: 10, pollInterval: 0.05 },
-          abortAfter: between(rand, 0, 15 * (latency + 10) + 100),
-        },
+            call: 'waitForProvisionState',
+            args: [fleet, 'active'],
+            options: { failOnUnexpectedState: false, listThreshold: 10, pollInterval: 0.05 },
+            abortAfter: between(rand, 0, 15 * (latency + 10) + 100),
+          },
     };
   },
   progress(rand) {
@@ -223,13 +238,18 @@ const PHASES = {
       variant: allocation ? 'createAllocation with wait, abort in onProgress' : 'provision with wait, abort in onProgress',
       scenario: { nodes: [...FLEET, ...nodes(Object.fromEntries(names('p', 3).map((n) => [n, 'enroll'])))] },
       spec: allocation
-        ? { call: 'createAllocation', args: [{ resourceClass: 'gold' }], options: { wait: 10, pollInterval: 0.02 }, abortAtEvent: between(rand, 1, 2) }
+        ? {
+            call: 'createAllocation',
+            args: [{ resourceClass: 'gold' }],
+            options: { wait: 10, pollInterval: 0.02 },
+            abortAtEvent: between(rand, 1, 2),
+          }
         : {
-          call: 'provision',
-          args: [names('p', count), 'manage'],
-          options: { wait: 10, pollInterval: 0.02, settle: pick(rand, ['first-failure', 'all']) },
-          abortAtEvent: between(rand, 1, 2 * count),
-        },
+            call: 'provision',
+            args: [names('p', count), 'manage'],
+            options: { wait: 10, pollInterval: 0.02, settle: pick(rand, ['first-failure', 'all']) },
+            abortAtEvent: between(rand, 1, 2 * count),
+          },
     };
   },
 };
@@ -325,7 +345,10 @@ function judge(outcome, ironic) {
   const lateFetches = r.fetches.filter((f) => f.t >= r.abortAt);
   if (lateFetches.length) {
     const first = lateFetches[0];
-    problems.push(['a fetch started after the abort', `${lateFetches.length}, the first ${Math.round(first.t - r.abortAt)} ms after: ${first.method} ${path(first.url)}`]);
+    problems.push([
+      'a fetch started after the abort',
+      `${lateFetches.length}, the first ${Math.round(first.t - r.abortAt)} ms after: ${first.method} ${path(first.url)}`,
+    ]);
   }
   if (ironic) {
     // Each fetch is at most one request (redirects are not followed), so the
@@ -334,13 +357,19 @@ function judge(outcome, ironic) {
     const started = r.fetches.length - lateFetches.length;
     if (ironic.seen.length > started) {
       const extra = ironic.seen.slice(started);
-      problems.push(['the server got more requests than were started before the abort', `${extra.length} more, the first ${extra[0].method} ${extra[0].url}`]);
+      problems.push([
+        'the server got more requests than were started before the abort',
+        `${extra.length} more, the first ${extra[0].method} ${extra[0].url}`,
+      ]);
     }
     // Not closed by the abort: in flight, or on its way. Each must be hung up.
     for (const e of ironic.seen.filter((entry) => !(entry.closedAt <= r.abortAt))) {
       if (e.closedAt === undefined) problems.push(['a request in flight at the abort is still open', `${e.method} ${e.url}`]);
       else if (!e.cancelled && e.closedAt > r.abortAt + HANG_UP_SLACK_MS) {
-        problems.push(['a request in flight at the abort was answered, not hung up', `${e.method} ${e.url}, ${Math.round(e.closedAt - r.abortAt)} ms after`]);
+        problems.push([
+          'a request in flight at the abort was answered, not hung up',
+          `${e.method} ${e.url}, ${Math.round(e.closedAt - r.abortAt)} ms after`,
+        ]);
       }
     }
   }
@@ -348,9 +377,9 @@ function judge(outcome, ironic) {
 }
 
 const describeTrial = (t) =>
-  `${t.phase} / ${t.variant}: ${t.spec.call}(${JSON.stringify(t.spec.args ?? [])}, ${JSON.stringify(t.spec.options ?? {})})`
-  + ` client ${JSON.stringify(t.spec.client ?? {})}${t.spec.tokenDelay !== undefined ? ` tokenDelay ${t.spec.tokenDelay}` : ''}`
-  + `, abort ${t.spec.abortAtEvent ? `at progress event ${t.spec.abortAtEvent}` : `after ${t.spec.abortAfter} ms`}, reason ${t.spec.reason}`;
+  `${t.phase} / ${t.variant}: ${t.spec.call}(${JSON.stringify(t.spec.args ?? [])}, ${JSON.stringify(t.spec.options ?? {})})` +
+  ` client ${JSON.stringify(t.spec.client ?? {})}${t.spec.tokenDelay !== undefined ? ` tokenDelay ${t.spec.tokenDelay}` : ''}` +
+  `, abort ${t.spec.abortAtEvent ? `at progress event ${t.spec.abortAtEvent}` : `after ${t.spec.abortAfter} ms`}, reason ${t.spec.reason}`;
 
 // ---------------------------------------------------------------------------
 // The schedule runs once, in `before`; each phase's test judges its trials.
@@ -374,9 +403,23 @@ before(async () => {
     }
     // The worker that ran all those trials still finishes a call.
     const ironic = await serve({ nodes: FLEET });
-    const outcome = await worker.run({ id: 'control', url: ironic.url, call: 'waitForProvisionState', args: [['n1'], 'active'], options: { timeout: 5 }, reason: 'error', settleWithin: 1000 });
-    results.push({ trial: { phase: 'control', variant: 'a wait after the trials', spec: { call: 'waitForProvisionState', reason: 'none' } }, outcome,
-      problems: outcome.result?.outcome === 'resolved' ? [] : [['the worker cannot finish a wait after the trials', outcome.result?.error ?? JSON.stringify(outcome)]] });
+    const outcome = await worker.run({
+      id: 'control',
+      url: ironic.url,
+      call: 'waitForProvisionState',
+      args: [['n1'], 'active'],
+      options: { timeout: 5 },
+      reason: 'error',
+      settleWithin: 1000,
+    });
+    results.push({
+      trial: { phase: 'control', variant: 'a wait after the trials', spec: { call: 'waitForProvisionState', reason: 'none' } },
+      outcome,
+      problems:
+        outcome.result?.outcome === 'resolved'
+          ? []
+          : [['the worker cannot finish a wait after the trials', outcome.result?.error ?? JSON.stringify(outcome)]],
+    });
     await ironic.close();
   };
   await Promise.all(workers.map(lane));
@@ -398,8 +441,9 @@ function assertPhase(phase) {
     }
   }
   const failed = [...kinds].map(([key, { count, example }]) => `${count}x ${key} -- e.g. ${example}`);
-  const aborted = mine.filter((r) => r.outcome.result && r.outcome.result.abortAt !== null && !r.outcome.result.settledFirst).length
-    + mine.filter((r) => r.outcome.frozen && r.outcome.abortAt !== null).length;
+  const aborted =
+    mine.filter((r) => r.outcome.result && r.outcome.result.abortAt !== null && !r.outcome.result.settledFirst).length +
+    mine.filter((r) => r.outcome.frozen && r.outcome.abortAt !== null).length;
   const summary = `${mine.length} trials, ${aborted} aborted mid-call (seed ${SEED}; schedule: ${scheduleEnd?.trials} trials in ${Math.round(scheduleEnd?.ms ?? 0)} ms)`;
   assert.deepEqual(failed, [], summary);
   if (phase !== 'control') assert.ok(aborted >= mine.length / 2, `too few trials aborted a call in flight: ${summary}`);
@@ -413,21 +457,47 @@ for (const phase of [...Object.keys(PHASES), 'control']) {
 // Child processes: after the abort, nothing may keep Node alive.
 
 const CHILD_TRIALS = [
-  ['negotiation: GET /v1 never answers', { nodes: FLEET, faults: [{ kind: 'hang', method: 'GET', path: '/v1' }] }, { call: 'getNode', args: ['n1'] }],
-  ['negotiation: GET /v1 answers 503, retried every 2 s', { nodes: FLEET, faults: [{ kind: 'status', status: 503, versionHeaders: false, method: 'GET', path: '/v1' }] },
-    { client: { retryInterval: 2 }, call: 'listNodes' }],
+  [
+    'negotiation: GET /v1 never answers',
+    { nodes: FLEET, faults: [{ kind: 'hang', method: 'GET', path: '/v1' }] },
+    { call: 'getNode', args: ['n1'] },
+  ],
+  [
+    'negotiation: GET /v1 answers 503, retried every 2 s',
+    { nodes: FLEET, faults: [{ kind: 'status', status: 503, versionHeaders: false, method: 'GET', path: '/v1' }] },
+    { client: { retryInterval: 2 }, call: 'listNodes' },
+  ],
   ['getToken never answers', { nodes: FLEET }, { tokenDelay: 'never', call: 'getNode', args: ['n1'] }],
-  ['a PUT answered after 5 s', { nodes: FLEET, faults: [{ kind: 'latency', ms: 5000, method: 'PUT' }] },
-    { client: { microversion: '1.80' }, call: 'provision', args: [['e1'], 'manage'] }],
-  ['a PUT answered 409, retried every 2 s', { nodes: FLEET, faults: [{ kind: 'status', status: 409, method: 'PUT' }] },
-    { call: 'provision', args: [['e1'], 'manage'], options: { wait: true } }],
-  ['a PUT to a refused port, retried every second', null,
-    { client: { microversion: '1.80', retryInterval: 1 }, call: 'provision', args: [['e1'], 'manage'] }],
-  ['polling every 10 s', { nodes: FLEET }, { call: 'waitForProvisionState', args: [['m1'], 'active'], options: { failOnUnexpectedState: false, pollInterval: 10 } }],
-  ['a list page answered after 5 s', { nodes: FLEET, faults: [{ kind: 'latency', ms: 5000, method: 'GET', path: '/v1/nodes/detail' }] },
-    { call: 'listNodes' }],
-  ['from inside onProgress, polling every 10 s', { nodes: FLEET },
-    { call: 'provision', args: [['e1'], 'manage'], options: { wait: true, pollInterval: 10 }, abortAtEvent: 1 }],
+  [
+    'a PUT answered after 5 s',
+    { nodes: FLEET, faults: [{ kind: 'latency', ms: 5000, method: 'PUT' }] },
+    { client: { microversion: '1.80' }, call: 'provision', args: [['e1'], 'manage'] },
+  ],
+  [
+    'a PUT answered 409, retried every 2 s',
+    { nodes: FLEET, faults: [{ kind: 'status', status: 409, method: 'PUT' }] },
+    { call: 'provision', args: [['e1'], 'manage'], options: { wait: true } },
+  ],
+  [
+    'a PUT to a refused port, retried every second',
+    null,
+    { client: { microversion: '1.80', retryInterval: 1 }, call: 'provision', args: [['e1'], 'manage'] },
+  ],
+  [
+    'polling every 10 s',
+    { nodes: FLEET },
+    { call: 'waitForProvisionState', args: [['m1'], 'active'], options: { failOnUnexpectedState: false, pollInterval: 10 } },
+  ],
+  [
+    'a list page answered after 5 s',
+    { nodes: FLEET, faults: [{ kind: 'latency', ms: 5000, method: 'GET', path: '/v1/nodes/detail' }] },
+    { call: 'listNodes' },
+  ],
+  [
+    'from inside onProgress, polling every 10 s',
+    { nodes: FLEET },
+    { call: 'provision', args: [['e1'], 'manage'], options: { wait: true, pollInterval: 10 }, abortAtEvent: 1 },
+  ],
 ];
 
 /** Runs one trial in a child process; resolves with its result and when it exited, or kills it after `ms`. */
@@ -436,8 +506,12 @@ function runChild(spec, ms = 15_000) {
   const child = spawn(process.execPath, [...execArgv, fileURLToPath(RUNNER), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
+  child.stdout.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), ms);
     child.on('close', (code, signal) => {
@@ -460,8 +534,12 @@ test('an aborted call lets Node exit at once (child processes)', async () => {
   const runOne = async ([name, scenario, spec], control = false) => {
     const ironic = scenario && (await serve(scenario));
     const full = {
-      id: name, url: ironic?.url ?? refused, reason: pick(rand, REASONS), settleWithin: 1000,
-      ...spec, ...(control || spec.abortAtEvent ? {} : { abortAfter: between(rand, 50, 250) }),
+      id: name,
+      url: ironic?.url ?? refused,
+      reason: pick(rand, REASONS),
+      settleWithin: 1000,
+      ...spec,
+      ...(control || spec.abortAtEvent ? {} : { abortAfter: between(rand, 50, 250) }),
     };
     const { result, killed, stderr } = await runChild(full);
     await ironic?.close();
@@ -469,19 +547,29 @@ test('an aborted call lets Node exit at once (child processes)', async () => {
     if (killed || !result) return problems.push(`${label}: did not exit by itself within 15 s${stderr ? `; stderr: ${stderr}` : ''}`);
     if (control) {
       if (result.outcome !== 'resolved') problems.push(`${label}: ${result.outcome} ${result.error ?? ''}`);
-      else if (result.exitAt - result.settledAt > EXIT_BOUND_MS) problems.push(`${label}: exited ${Math.round(result.exitAt - result.settledAt)} ms after settling`);
+      else if (result.exitAt - result.settledAt > EXIT_BOUND_MS)
+        problems.push(`${label}: exited ${Math.round(result.exitAt - result.settledAt)} ms after settling`);
       return;
     }
     if (result.abortAt === null) return problems.push(`${label}: the abort never happened (${result.outcome})`);
-    if (result.outcome !== 'rejected' || !result.reasonMatches) problems.push(`${label}: ${result.outcome} ${result.error ?? ''}, not rejected with the reason`);
-    if (result.exitAt - result.abortAt > EXIT_BOUND_MS) problems.push(`${label}: Node exited ${Math.round(result.exitAt - result.abortAt)} ms after the abort`);
+    if (result.outcome !== 'rejected' || !result.reasonMatches)
+      problems.push(`${label}: ${result.outcome} ${result.error ?? ''}, not rejected with the reason`);
+    if (result.exitAt - result.abortAt > EXIT_BOUND_MS)
+      problems.push(`${label}: Node exited ${Math.round(result.exitAt - result.abortAt)} ms after the abort`);
     const late = result.fetches.filter((f) => f.t >= result.abortAt);
     if (late.length) problems.push(`${label}: ${late.length} fetch(es) after the abort, the first ${late[0].method} ${path(late[0].url)}`);
     if (result.escaped.length) problems.push(`${label}: ${result.escaped.join('; ')}`);
   };
   const queue = [
     [['control: a read that succeeds', { nodes: FLEET }, { call: 'getNode', args: ['n1'] }], true],
-    [['control: a wait that succeeds', { nodes: FLEET }, { call: 'waitForProvisionState', args: [['n1'], 'active'], options: { timeout: 5 } }], true],
+    [
+      [
+        'control: a wait that succeeds',
+        { nodes: FLEET },
+        { call: 'waitForProvisionState', args: [['n1'], 'active'], options: { timeout: 5 } },
+      ],
+      true,
+    ],
     ...CHILD_TRIALS.map((t) => [t, false]),
   ];
   // Two at a time.

@@ -20,8 +20,16 @@ import { startIronic, nodes, sleep } from './harness.mjs';
 import { rng } from '../../sim/rng.mjs';
 
 const {
-  IronicClient, IronicWaitError, InvalidArgumentError, InvalidResponseError, IronicHttpError, ConnectionError, AuthError,
-  UnsupportedVersionError, StateTransitionFailed, StateTransitionTimeout,
+  IronicClient,
+  IronicWaitError,
+  InvalidArgumentError,
+  InvalidResponseError,
+  IronicHttpError,
+  ConnectionError,
+  AuthError,
+  UnsupportedVersionError,
+  StateTransitionFailed,
+  StateTransitionTimeout,
 } = api;
 
 const SEED = process.env.FUZZ_SEED ?? '1';
@@ -69,7 +77,10 @@ after(() => ironic?.close());
 /** The same client and a fresh one still finish a real wait and a read: nothing was corrupted. */
 async function assertHealthy(label) {
   const fresh = new IronicClient({ endpoint: ironic.url });
-  for (const [name, c] of [['the fuzzed client', client], ['a fresh client', fresh]]) {
+  for (const [name, c] of [
+    ['the fuzzed client', client],
+    ['a fresh client', fresh],
+  ]) {
     const waited = await settleWithin(c.waitForProvisionState('n1', 'active', { timeout: 5, pollInterval: 0.05 }), SETTLE_MS);
     assert.equal(waited.value?.nodes[0].outcome, 'reached', `${label}: ${name} finishes a wait: ${describe(waited)}`);
     const read = await settleWithin(c.getNode('n1', { fields: ['name'] }), SETTLE_MS);
@@ -80,7 +91,14 @@ async function assertHealthy(label) {
 // ---------------------------------------------------------------------------
 // Hostile values. `kind` says how a position judges it (see verdict()).
 
-const throwingHandler = new Proxy({}, { get: () => () => { throw new Error('trap'); } });
+const throwingHandler = new Proxy(
+  {},
+  {
+    get: () => () => {
+      throw new Error('trap');
+    },
+  },
+);
 const revoked = (target) => {
   const { proxy, revoke } = Proxy.revocable(target, {});
   revoke();
@@ -95,7 +113,12 @@ const cyclic = () => {
 function boobyTrappedSignal(controller) {
   const signal = controller.signal;
   for (const key of ['aborted', 'reason', 'addEventListener', 'removeEventListener', 'throwIfAborted', 'onabort']) {
-    Object.defineProperty(signal, key, { get() { throw new Error(`signal.${key} is a trap`); }, configurable: true });
+    Object.defineProperty(signal, key, {
+      get() {
+        throw new Error(`signal.${key} is a trap`);
+      },
+      configurable: true,
+    });
   }
   return signal;
 }
@@ -105,33 +128,71 @@ const str = (name, value) => ({ name, kind: 'string', make: () => value, text: v
 const num = (value) => ({ name: `number ${Object.is(value, -0) ? '-0' : value}`, kind: 'number', make: () => value, number: value });
 
 const VALUES = [
-  { name: 'the position\'s valid value', kind: 'control', make: (slot) => slot.valid() },
+  { name: "the position's valid value", kind: 'control', make: (slot) => slot.valid() },
   { name: 'a revoked proxy', kind: 'unreadable', make: () => revoked({}) },
   { name: 'a revoked proxy of an array', kind: 'unreadable', make: () => revoked([]) },
   { name: 'a proxy whose every trap throws', kind: 'unreadable', make: () => new Proxy({}, throwingHandler) },
   { name: 'an array proxy whose every trap throws', kind: 'unreadable', make: () => new Proxy(['n1'], throwingHandler) },
   { name: 'a function proxy whose every trap throws', kind: 'function', make: () => new Proxy(() => 'n1', throwingHandler) },
-  { name: 'an object whose toJSON throws', kind: 'object', make: () => ({ toJSON() { throw new Error('toJSON'); } }) },
+  {
+    name: 'an object whose toJSON throws',
+    kind: 'object',
+    make: () => ({
+      toJSON() {
+        throw new Error('toJSON');
+      },
+    }),
+  },
   { name: 'cyclic data', kind: 'object', make: cyclic },
-  { name: 'a deep nest', kind: 'object', make: () => { let v = []; for (let i = 0; i < 200_000; i++) v = [v]; return v; } },
+  {
+    name: 'a deep nest',
+    kind: 'object',
+    make: () => {
+      let v = [];
+      for (let i = 0; i < 200_000; i++) v = [v];
+      return v;
+    },
+  },
   { name: 'Object.create(AbortSignal.prototype)', kind: 'non-plain', make: () => Object.create(AbortSignal.prototype) },
   { name: 'a proxy of a real signal', kind: 'non-plain', make: () => new Proxy(new AbortController().signal, {}) },
   { name: 'a real signal with booby-trapped own properties', kind: 'signal', make: () => boobyTrappedSignal(new AbortController()) },
   { name: 'a Symbol', kind: 'unreadable', make: () => Symbol('s') },
   { name: 'a BigInt', kind: 'unreadable', make: () => 10n },
   { name: 'a function', kind: 'function', make: () => () => 'n1' },
-  { name: 'a class instance', kind: 'non-plain', make: () => new (class Options { timeout = 1; })() },
+  {
+    name: 'a class instance',
+    kind: 'non-plain',
+    make: () =>
+      new (class Options {
+        timeout = 1;
+      })(),
+  },
   { name: 'options inherited from a prototype', kind: 'non-plain', make: () => Object.create({ timeout: 1, signal: 1 }) },
   { name: 'a Date', kind: 'non-plain', make: () => new Date(0) },
   { name: 'a Map', kind: 'non-plain', make: () => new Map([['timeout', 1]]) },
   { name: 'a String object', kind: 'non-plain', make: () => new String('n1') },
-  num(1e300), num(Infinity), num(-Infinity), num(NaN), num(-0), num(2 ** 53 + 1), num(-1), num(0.5), num(MAX_SECONDS),
-  num(MAX_SECONDS + 1), num(31_536_000), num(2 ** 31), num(4096),
+  num(1e300),
+  num(Infinity),
+  num(-Infinity),
+  num(NaN),
+  num(-0),
+  num(2 ** 53 + 1),
+  num(-1),
+  num(0.5),
+  num(MAX_SECONDS),
+  num(MAX_SECONDS + 1),
+  num(31_536_000),
+  num(2 ** 31),
+  num(4096),
   { name: 'true', kind: 'boolean', make: () => true },
   { name: '100k strings', kind: 'list', make: (slot) => new Array(slot.listLength ?? 100_000).fill('n1') },
   { name: '100k numbers', kind: 'unreadable-list', make: () => new Array(100_000).fill(7) },
   { name: 'a sparse array of length 2^32-1', kind: 'unreadable-list', make: () => new Array(2 ** 32 - 1) },
-  { name: 'an array claiming length 1e9', kind: 'unreadable-list', make: () => new Proxy(['n1'], { get: (t, k) => (k === 'length' ? 1e9 : t[k]) }) },
+  {
+    name: 'an array claiming length 1e9',
+    kind: 'unreadable-list',
+    make: () => new Proxy(['n1'], { get: (t, k) => (k === 'length' ? 1e9 : t[k]) }),
+  },
   str('a lone high surrogate', `${SECRET}\uD800x`),
   str('a lone low surrogate', `\uDC00${SECRET}`),
   str('a NUL', `${SECRET}\0x`),
@@ -146,12 +207,33 @@ const VALUES = [
   str('non-Latin-1 text', 'nœud-ノード'),
   str('an endpoint with a password', `http://user:${SECRET}@127.0.0.1:1`),
   // Accessors, placed on the object that holds the position.
-  { name: 'a getter that throws', kind: 'getter', accessor: () => ({ get() { throw new Error('getter'); } }) },
   {
-    name: 'a getter giving a different value each time', kind: 'getter',
-    accessor: (slot) => { let n = 0; return { get: () => (n++ % 2 ? slot.valid() : revoked({})) }; },
+    name: 'a getter that throws',
+    kind: 'getter',
+    accessor: () => ({
+      get() {
+        throw new Error('getter');
+      },
+    }),
   },
-  { name: 'a getter that aborts the call', kind: 'getter', accessor: (slot, ctx) => ({ get() { ctx.controller.abort(new Error('getter abort')); return slot.valid(); } }) },
+  {
+    name: 'a getter giving a different value each time',
+    kind: 'getter',
+    accessor: (slot) => {
+      let n = 0;
+      return { get: () => (n++ % 2 ? slot.valid() : revoked({})) };
+    },
+  },
+  {
+    name: 'a getter that aborts the call',
+    kind: 'getter',
+    accessor: (slot, ctx) => ({
+      get() {
+        ctx.controller.abort(new Error('getter abort'));
+        return slot.valid();
+      },
+    }),
+  },
   { name: 'a getter giving the valid value', kind: 'getter-stable', accessor: (slot) => ({ get: () => slot.valid() }) },
 ];
 
@@ -257,8 +339,12 @@ function base(method, ctx, slot = {}) {
   switch (method) {
     case 'constructor': {
       // The `auth` positions put the same credentials in `auth` instead (not both: that is refused).
-      const credentials = slot.auth ? { auth: { type: 'http_basic', username: 'u', password: 'p' } } : { basicAuth: { username: 'u', password: 'p' } };
-      return [{ endpoint: ironic.url, retryInterval: 0.01, maxRetries: 1, requestTimeout: 5, ...credentials, headers: { 'X-Trial': 'fuzz' } }];
+      const credentials = slot.auth
+        ? { auth: { type: 'http_basic', username: 'u', password: 'p' } }
+        : { basicAuth: { username: 'u', password: 'p' } };
+      return [
+        { endpoint: ironic.url, retryInterval: 0.01, maxRetries: 1, requestTimeout: 5, ...credentials, headers: { 'X-Trial': 'fuzz' } },
+      ];
     }
     case 'provision':
       // Enroll nodes refuse every action but manage with a 400: a real, quick answer.
@@ -476,8 +562,14 @@ const applicable = (slot) => VALUES.filter((v) => !v.accessor || slot.path.lengt
 // One trial.
 
 const ERROR_CLASSES = [
-  InvalidArgumentError, InvalidResponseError, IronicHttpError, ConnectionError, AuthError, UnsupportedVersionError,
-  StateTransitionFailed, StateTransitionTimeout,
+  InvalidArgumentError,
+  InvalidResponseError,
+  IronicHttpError,
+  ConnectionError,
+  AuthError,
+  UnsupportedVersionError,
+  StateTransitionFailed,
+  StateTransitionTimeout,
 ];
 
 function settleWithin(promise, ms) {
@@ -561,7 +653,7 @@ async function trial(method, slotName, value) {
     problems.push(`the error quotes the secret: ${safeText(error.message)}`);
   }
   if (slotName === 'endpoint' && value.name === 'an endpoint with a password' && error !== undefined && errorText(error).includes(SECRET)) {
-    problems.push('the error quotes the endpoint\'s password');
+    problems.push("the error quotes the endpoint's password");
   }
   return problems.length ? `${label} (expected ${expected}): ${problems.join('; ')}` : null;
 }
@@ -600,11 +692,18 @@ for (const method of Object.keys(POSITIONS)) {
 
 test('every error class keeps its own name, also when a minifier renames the classes', () => {
   const names = {
-    IronicWaitError, InvalidArgumentError, InvalidResponseError, IronicHttpError, ConnectionError, AuthError,
-    UnsupportedVersionError, StateTransitionFailed, StateTransitionTimeout,
+    IronicWaitError,
+    InvalidArgumentError,
+    InvalidResponseError,
+    IronicHttpError,
+    ConnectionError,
+    AuthError,
+    UnsupportedVersionError,
+    StateTransitionFailed,
+    StateTransitionTimeout,
   };
   const source = IronicWaitError.toString() + InvalidArgumentError.toString();
-  assert.doesNotMatch(source, /new\.target\.name|constructor\.name/, 'the name must not come from the class\'s own name');
+  assert.doesNotMatch(source, /new\.target\.name|constructor\.name/, "the name must not come from the class's own name");
   for (const [name, Class] of Object.entries(names)) {
     const e = new Class('m', { status: 1 });
     assert.equal(e.name, name);
@@ -618,10 +717,22 @@ test('a getter that aborts the call, and one that mutates the arguments, are ref
   const sent = ironic.seen.length;
   const controller = new AbortController();
   const options = { signal: controller.signal, pollInterval: 0.05 };
-  Object.defineProperty(options, 'timeout', { enumerable: true, get() { controller.abort(); return 5; } });
+  Object.defineProperty(options, 'timeout', {
+    enumerable: true,
+    get() {
+      controller.abort();
+      return 5;
+    },
+  });
   await assert.rejects(client.waitForProvisionState('n1', 'active', options), InvalidArgumentError);
   const list = ['n1'];
-  Object.defineProperty(list, 1, { enumerable: true, get() { list.push('..'); return 'e1'; } });
+  Object.defineProperty(list, 1, {
+    enumerable: true,
+    get() {
+      list.push('..');
+      return 'e1';
+    },
+  });
   await assert.rejects(client.waitForProvisionState(list, 'active', { timeout: 5 }), InvalidArgumentError);
   assert.equal(ironic.seen.length, sent);
 });
@@ -635,13 +746,19 @@ test('arguments are read once, when the call is made: changing them afterwards c
   options.timeout = -1;
   options.pollInterval = Symbol('later');
   const outcome = await waiting;
-  assert.deepEqual(outcome.value?.nodes.map((n) => [n.node, n.outcome]), [['n1', 'reached']], describe(outcome));
+  assert.deepEqual(
+    outcome.value?.nodes.map((n) => [n.node, n.outcome]),
+    [['n1', 'reached']],
+    describe(outcome),
+  );
 });
 
 test('a detached method rejects instead of throwing', async () => {
   const { getNode } = client;
   let promise;
-  assert.doesNotThrow(() => { promise = getNode('n1'); });
+  assert.doesNotThrow(() => {
+    promise = getNode('n1');
+  });
   await assert.rejects(promise);
 });
 
@@ -667,15 +784,44 @@ test('getToken: whatever it throws, returns or never settles is an AuthError or 
   const { proxy: revokedToken, revoke } = Proxy.revocable({}, {});
   revoke();
   const sources = [
-    ['throws', () => { throw new Error('keystone is down'); }],
-    ['throws a revoked proxy', () => { throw revokedToken; }],
-    ['throws a trap-throwing proxy', () => { throw new Proxy({}, throwingHandler); }],
+    [
+      'throws',
+      () => {
+        throw new Error('keystone is down');
+      },
+    ],
+    [
+      'throws a revoked proxy',
+      () => {
+        throw revokedToken;
+      },
+    ],
+    [
+      'throws a trap-throwing proxy',
+      () => {
+        throw new Proxy({}, throwingHandler);
+      },
+    ],
     ['rejects with a trap-throwing proxy', () => Promise.reject(new Proxy({}, throwingHandler))],
     ['returns a number', () => 42],
     ['returns a revoked proxy', () => revokedToken],
     ['returns a proxy whose every trap throws', () => new Proxy({}, throwingHandler)],
-    ['returns a thenable whose then throws', () => ({ then() { throw new Error('then'); } })],
-    ['returns a thenable whose then getter throws', () => ({ get then() { throw new Error('then getter'); } })],
+    [
+      'returns a thenable whose then throws',
+      () => ({
+        then() {
+          throw new Error('then');
+        },
+      }),
+    ],
+    [
+      'returns a thenable whose then getter throws',
+      () => ({
+        get then() {
+          throw new Error('then getter');
+        },
+      }),
+    ],
     ['returns a token with CR LF', () => `${SECRET}\r\nX-Injected: 1`],
     ['returns a token with a lone surrogate', () => `${SECRET}\uD800`],
     ['is a revoked function proxy', revoked(() => 'tok')],
@@ -684,16 +830,26 @@ test('getToken: whatever it throws, returns or never settles is an AuthError or 
     const ironicClient = new IronicClient({ endpoint: ironic.url, getToken, microversion: '1.80', maxRetries: 1, retryInterval: 0.01 });
     const sent = ironic.seen.length;
     const outcome = await settleWithin(ironicClient.getNode('n1'), 5000);
-    assert.ok(outcome.error instanceof AuthError || (name.includes('token with') && outcome.error instanceof InvalidArgumentError),
-      `getToken ${name}: ${describe(outcome)}`);
+    assert.ok(
+      outcome.error instanceof AuthError || (name.includes('token with') && outcome.error instanceof InvalidArgumentError),
+      `getToken ${name}: ${describe(outcome)}`,
+    );
     assert.ok(!errorText(outcome.error).includes(SECRET), `getToken ${name}: the token is quoted: ${outcome.error.message}`);
-    assert.equal(ironic.seen.slice(sent).filter((r) => r.headers['x-auth-token'] !== undefined).length, 0,
-      `getToken ${name}: a request went out with a token`);
+    assert.equal(
+      ironic.seen.slice(sent).filter((r) => r.headers['x-auth-token'] !== undefined).length,
+      0,
+      `getToken ${name}: a request went out with a token`,
+    );
   }
   // One that never settles: only the caller's abort can end the call, at once, with its reason.
   const neverClient = new IronicClient({ endpoint: ironic.url, getToken: () => new Promise(() => {}) });
-  for (const call of [(o) => neverClient.getNode('n1', o), (o) => neverClient.listNodes(o), (o) => neverClient.createAllocation({ resourceClass: 'gold' }, o),
-    (o) => neverClient.waitForProvisionState('n1', 'active', o), (o) => neverClient.provision('e1', 'manage', o)]) {
+  for (const call of [
+    (o) => neverClient.getNode('n1', o),
+    (o) => neverClient.listNodes(o),
+    (o) => neverClient.createAllocation({ resourceClass: 'gold' }, o),
+    (o) => neverClient.waitForProvisionState('n1', 'active', o),
+    (o) => neverClient.provision('e1', 'manage', o),
+  ]) {
     const controller = new AbortController();
     const outcome = settleWithin(call({ signal: controller.signal }), 3000);
     await sleep(50);
@@ -709,19 +865,33 @@ test('getToken: whatever it throws, returns or never settles is an AuthError or 
 test('onProgress: throwing, rejecting and hostile return values are ignored', async () => {
   const before = escaped.length;
   const callbacks = [
-    () => { throw new Error('progress'); },
-    () => { throw revoked({}); },
-    async () => { throw new Error('async progress'); },
+    () => {
+      throw new Error('progress');
+    },
+    () => {
+      throw revoked({});
+    },
+    async () => {
+      throw new Error('async progress');
+    },
     () => Promise.reject(new Proxy({}, throwingHandler)),
     () => revoked({}),
     () => new Proxy({}, throwingHandler),
-    () => ({ then() { throw new Error('then'); } }),
+    () => ({
+      then() {
+        throw new Error('then');
+      },
+    }),
     new Proxy(() => {}, throwingHandler),
   ];
   for (const [i, onProgress] of callbacks.entries()) {
     const options = { timeout: 5, pollInterval: 0.05, settle: 'all', onProgress };
     const outcome = await settleWithin(client.waitForProvisionState(['n1', 'm1'], 'active', options), SETTLE_MS);
-    assert.deepEqual(outcome.value?.nodes.map((n) => n.outcome), ['reached', 'unexpected-stable'], `callback ${i}: ${describe(outcome)}`);
+    assert.deepEqual(
+      outcome.value?.nodes.map((n) => n.outcome),
+      ['reached', 'unexpected-stable'],
+      `callback ${i}: ${describe(outcome)}`,
+    );
   }
   await sleep(10);
   assert.deepEqual(escaped.slice(before), []);

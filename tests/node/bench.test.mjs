@@ -18,7 +18,10 @@ function bench(args, env) {
   const out = mkdtempSync(join(tmpdir(), 'bench-test-'));
   try {
     const r = spawnSync(process.execPath, ['bench/run.mjs', '--quick', '--start-runs', '3', '--out', out, ...args], {
-      cwd: ROOT, env, encoding: 'utf8', timeout: 10 * 60_000,
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+      timeout: 10 * 60_000,
     });
     assert.equal(r.status, 0, `the bench failed:\n${r.stderr}`);
     return { md: readFileSync(join(out, 'benchmarks.md'), 'utf8'), svg: readFileSync(join(out, 'benchmarks.svg'), 'utf8') };
@@ -36,7 +39,12 @@ function tableAfter(md, heading) {
   const rows = [];
   for (const line of lines.slice(start)) {
     if (!line.startsWith('|')) break;
-    rows.push(line.slice(1, -1).split('|').map((c) => c.trim()));
+    rows.push(
+      line
+        .slice(1, -1)
+        .split('|')
+        .map((c) => c.trim()),
+    );
   }
   return [rows[0], ...rows.slice(2)]; // without the |---| line
 }
@@ -74,14 +82,29 @@ function checkFootprint(md, svg, clients) {
 }
 
 /** The ironic-wait clients of the fleet table. */
-const FLEET_JS = ['ironic-wait changes', 'ironic-wait list', 'ironic-wait per-node', 'ironic-wait auto', "ironic-wait auto, python's budget"];
+const FLEET_JS = [
+  'ironic-wait changes',
+  'ironic-wait list',
+  'ironic-wait per-node',
+  'ironic-wait auto',
+  "ironic-wait auto, python's budget",
+];
 
 /** The fleet section of a --quick run: a table at F = 10000, N = 1000 with every fleet client, the targets, the K waits. */
 function checkFleet(md, clients) {
   const [head, ...rows] = tableAfter(md, '### Fleet: F = 10000, N = 1000');
   assert.equal(head[0], 'client');
   // Always a figure; the others may be '—' (no quiet round in a client's run, say).
-  const always = ['rounds', 'requests / round', 'KB received / round', 'CPU ms / round', 'lag mean ms', 'lag p95 ms', 'total requests', 'CPU s'];
+  const always = [
+    'rounds',
+    'requests / round',
+    'KB received / round',
+    'CPU ms / round',
+    'lag mean ms',
+    'lag p95 ms',
+    'total requests',
+    'CPU s',
+  ];
   for (const client of clients) {
     const row = rows.find((r) => r[0] === client);
     assert.ok(row, `fleet: no row for ${client}`);
@@ -100,8 +123,18 @@ function checkFleet(md, clients) {
   const [targetsHead, ...targets] = tableAfter(md, '### Targets');
   assert.deepEqual(targetsHead, ['target', 'F', 'N', 'measured (ironic-wait changes)', 'met?']);
   for (const row of targets) assert.match(row[4], /^(met|missed|not measured)$/, `target "${row[0]}": "${row[4]}"`);
-  for (const start of ['a quiet round', 'churn rounds', 'detection lag, mean', '10 waits on one client', "pollInterval 'auto', default budget", "pollInterval 'auto' with python-ironicclient's"]) {
-    assert.ok(targets.some((r) => r[0].startsWith(start)), `no target "${start}..."`);
+  for (const start of [
+    'a quiet round',
+    'churn rounds',
+    'detection lag, mean',
+    '10 waits on one client',
+    "pollInterval 'auto', default budget",
+    "pollInterval 'auto' with python-ironicclient's",
+  ]) {
+    assert.ok(
+      targets.some((r) => r[0].startsWith(start)),
+      `no target "${start}..."`,
+    );
   }
   const [kHead, ...k] = tableAfter(md, '### Fleet: 10 concurrent waits');
   assert.equal(kHead[2], 'waits');
@@ -120,7 +153,10 @@ test('npm run bench -- --quick writes a table per N with every client, and the c
   checkResults(md, clients);
   checkFootprint(md, svg, clients);
   // What keeping checkpoints costs, beside the wait without.
-  assert.match(md, /\| CPU with onCheckpoint, N = 100; \d+ checkpoints, the largest [\d.]+ KB \| [\d.]+ s \|  \| [\d.]+x of the wait without \|/);
+  assert.match(
+    md,
+    /\| CPU with onCheckpoint, N = 100; \d+ checkpoints, the largest [\d.]+ KB \| [\d.]+ s \|  \| [\d.]+x of the wait without \|/,
+  );
   checkFleet(md, [...FLEET_JS, 'floor']);
 });
 

@@ -3,7 +3,13 @@
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  IronicClient, IronicHttpError, ConnectionError, UnsupportedVersionError, InvalidArgumentError, AuthError, version,
+  IronicClient,
+  IronicHttpError,
+  ConnectionError,
+  UnsupportedVersionError,
+  InvalidArgumentError,
+  AuthError,
+  version,
 } from 'ironic-wait';
 import { startIronic, nodes } from './harness.mjs';
 
@@ -41,7 +47,10 @@ test('a 406 after negotiation is renegotiated from its own headers, without anot
   ironic.sim.load({ nodes: nodes({ n1: 'available' }), timing: {}, maxVersion: '1.80' });
   const node = await client.getNode('n1');
   assert.equal(node.name, 'n1');
-  assert.deepEqual(ironic.requests('GET', '/v1/nodes/n1').map((r) => r.headers['x-openstack-ironic-api-version']), ['1.115', '1.115', '1.80']);
+  assert.deepEqual(
+    ironic.requests('GET', '/v1/nodes/n1').map((r) => r.headers['x-openstack-ironic-api-version']),
+    ['1.115', '1.115', '1.80'],
+  );
   assert.equal(ironic.requests('GET', '/v1').length, 1);
   assert.equal(await client.microversion(), '1.80');
 });
@@ -59,9 +68,12 @@ test('an unsupported pinned version is a clear error from the 406 alone', async 
   await assert.rejects(client.getNode('n1'), (e) => {
     assert.ok(e instanceof UnsupportedVersionError);
     // python-ironicclient's text, with textwrap.fill's line breaks.
-    assert.equal(e.message, 'Requested API version 1.200 is not supported by the server, client, or\n'
-      + 'the requested operation is not supported by the requested version.\n'
-      + 'Supported version range is 1.1 to 1.115');
+    assert.equal(
+      e.message,
+      'Requested API version 1.200 is not supported by the server, client, or\n' +
+        'the requested operation is not supported by the requested version.\n' +
+        'Supported version range is 1.1 to 1.115',
+    );
     return true;
   });
   assert.equal(ironic.seen.length, 1, 'no extra round trip: the 406 carries the range');
@@ -75,12 +87,15 @@ test('below 1.8 the wait asks for full nodes, since fields is not allowed', asyn
 });
 
 test('409 and 503 are retried; Retry-After is honoured; retries are counted', async () => {
-  const client = await start({
-    faults: [
-      { kind: 'status', status: 409, method: 'PUT', count: 2 },
-      { kind: 'status', status: 503, method: 'GET', path: '/v1/nodes/n1', count: 1, retryAfter: 1 },
-    ],
-  }, { retryInterval: 0.05 });
+  const client = await start(
+    {
+      faults: [
+        { kind: 'status', status: 409, method: 'PUT', count: 2 },
+        { kind: 'status', status: 503, method: 'GET', path: '/v1/nodes/n1', count: 1, retryAfter: 1 },
+      ],
+    },
+    { retryInterval: 0.05 },
+  );
   const report = await client.provision('n1', 'manage', { wait: 10, pollInterval: 0.05 });
   assert.equal(report.ok, true);
   assert.equal(ironic.requests('PUT', '/v1/nodes/n1/states/provision').length, 3);
@@ -102,7 +117,7 @@ test('retries give up after maxRetries with the last error', async () => {
   assert.equal(ironic.requests('GET', '/v1/nodes/n1').length, 3);
 });
 
-test('other errors are not retried, and carry Ironic\'s message', async () => {
+test("other errors are not retried, and carry Ironic's message", async () => {
   const client = await start({}, { retryInterval: 0.01 });
   await assert.rejects(client.provision('n1', 'provide'), (e) => {
     assert.ok(e instanceof IronicHttpError);
@@ -129,13 +144,19 @@ test('auth: token, getToken (again after a 401), basic', async () => {
   await ironic.close();
 
   let issued = 0;
-  client = await start({ faults: [{ kind: 'status', status: 401, method: 'GET', path: '/v1/nodes/n1', count: 1 }] }, {
-    getToken: async () => `tok-${++issued}`,
-  });
+  client = await start(
+    { faults: [{ kind: 'status', status: 401, method: 'GET', path: '/v1/nodes/n1', count: 1 }] },
+    {
+      getToken: async () => `tok-${++issued}`,
+    },
+  );
   const node = await client.getNode('n1');
   assert.equal(node.name, 'n1');
   assert.equal(issued, 2, 'asked once, then again after the 401');
-  assert.deepEqual(ironic.requests('GET', '/v1/nodes/n1').map((r) => r.headers['x-auth-token']), ['tok-1', 'tok-2']);
+  assert.deepEqual(
+    ironic.requests('GET', '/v1/nodes/n1').map((r) => r.headers['x-auth-token']),
+    ['tok-1', 'tok-2'],
+  );
   await ironic.close();
 
   client = await start({}, { basicAuth: { username: 'admin', password: 'pässword' } });
@@ -144,7 +165,14 @@ test('auth: token, getToken (again after a 401), basic', async () => {
   assert.ok(ironic.seen.every((r) => r.headers.authorization === expected));
   await ironic.close();
 
-  client = await start({}, { getToken: () => { throw new Error('keystone is down'); } });
+  client = await start(
+    {},
+    {
+      getToken: () => {
+        throw new Error('keystone is down');
+      },
+    },
+  );
   await assert.rejects(client.getNode('n1'), (e) => e instanceof AuthError && /keystone is down/.test(e.message));
 });
 
@@ -171,9 +199,10 @@ test('identifiers are one path segment; . and .. are refused', async () => {
   for (const ident of ['../x', 'a/b', 'q?x=1', 'h#f', '100%', 'sp ace']) {
     await assert.rejects(client.getNode(ident), (e) => e instanceof IronicHttpError && e.status === 404);
   }
-  assert.deepEqual(ironic.seen.filter((r) => r.url !== '/v1').map((r) => r.url), [
-    '/v1/nodes/..%2Fx', '/v1/nodes/a%2Fb', '/v1/nodes/q%3Fx%3D1', '/v1/nodes/h%23f', '/v1/nodes/100%25', '/v1/nodes/sp%20ace',
-  ]);
+  assert.deepEqual(
+    ironic.seen.filter((r) => r.url !== '/v1').map((r) => r.url),
+    ['/v1/nodes/..%2Fx', '/v1/nodes/a%2Fb', '/v1/nodes/q%3Fx%3D1', '/v1/nodes/h%23f', '/v1/nodes/100%25', '/v1/nodes/sp%20ace'],
+  );
   const before = ironic.seen.length;
   for (const ident of ['.', '..', '', 7]) {
     await assert.rejects(client.getNode(ident), InvalidArgumentError);
@@ -199,7 +228,10 @@ test('invalid options are typed errors, raised before anything is sent', async (
     [() => client.waitForProvisionState('n1', 'active', { timeout: NaN }), 'Timeout must be a non-negative number'],
     [() => client.waitForProvisionState('n1', 'active', { timeout: Infinity }), 'Timeout must be a non-negative number'],
     [() => client.waitForProvisionState('n1', 'active', { pollInterval: 0 }), 'Poll interval must be a positive number'],
-    [() => client.waitForProvisionState('n1', 'active', { settle: 'some' }), 'Option settle must be \'first-failure\' or \'all\', got "some"'],
+    [
+      () => client.waitForProvisionState('n1', 'active', { settle: 'some' }),
+      "Option settle must be 'first-failure' or 'all', got \"some\"",
+    ],
     [() => client.waitForProvisionState([], 'active'), 'Nothing to wait for: no identifiers given'],
     [() => client.waitForProvisionState('n1', 'active', 'not options'), 'options must be an object'],
     [() => client.getNode('n1', { fields: ['uuid&limit=1'] }), 'fields must be a non-empty list of field names'],
@@ -226,5 +258,8 @@ test('listNodes follows pages and keeps the provision_state filter', async () =>
   assert.equal(page.length, 10);
   assert.ok('target_provision_state' in page[0], 'without fields, full (detail) nodes');
   const active = await client.listNodes({ provisionState: 'active', fields: ['name', 'provision_state'] });
-  assert.deepEqual(active.map((n) => n.name), ['m0', 'm5', 'm10', 'm15', 'm20']);
+  assert.deepEqual(
+    active.map((n) => n.name),
+    ['m0', 'm5', 'm10', 'm15', 'm20'],
+  );
 });

@@ -4,7 +4,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  IronicClient, InvalidResponseError, IronicHttpError, ConnectionError, StateTransitionTimeout, StateTransitionFailed,
+  IronicClient,
+  InvalidResponseError,
+  IronicHttpError,
+  ConnectionError,
+  StateTransitionTimeout,
+  StateTransitionFailed,
 } from 'ironic-wait';
 import { startIronic, nodes } from './harness.mjs';
 
@@ -24,8 +29,12 @@ const CASES = [
   // python-ironicclient's words for a body that is not an object, naming what Python made of it.
   ['malformed JSON', { kind: 'malformed' }, InvalidResponseError, /^API response body must be a JSON object; got bytes$/],
   ['an HTML error page', { kind: 'html' }, IronicHttpError, /^Bad Gateway \(HTTP 502\)/],
-  ['an HTML page with 200', { kind: 'body', status: 200, body: '<html><body>proxy login</body></html>', contentType: 'text/html' },
-    InvalidResponseError, /^API response body must be a JSON object; got NoneType$/],
+  [
+    'an HTML page with 200',
+    { kind: 'body', status: 200, body: '<html><body>proxy login</body></html>', contentType: 'text/html' },
+    InvalidResponseError,
+    /^API response body must be a JSON object; got NoneType$/,
+  ],
   ['an empty body', { kind: 'body', status: 200, body: '' }, InvalidResponseError, /got bytes$/],
   ['null', { kind: 'body', status: 200, body: 'null' }, InvalidResponseError, /^API response body must be a JSON object; got NoneType$/],
   ['a list', { kind: 'body', status: 200, body: '[1, 2]' }, InvalidResponseError, /got list$/],
@@ -34,15 +43,27 @@ const CASES = [
   ['a whole number', { kind: 'body', status: 200, body: '3' }, InvalidResponseError, /got int$/],
   ['a fraction', { kind: 'body', status: 200, body: '1.5' }, InvalidResponseError, /got float$/],
   ['a boolean', { kind: 'body', status: 200, body: 'true' }, InvalidResponseError, /got bool$/],
-  ['a list as provision_state', { kind: 'set', set: { provision_state: ['active'] } }, InvalidResponseError,
-    /provision_state is not a string$/],
+  [
+    'a list as provision_state',
+    { kind: 'set', set: { provision_state: ['active'] } },
+    InvalidResponseError,
+    /provision_state is not a string$/,
+  ],
   ['a deep nest', { kind: 'body', status: 200, body: '['.repeat(5000) }, InvalidResponseError, /got bytes$/],
-  ['null provision_state', { kind: 'set', set: { provision_state: null } }, InvalidResponseError,
-    /^Invalid response for node n1: provision_state is null$/],
+  [
+    'null provision_state',
+    { kind: 'set', set: { provision_state: null } },
+    InvalidResponseError,
+    /^Invalid response for node n1: provision_state is null$/,
+  ],
   ['a number provision_state', { kind: 'set', set: { provision_state: 3 } }, InvalidResponseError, /provision_state is not a string$/],
   ['no provision_state', { kind: 'omit', omit: ['provision_state'] }, InvalidResponseError, /provision_state is missing$/],
-  ['no target_provision_state', { kind: 'omit', omit: ['target_provision_state'] }, InvalidResponseError,
-    /^Invalid response for node n1: target_provision_state is missing$/],
+  [
+    'no target_provision_state',
+    { kind: 'omit', omit: ['target_provision_state'] },
+    InvalidResponseError,
+    /^Invalid response for node n1: target_provision_state is missing$/,
+  ],
   ['a connection reset', { kind: 'reset' }, ConnectionError, /^Error contacting Ironic server: /],
   // Two attempts of 1 s each, within a 5 s wait.
   ['no answer at all', { kind: 'hang' }, ConnectionError, /^Error contacting Ironic server: the request timed out$/, 5],
@@ -67,7 +88,11 @@ for (const [name, fault, Kind, message, timeout] of CASES) {
 test('a missing last_error on a failed node is typed', async () => {
   ironic.sim.faults.rules = [];
   ironic.sim.faults.add({ kind: 'omit', omit: ['last_error'], method: 'GET', path: '/v1/nodes/n2' });
-  await assert.rejects(wait('n2'), (e) => e instanceof InvalidResponseError && e.message === 'Invalid response for node n2: last_error is missing' && e.field === 'last_error');
+  await assert.rejects(
+    wait('n2'),
+    (e) =>
+      e instanceof InvalidResponseError && e.message === 'Invalid response for node n2: last_error is missing' && e.field === 'last_error',
+  );
   ironic.sim.faults.rules = [];
   await assert.rejects(wait('n2'), StateTransitionFailed);
 });
@@ -78,8 +103,10 @@ test("Python's truthiness and %s of what JSON.parse made", async () => {
   for (const target of [[], {}, 0, '']) {
     ironic.sim.faults.rules = [];
     ironic.sim.faults.add({
-      kind: 'set', set: { provision_state: 'manageable', target_provision_state: target, last_error: { code: 7 } },
-      method: 'GET', path: '/v1/nodes/n1',
+      kind: 'set',
+      set: { provision_state: 'manageable', target_provision_state: target, last_error: { code: 7 } },
+      method: 'GET',
+      path: '/v1/nodes/n1',
     });
     await assert.rejects(wait('n1'), (e) => {
       assert.ok(e instanceof StateTransitionFailed, `${e}`);
@@ -90,7 +117,12 @@ test("Python's truthiness and %s of what JSON.parse made", async () => {
   }
   // A non-empty one is truthy: the node is moving, and the wait goes on.
   ironic.sim.faults.rules = [];
-  ironic.sim.faults.add({ kind: 'set', set: { provision_state: 'manageable', target_provision_state: [0] }, method: 'GET', path: '/v1/nodes/n1' });
+  ironic.sim.faults.add({
+    kind: 'set',
+    set: { provision_state: 'manageable', target_provision_state: [0] },
+    method: 'GET',
+    path: '/v1/nodes/n1',
+  });
   await assert.rejects(wait('n1', 0.3), StateTransitionTimeout);
   ironic.sim.faults.rules = [];
 });
@@ -110,7 +142,13 @@ test('a malformed node list page is typed too', async () => {
   const many = await startIronic({ nodes: fleet, faults: [{ kind: 'malformed', method: 'GET', path: '/v1/nodes' }] });
   try {
     const c = new IronicClient({ endpoint: many.url });
-    await assert.rejects(c.waitForProvisionState(fleet.map((n) => n.name), 'active'), InvalidResponseError);
+    await assert.rejects(
+      c.waitForProvisionState(
+        fleet.map((n) => n.name),
+        'active',
+      ),
+      InvalidResponseError,
+    );
     assert.equal(many.requests('GET', '/v1/nodes').length, 1);
   } finally {
     await many.close();

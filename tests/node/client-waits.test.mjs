@@ -2,9 +2,7 @@
 // failures, timeouts, aborts, allocations, settle modes and many nodes.
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  IronicClient, StateTransitionFailed, StateTransitionTimeout, InvalidArgumentError, IronicHttpError,
-} from 'ironic-wait';
+import { IronicClient, StateTransitionFailed, StateTransitionTimeout, InvalidArgumentError, IronicHttpError } from 'ironic-wait';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { startIronic, nodes, sleep, until } from './harness.mjs';
@@ -41,10 +39,16 @@ for (const [action, from, extra, expected, via] of ACTIONS) {
     const client = await start({ nodes: nodes({ n1: from }) });
     const seen = [];
     const report = await client.provision('n1', action, {
-      ...extra, wait: 10, pollInterval: 0.02, onProgress: (e) => seen.push(e.state),
+      ...extra,
+      wait: 10,
+      pollInterval: 0.02,
+      onProgress: (e) => seen.push(e.state),
     });
     assert.equal(report.ok, true);
-    assert.deepEqual(report.nodes.map((n) => [n.node, n.outcome, n.state]), [['n1', 'reached', expected]]);
+    assert.deepEqual(
+      report.nodes.map((n) => [n.node, n.outcome, n.state]),
+      [['n1', 'reached', expected]],
+    );
     const walked = ironic.sim.history('n1').entries.map((e) => e.provision_state);
     assert.ok(walked.includes(via), `Ironic walked ${walked}`);
     assert.equal(seen.at(-1), expected, 'the last progress event is the settled state');
@@ -59,7 +63,10 @@ test('PUTs go out concurrently, within the cap', async () => {
     faults: [{ kind: 'latency', ms: 100, method: 'PUT' }],
   });
   const report = await client.provision(names, 'manage');
-  assert.deepEqual(report.nodes.map((n) => n.outcome), names.map(() => 'accepted'));
+  assert.deepEqual(
+    report.nodes.map((n) => n.outcome),
+    names.map(() => 'accepted'),
+  );
   const puts = ironic.sim.log({ method: 'PUT' });
   const overlap = Math.max(...puts.map((p) => puts.filter((q) => q.t <= p.t && p.t < q.tEnd).length));
   assert.equal(overlap, 8, 'eight at a time');
@@ -104,9 +111,14 @@ test('a failure rejects with StateTransitionFailed carrying last_error and the r
   await assert.rejects(client.provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 }), (e) => {
     assert.ok(e instanceof StateTransitionFailed);
     assert.equal(e.name, 'StateTransitionFailed');
-    assert.equal(e.message,
-      "Node n1 failed to reach state active. It's in state deploy failed, and has error: No deploy steps returned by the driver");
-    assert.deepEqual([e.node, e.expected, e.state, e.lastError], ['n1', 'active', 'deploy failed', 'No deploy steps returned by the driver']);
+    assert.equal(
+      e.message,
+      "Node n1 failed to reach state active. It's in state deploy failed, and has error: No deploy steps returned by the driver",
+    );
+    assert.deepEqual(
+      [e.node, e.expected, e.state, e.lastError],
+      ['n1', 'active', 'deploy failed', 'No deploy steps returned by the driver'],
+    );
     assert.equal(e.report.nodes[0].outcome, 'failed');
     return true;
   });
@@ -126,14 +138,20 @@ test('an unexpected stable state fails, unless failOnUnexpectedState is off', as
   );
 });
 
-test('a timeout rejects with python-ironicclient\'s message and a final check at the deadline', async () => {
+test("a timeout rejects with python-ironicclient's message and a final check at the deadline", async () => {
   const client = await start({ nodes: nodes({ a: 'available', b: 'available' }), transitions: [{ action: 'deploy', stall: true }] });
   const started = performance.now();
   await assert.rejects(client.provision(['a', 'b'], 'deploy', { wait: 1.5, pollInterval: 10 }), (e) => {
     assert.ok(e instanceof StateTransitionTimeout);
     assert.equal(e.message, 'Node(s) a, b failed to reach state active in 1.5 seconds');
     assert.deepEqual(e.nodes, ['a', 'b']);
-    assert.deepEqual(e.report.nodes.map((n) => [n.outcome, n.state, n.polls]), [['timed-out', 'deploying', 2], ['timed-out', 'deploying', 2]]);
+    assert.deepEqual(
+      e.report.nodes.map((n) => [n.outcome, n.state, n.polls]),
+      [
+        ['timed-out', 'deploying', 2],
+        ['timed-out', 'deploying', 2],
+      ],
+    );
     return true;
   });
   // python-ironicclient would sleep the whole 10 s interval; we end at the deadline.
@@ -179,7 +197,7 @@ test('abort cancels the request in flight', async () => {
 
 // python-ironicclient's wait starts its clock on entry; checking a huge
 // list of identifiers (100,000 take 100-300 ms) must not lengthen it.
-test('a wait\'s deadline runs from the method\'s call, not from the end of its argument checks', async () => {
+test("a wait's deadline runs from the method's call, not from the end of its argument checks", async () => {
   const client = await start({ nodes: nodes({ n1: 'deploying' }), transitions: [{ node: 'n1', action: 'deploy', stall: true }] });
   const slow = new Proxy(['n1'], {
     getOwnPropertyDescriptor(target, key) {
@@ -207,10 +225,16 @@ test('a request in flight is still cancelled after a garbage collection', async 
   // One client each: waits on one client would share one request.
   const client = () => new IronicClient({ endpoint: ironic.url, requestTimeout: 1 });
   const controller = new AbortController();
-  const aborted = assert.rejects(client().waitForProvisionState('n1', 'active', { signal: controller.signal }), (e) => e.name === 'AbortError');
+  const aborted = assert.rejects(
+    client().waitForProvisionState('n1', 'active', { signal: controller.signal }),
+    (e) => e.name === 'AbortError',
+  );
   const timedOut = assert.rejects(client().waitForProvisionState('n2', 'active', { timeout: 0.5 }), StateTransitionTimeout);
   await until(() => ironic.sim.hung.size === 2);
-  for (let i = 0; i < 3; i++) { gc(); await sleep(10); }
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await sleep(10);
+  }
   controller.abort();
   await aborted;
   await until(() => ironic.requests('GET', '/v1/nodes/n1')[0].cancelled);
@@ -218,51 +242,85 @@ test('a request in flight is still cancelled after a garbage collection', async 
   await until(() => ironic.requests('GET', '/v1/nodes/n2')[0].cancelled);
 });
 
-test('settle all resolves with every node\'s outcome', async () => {
+test("settle all resolves with every node's outcome", async () => {
   const client = await start({
     nodes: nodes({ ok: 'available', bad: 'available', slow: 'available', stable: 'manageable' }),
-    transitions: [{ node: 'bad', action: 'deploy', fail: 'boom' }, { node: 'slow', action: 'deploy', stall: true }],
+    transitions: [
+      { node: 'bad', action: 'deploy', fail: 'boom' },
+      { node: 'slow', action: 'deploy', stall: true },
+    ],
   });
   await client.provision(['ok', 'bad', 'slow'], 'deploy');
   const report = await client.waitForProvisionState(['ok', 'bad', 'slow', 'stable', 'ghost'], 'active', {
-    settle: 'all', timeout: 2, pollInterval: 0.02,
+    settle: 'all',
+    timeout: 2,
+    pollInterval: 0.02,
   });
   assert.equal(report.ok, false);
-  assert.deepEqual(report.nodes.map((n) => [n.node, n.outcome]), [
-    ['ok', 'reached'], ['bad', 'failed'], ['slow', 'timed-out'], ['stable', 'unexpected-stable'], ['ghost', 'not-found'],
-  ]);
+  assert.deepEqual(
+    report.nodes.map((n) => [n.node, n.outcome]),
+    [
+      ['ok', 'reached'],
+      ['bad', 'failed'],
+      ['slow', 'timed-out'],
+      ['stable', 'unexpected-stable'],
+      ['ghost', 'not-found'],
+    ],
+  );
   assert.equal(report.nodes[1].lastError, 'boom');
   assert.ok(report.nodes[4].error instanceof IronicHttpError);
   assert.equal(report.nodes[4].error.status, 404);
 });
 
-test('settle all: a refused PUT is that node\'s outcome and the others are still waited for', async () => {
+test("settle all: a refused PUT is that node's outcome and the others are still waited for", async () => {
   const client = await start({ nodes: nodes({ a: 'available', busy: 'active', b: 'available' }) });
   const events = [];
   const report = await client.provision(['a', 'busy', 'b'], 'deploy', {
-    wait: 10, pollInterval: 0.02, settle: 'all', onProgress: (e) => events.push(e),
+    wait: 10,
+    pollInterval: 0.02,
+    settle: 'all',
+    onProgress: (e) => events.push(e),
   });
   assert.equal(report.ok, false);
-  assert.deepEqual(report.nodes.map((n) => [n.node, n.outcome]), [['a', 'reached'], ['busy', 'error'], ['b', 'reached']]);
+  assert.deepEqual(
+    report.nodes.map((n) => [n.node, n.outcome]),
+    [
+      ['a', 'reached'],
+      ['busy', 'error'],
+      ['b', 'reached'],
+    ],
+  );
   assert.ok(report.nodes[1].error instanceof IronicHttpError);
   assert.match(report.nodes[1].error.message, /while it is in state "active"/);
-  assert.deepEqual(events.filter((e) => e.node === 'busy').map((e) => [e.done, e.outcome]), [[true, 'error']]);
+  assert.deepEqual(
+    events.filter((e) => e.node === 'busy').map((e) => [e.done, e.outcome]),
+    [[true, 'error']],
+  );
   assert.equal(ironic.requests('GET', '/v1/nodes/busy').length, 0, 'a refused node is not polled');
   // Without wait: accepted or refused, node by node (all three are active now).
   const refused = await client.provision(['a', 'b'], 'manage', { settle: 'all' });
-  assert.deepEqual(refused.nodes.map((n) => n.outcome), ['error', 'error']);
+  assert.deepEqual(
+    refused.nodes.map((n) => n.outcome),
+    ['error', 'error'],
+  );
   assert.equal(refused.ok, false);
   const sent = await client.provision(['a', 'busy'], 'undeploy', { settle: 'all' });
-  assert.deepEqual(sent.nodes.map((n) => n.outcome), ['accepted', 'accepted']);
+  assert.deepEqual(
+    sent.nodes.map((n) => n.outcome),
+    ['accepted', 'accepted'],
+  );
   assert.equal(sent.ok, true);
 });
 
-test('first-failure (the default) stops at the first failure in the caller\'s order', async () => {
+test("first-failure (the default) stops at the first failure in the caller's order", async () => {
   const client = await start({ nodes: nodes({ a: 'deploying', b: 'deploy failed', c: 'clean failed' }) });
   ironic.sim.setNode('b', { last_error: 'b broke' });
   await assert.rejects(client.waitForProvisionState(['a', 'b', 'c'], 'active'), (e) => {
     assert.equal(e.node, 'b');
-    assert.deepEqual(e.report.nodes.map((n) => n.outcome), ['stopped', 'failed', 'stopped']);
+    assert.deepEqual(
+      e.report.nodes.map((n) => n.outcome),
+      ['stopped', 'failed', 'stopped'],
+    );
     return true;
   });
 });
@@ -270,7 +328,10 @@ test('first-failure (the default) stops at the first failure in the caller\'s or
 test('hold states: waited through by default, terminal with holdIsTerminal', async () => {
   const client = await start({ nodes: nodes({ n1: 'available' }), transitions: [{ node: 'n1', action: 'deploy', hold: true }] });
   const report = await client.provision('n1', 'deploy', { wait: 10, pollInterval: 0.02, holdIsTerminal: true });
-  assert.deepEqual(report.nodes.map((n) => [n.outcome, n.state]), [['held', 'deploy hold']]);
+  assert.deepEqual(
+    report.nodes.map((n) => [n.outcome, n.state]),
+    [['held', 'deploy hold']],
+  );
   await assert.rejects(client.waitForProvisionState('n1', 'active', { timeout: 0.2, pollInterval: 0.02 }), StateTransitionTimeout);
 });
 
@@ -286,11 +347,17 @@ test('allocations: active, error, timeout', async () => {
 
   await assert.rejects(client.createAllocation({ resourceClass: 'no-such-class' }, { wait: 5, pollInterval: 0.02 }), (e) => {
     assert.ok(e instanceof StateTransitionFailed);
-    assert.match(e.message, /^Allocation [0-9a-f-]{36} failed: Failed to process allocation [0-9a-f-]{36}: no available nodes match the resource class no-such-class\.$/);
+    assert.match(
+      e.message,
+      /^Allocation [0-9a-f-]{36} failed: Failed to process allocation [0-9a-f-]{36}: no available nodes match the resource class no-such-class\.$/,
+    );
     return true;
   });
 
-  const slow = await startIronic({ timing: { allocating: 60_000 }, nodes: [{ name: 'g2', provision_state: 'available', resource_class: 'gold' }] });
+  const slow = await startIronic({
+    timing: { allocating: 60_000 },
+    nodes: [{ name: 'g2', provision_state: 'available', resource_class: 'gold' }],
+  });
   try {
     const c2 = new IronicClient({ endpoint: slow.url });
     const created = await c2.createAllocation({ resourceClass: 'gold' });

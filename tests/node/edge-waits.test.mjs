@@ -22,20 +22,25 @@ function slowStorage() {
       memory.set(key, structuredClone(value));
       await storage.gate;
     },
-    delete: async (key) => { memory.delete(key); },
+    delete: async (key) => {
+      memory.delete(key);
+    },
     list: async (prefix) => [...memory].filter(([k]) => k.startsWith(prefix)).map(([, v]) => structuredClone(v)),
   };
   return storage;
 }
 
-const post = (waits, method, args) => waits.handle(new Request('http://host/waits', { method: 'POST', body: JSON.stringify({ method, args }) }));
+const post = (waits, method, args) =>
+  waits.handle(new Request('http://host/waits', { method: 'POST', body: JSON.stringify({ method, args }) }));
 
 test('a round while a POST stores its wait leaves the PUTs to the POST: each node one PUT', async () => {
   ironic = await startIronic({ nodes: nodes({ n1: 'available', n2: 'available' }) });
   const storage = slowStorage();
   const waits = new Waits({ client: new IronicClient({ endpoint: ironic.url }), storage });
   let release;
-  storage.gate = new Promise((resolve) => { release = resolve; });
+  storage.gate = new Promise((resolve) => {
+    release = resolve;
+  });
   const posting = post(waits, 'provision', [['n1', 'n2'], 'deploy', { wait: 10, pollInterval: 0.1 }]);
   await sleep(20);
   // The record is readable, its write not yet over: a round now must not step it.

@@ -17,8 +17,14 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  IronicClient, InvalidArgumentError, InvalidResponseError, IronicHttpError, ConnectionError, AuthError,
-  UnsupportedVersionError, StateTransitionTimeout,
+  IronicClient,
+  InvalidArgumentError,
+  InvalidResponseError,
+  IronicHttpError,
+  ConnectionError,
+  AuthError,
+  UnsupportedVersionError,
+  StateTransitionTimeout,
 } from 'ironic-wait';
 import { startIronic, sleep, until } from './harness.mjs';
 import { startRecorder, startFront, startSimProcess, recordFetches, memorySample, MiB } from './hostile-servers.mjs';
@@ -102,22 +108,28 @@ function reached(mode, outcome) {
     if (!Array.isArray(value) || value.length !== LIST.length + 1) return `expected ${LIST.length + 1} nodes, got ${value?.length}`;
   } else {
     const off = value.nodes.filter((n) => n.outcome !== 'reached');
-    if (!value.ok || off.length) return `expected every node reached, got ${off.slice(0, 3).map((n) => `${n.node}: ${n.outcome} ${n.error ? describe(n.error) : ''}`).join('; ')}`;
+    if (!value.ok || off.length)
+      return `expected every node reached, got ${off
+        .slice(0, 3)
+        .map((n) => `${n.node}: ${n.outcome} ${n.error ? describe(n.error) : ''}`)
+        .join('; ')}`;
   }
   return undefined;
 }
 
 /** The call rejected with one of `kinds`, its message matching `message`, with these fields. */
-const fails = (kinds, message, fields = {}) => (mode, outcome) => {
-  const list = [kinds].flat();
-  const want = `${list.map((k) => k.name).join(' or ')}${fields.status ? ` ${fields.status}` : ''}${message ? ` ${message}` : ''}`;
-  if (!('error' in outcome)) return `expected ${want}, got success: ${JSON.stringify(outcome.value)?.slice(0, 200)}`;
-  const e = outcome.error;
-  if (!list.some((k) => e instanceof k)) return `expected ${want}, got ${describe(e)}`;
-  if (message && !message.test(e.message)) return `expected ${want}, got ${describe(e)}`;
-  for (const [k, v] of Object.entries(fields)) if (e[k] !== v) return `expected ${want}, got ${describe(e)} with ${k} ${e[k]}`;
-  return undefined;
-};
+const fails =
+  (kinds, message, fields = {}) =>
+  (mode, outcome) => {
+    const list = [kinds].flat();
+    const want = `${list.map((k) => k.name).join(' or ')}${fields.status ? ` ${fields.status}` : ''}${message ? ` ${message}` : ''}`;
+    if (!('error' in outcome)) return `expected ${want}, got success: ${JSON.stringify(outcome.value)?.slice(0, 200)}`;
+    const e = outcome.error;
+    if (!list.some((k) => e instanceof k)) return `expected ${want}, got ${describe(e)}`;
+    if (message && !message.test(e.message)) return `expected ${want}, got ${describe(e)}`;
+    for (const [k, v] of Object.entries(fields)) if (e[k] !== v) return `expected ${want}, got ${describe(e)} with ${k} ${e[k]}`;
+    return undefined;
+  };
 
 /** settle 'all': these nodes have `outcome` (with an error of `kind`), every other one is reached. */
 const settledAll = (nodes, outcome, kind) => (mode, result) => {
@@ -126,7 +138,8 @@ const settledAll = (nodes, outcome, kind) => (mode, result) => {
   for (const n of result.value.nodes) {
     const want = nodes.includes(n.node) ? outcome : 'reached';
     if (n.outcome !== want) problems.push(`${n.node}: ${n.outcome} (expected ${want})${n.error ? ` ${describe(n.error)}` : ''}`);
-    else if (want !== 'reached' && kind && !(n.error instanceof kind)) problems.push(`${n.node}: error ${describe(n.error)} (expected ${kind.name})`);
+    else if (want !== 'reached' && kind && !(n.error instanceof kind))
+      problems.push(`${n.node}: error ${describe(n.error)} (expected ${kind.name})`);
   }
   return problems.length ? problems.slice(0, 4).join('; ') : undefined;
 };
@@ -134,40 +147,53 @@ const settledAll = (nodes, outcome, kind) => (mode, result) => {
 // ---------------------------------------------------------------- what the server saw
 
 /** Requests on the mode's target: n attempts (for the PUTs, n per node in flight: between n and n per node). */
-const attempts = (n) => ({ onTarget, targets, mode }) => {
-  const ok = targets > 1 ? onTarget.length >= n && onTarget.length <= n * targets : onTarget.length === n;
-  return ok ? undefined : `expected ${n}${targets > 1 ? ` to ${n * targets}` : ''} request(s) on the target in ${mode} mode, the server saw ${onTarget.length}`;
-};
+const attempts =
+  (n) =>
+  ({ onTarget, targets, mode }) => {
+    const ok = targets > 1 ? onTarget.length >= n && onTarget.length <= n * targets : onTarget.length === n;
+    return ok
+      ? undefined
+      : `expected ${n}${targets > 1 ? ` to ${n * targets}` : ''} request(s) on the target in ${mode} mode, the server saw ${onTarget.length}`;
+  };
 
 /** The fault acted on `n` requests on the target, and the request after the last of them was answered (a retry). */
-const faultedThenServed = (n) => ({ onTarget, mode }) => {
-  const faulted = onTarget.filter((e) => e.fault !== null && e.fault !== 'latency');
-  if (faulted.length !== n) return `expected the fault on ${n} request(s) in ${mode} mode, it acted on ${faulted.length}`;
-  const last = faulted.at(-1);
-  return onTarget.some((e) => e.seq > last.seq && e.node === last.node && e.status >= 200 && e.status < 300)
-    ? undefined : 'no successful retry after the faulted requests';
-};
+const faultedThenServed =
+  (n) =>
+  ({ onTarget, mode }) => {
+    const faulted = onTarget.filter((e) => e.fault !== null && e.fault !== 'latency');
+    if (faulted.length !== n) return `expected the fault on ${n} request(s) in ${mode} mode, it acted on ${faulted.length}`;
+    const last = faulted.at(-1);
+    return onTarget.some((e) => e.seq > last.seq && e.node === last.node && e.status >= 200 && e.status < 300)
+      ? undefined
+      : 'no successful retry after the faulted requests';
+  };
 
 /** The retry of the first faulted answer came at least `min` and less than `max` ms after it (a Retry-After honoured or not). */
-const retryGap = (min, max) => ({ onTarget }) => {
-  const faulted = onTarget.find((e) => e.fault === 'status');
-  const retry = faulted && onTarget.find((e) => e.seq > faulted.seq && e.node === faulted.node);
-  if (!retry) return 'no retry after the faulted answer';
-  const gap = retry.t - faulted.t;
-  return gap >= min && gap < max ? undefined : `the retry came ${gap.toFixed(0)} ms after the 503 (expected ${min} to ${max} ms)`;
-};
+const retryGap =
+  (min, max) =>
+  ({ onTarget }) => {
+    const faulted = onTarget.find((e) => e.fault === 'status');
+    const retry = faulted && onTarget.find((e) => e.seq > faulted.seq && e.node === faulted.node);
+    if (!retry) return 'no retry after the faulted answer';
+    const gap = retry.t - faulted.t;
+    return gap >= min && gap < max ? undefined : `the retry came ${gap.toFixed(0)} ms after the 503 (expected ${min} to ${max} ms)`;
+  };
 
 /**
  * Every request a `hang` or `drip` fault held open was cancelled by the
  * client (the server saw it hang up), within a second of the end.
  */
-const hungUpOn = (kind) => async ({ seen, log }) => {
-  const held = log.filter((e) => e.fault === kind).length;
-  if (held === 0) return `no request was held by ${kind} at all`;
-  const cancelled = () => seen.filter((r) => r.cancelled).length;
-  await until(() => cancelled() >= held, 1000).catch(() => {});
-  return cancelled() >= held ? undefined : `${held - cancelled()} of ${held} request(s) held by ${kind} were never cancelled by the client`;
-};
+const hungUpOn =
+  (kind) =>
+  async ({ seen, log }) => {
+    const held = log.filter((e) => e.fault === kind).length;
+    if (held === 0) return `no request was held by ${kind} at all`;
+    const cancelled = () => seen.filter((r) => r.cancelled).length;
+    await until(() => cancelled() >= held, 1000).catch(() => {});
+    return cancelled() >= held
+      ? undefined
+      : `${held - cancelled()} of ${held} request(s) held by ${kind} were never cancelled by the client`;
+  };
 
 /**
  * The wasm memory grew by at most twice the answer cap plus 4 MiB during the
@@ -175,12 +201,19 @@ const hungUpOn = (kind) => async ({ seen, log }) => {
  * that doubles as it grows, so 2 x cap is what a capped read can take; the
  * growth must not follow the answer's size, which is far above that.
  */
-const wasmGrowthCapped = (cap) => ({ memory }) => {
-  const bound = 2 * cap + 4 * MiB;
-  return memory.wasm <= bound ? undefined : `the wasm memory grew by ${(memory.wasm / MiB).toFixed(1)} MiB (at most ${(bound / MiB).toFixed(0)} MiB for a cap of ${cap / MiB} MiB)`;
-};
+const wasmGrowthCapped =
+  (cap) =>
+  ({ memory }) => {
+    const bound = 2 * cap + 4 * MiB;
+    return memory.wasm <= bound
+      ? undefined
+      : `the wasm memory grew by ${(memory.wasm / MiB).toFixed(1)} MiB (at most ${(bound / MiB).toFixed(0)} MiB for a cap of ${cap / MiB} MiB)`;
+  };
 
-const checks = (...fns) => async (ctx) => (await Promise.all(fns.map((f) => f(ctx)))).filter(Boolean);
+const checks =
+  (...fns) =>
+  async (ctx) =>
+    (await Promise.all(fns.map((f) => f(ctx)))).filter(Boolean);
 
 // ---------------------------------------------------------------- the runner
 
@@ -188,8 +221,14 @@ function settleWithin(promise, ms) {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve({ hung: true }), ms);
     promise.then(
-      (value) => { clearTimeout(timer); resolve({ value }); },
-      (error) => { clearTimeout(timer); resolve({ error }); },
+      (value) => {
+        clearTimeout(timer);
+        resolve({ value });
+      },
+      (error) => {
+        clearTimeout(timer);
+        resolve({ error });
+      },
     );
   });
 }
@@ -199,9 +238,14 @@ function secretsIn(outcome, secrets) {
   const e = outcome.error;
   let text;
   try {
-    text = e instanceof Error
-      ? [e.message, e.stack, JSON.stringify({ ...e }, (k, v) => (v instanceof Error ? { ...v, message: v.message, stack: v.stack } : v))].join('\n')
-      : JSON.stringify(outcome.value ?? String(e));
+    text =
+      e instanceof Error
+        ? [
+            e.message,
+            e.stack,
+            JSON.stringify({ ...e }, (k, v) => (v instanceof Error ? { ...v, message: v.message, stack: v.stack } : v)),
+          ].join('\n')
+        : JSON.stringify(outcome.value ?? String(e));
   } catch (err) {
     return [`cannot serialise the outcome: ${err}`];
   }
@@ -215,7 +259,7 @@ function secretsIn(outcome, secrets) {
 async function runCase(spec, modeName) {
   const mode = MODES[modeName];
   const timeout = spec.timeout ?? TIMEOUT;
-  const clientOptions = typeof spec.client === 'function' ? spec.client(modeName) : spec.client ?? {};
+  const clientOptions = typeof spec.client === 'function' ? spec.client(modeName) : (spec.client ?? {});
   const requestTimeout = clientOptions.requestTimeout ?? REQUEST_TIMEOUT;
   const hasDeadline = !mode.noDeadline && !spec.noDeadline;
   const bound = spec.bound ?? (spec.fast ? SLACK : hasDeadline ? timeout + requestTimeout + SLACK : SLACK + requestTimeout);
@@ -237,11 +281,16 @@ async function runCase(spec, modeName) {
     // This case's requests only: a client of an earlier case that never settled may still be sending.
     const ours = (f) => f.url.startsWith(`${endpoint}/`);
     const client = new IronicClient({
-      endpoint, ...(clientOptions.getToken ? {} : { token: TOKEN }), requestTimeout, retryInterval: 0.05, ...clientOptions,
+      endpoint,
+      ...(clientOptions.getToken ? {} : { token: TOKEN }),
+      requestTimeout,
+      retryInterval: 0.05,
+      ...clientOptions,
     });
     const before = spec.measured ? await memorySample() : null;
     const world = ironic.sim.world;
-    for (const name of spec.moving?.(modeName) ?? mode.moving ?? []) world.provision(world.findNode(name), { target: 'active' }, 115, world.now());
+    for (const name of spec.moving?.(modeName) ?? mode.moving ?? [])
+      world.provision(world.findNode(name), { target: 'active' }, 115, world.now());
     const seenFrom = ironic.seen.length;
     const fetchFrom = fetches.length;
     const t0 = ironic.sim.now();
@@ -267,37 +316,59 @@ async function runCase(spec, modeName) {
       const wrong = (spec.expect ?? reached)(modeName, outcome);
       if (wrong) problems.push(wrong);
       if (elapsed > bound) problems.push(`settled after ${elapsed.toFixed(2)} s, the bound is ${bound.toFixed(2)} s`);
-      if (spec.atLeast && elapsed < spec.atLeast) problems.push(`settled after ${elapsed.toFixed(2)} s, expected at least ${spec.atLeast} s`);
+      if (spec.atLeast && elapsed < spec.atLeast)
+        problems.push(`settled after ${elapsed.toFixed(2)} s, expected at least ${spec.atLeast} s`);
       const leaked = secretsIn(outcome, [TOKEN, ...(spec.secrets ?? [])]);
       if (leaked.length) problems.push(`secret(s) in the outcome: ${leaked.join(', ')}`);
     }
-    if (log.length && !starts.length) problems.push('fetch() was never called while the server saw requests: the start-time checks are blind');
+    if (log.length && !starts.length)
+      problems.push('fetch() was never called while the server saw requests: the start-time checks are blind');
     if (hasDeadline) {
       const late = starts.filter((f) => f.at - started > (timeout + START_SLACK) * 1000);
       if (late.length) {
-        problems.push(`${late.length} request(s) started after the deadline (${timeout} s), the first ${((late[0].at - started) / 1000).toFixed(2)} s in: ${late.slice(0, 3).map((f) => `${f.method} ${new URL(f.url).pathname}`).join(', ')}`);
+        problems.push(
+          `${late.length} request(s) started after the deadline (${timeout} s), the first ${((late[0].at - started) / 1000).toFixed(2)} s in: ${late
+            .slice(0, 3)
+            .map((f) => `${f.method} ${new URL(f.url).pathname}`)
+            .join(', ')}`,
+        );
       }
       const arrived = log.filter((e) => e.t - t0 > (timeout + ARRIVAL_SLACK) * 1000);
       if (arrived.length) {
-        problems.push(`the server saw ${arrived.length} request(s) arrive after the deadline, the first ${((arrived[0].t - t0) / 1000).toFixed(2)} s in`);
+        problems.push(
+          `the server saw ${arrived.length} request(s) arrive after the deadline, the first ${((arrived[0].t - t0) / 1000).toFixed(2)} s in`,
+        );
       }
     }
     if (recorder.seen.length) {
       const carried = recorder.seen.filter((r) => r.headers['x-auth-token'] || /SECRET/.test(r.body));
-      problems.push(`${recorder.seen.length} request(s) reached another origin (${recorder.seen.map((r) => `${r.method} ${r.url}`).slice(0, 3).join(', ')}), ${carried.length} with credentials`);
+      problems.push(
+        `${recorder.seen.length} request(s) reached another origin (${recorder.seen
+          .map((r) => `${r.method} ${r.url}`)
+          .slice(0, 3)
+          .join(', ')}), ${carried.length} with credentials`,
+      );
     }
     for (const p of (await spec.server?.({ ...ctx, log, seen, onTarget, elapsed, outcome, t0 })) ?? []) problems.push(p);
 
     if (!outcome.hung) {
       await sleep(QUIET);
       const afterEnd = fetches.slice(fetchFrom).filter((f) => ours(f) && f.at > settled);
-      if (afterEnd.length) problems.push(`${afterEnd.length} request(s) started after the promise settled: ${afterEnd.slice(0, 3).map((f) => `${f.method} ${new URL(f.url).pathname}`).join(', ')}`);
+      if (afterEnd.length)
+        problems.push(
+          `${afterEnd.length} request(s) started after the promise settled: ${afterEnd
+            .slice(0, 3)
+            .map((f) => `${f.method} ${new URL(f.url).pathname}`)
+            .join(', ')}`,
+        );
       // The same client keeps working: a real wait on a healthy node, faults off.
       ironic.sim.faults.clear();
       await background;
       const healthy = await settleWithin(client.waitForProvisionState('ok1', 'active', { timeout: 5, pollInterval: POLL }), 10_000);
       if (healthy.hung || healthy.error || healthy.value.nodes[0].outcome !== 'reached') {
-        problems.push(`the same client no longer works: ${healthy.hung ? 'a wait on a healthy node hung' : healthy.error ? describe(healthy.error) : healthy.value.nodes[0].outcome}`);
+        problems.push(
+          `the same client no longer works: ${healthy.hung ? 'a wait on a healthy node hung' : healthy.error ? describe(healthy.error) : healthy.value.nodes[0].outcome}`,
+        );
       }
     }
   } finally {
@@ -348,13 +419,15 @@ matrix('503 burst with Retry-After as an HTTP date: retryInterval instead', WAIT
 matrix('503 with a huge Retry-After: no retry past the deadline, settles by it', WAITS, {
   timeout: 2,
   fault: { kind: 'status', status: 503, retryAfter: 1e9 },
-  expect: (mode, o) => (mode === 'provision'
-    ? fails(IronicHttpError, /\(HTTP 503\)/, { status: 503 })(mode, o)
-    : fails([StateTransitionTimeout, IronicHttpError])(mode, o)),
+  expect: (mode, o) =>
+    mode === 'provision'
+      ? fails(IronicHttpError, /\(HTTP 503\)/, { status: 503 })(mode, o)
+      : fails([StateTransitionTimeout, IronicHttpError])(mode, o),
   server: checks(({ mode, onTarget, t0, timeout }) => {
     if (mode === 'provision') return attempts(1)({ mode, onTarget, targets: PUT_NODES.length });
     const between = onTarget.slice(1).filter((e) => e.t - t0 < (timeout - 0.1) * 1000);
-    if (between.length) return `${between.length} request(s) on the target between the first check and the deadline (a retry before the Retry-After)`;
+    if (between.length)
+      return `${between.length} request(s) on the target between the first check and the deadline (a retry before the Retry-After)`;
     return onTarget.length <= 2 ? undefined : `${onTarget.length} requests on the target (the first check, at most one final check)`;
   }),
 });
@@ -437,7 +510,12 @@ matrix('a slow drip past requestTimeout: settles by the deadline, drips cancelle
 // JSON that does not parse, None for a type that is not JSON).
 const BODIES = [
   ['malformed JSON', { kind: 'malformed' }, InvalidResponseError, /must be a JSON object; got bytes/],
-  ['an HTML page with 200', { kind: 'body', body: '<html><body>login</body></html>', contentType: 'text/html' }, InvalidResponseError, /must be a JSON object; got NoneType/],
+  [
+    'an HTML page with 200',
+    { kind: 'body', body: '<html><body>login</body></html>', contentType: 'text/html' },
+    InvalidResponseError,
+    /must be a JSON object; got NoneType/,
+  ],
   ['an empty 200', { kind: 'body', body: '' }, InvalidResponseError, /must be a JSON object; got bytes/],
   ['null', { kind: 'body', body: 'null' }, InvalidResponseError, /must be a JSON object; got NoneType/],
   ['a list', { kind: 'body', body: '[]' }, InvalidResponseError, /must be a JSON object; got list/],
@@ -493,7 +571,8 @@ matrix('401, then a fresh token from getToken', WAITS, {
   // As the README says: asked before the first request and once more after the 401.
   server: checks(({ seen, mode }) => {
     const tokens = [...new Set(seen.map((r) => r.headers['x-auth-token']).filter(Boolean))];
-    return tokens.join() === 'SECRET-tok-1,SECRET-tok-2' ? undefined
+    return tokens.join() === 'SECRET-tok-1,SECRET-tok-2'
+      ? undefined
       : `${mode}: getToken was asked ${tokens.at(-1)?.slice(11)} times (expected twice: before the first request, after the 401); tokens sent: ${tokens.join(', ')}`;
   }),
 });
@@ -502,7 +581,13 @@ matrix('401 while getToken throws: AuthError at once, not retried', WAITS, {
   fault: { kind: 'status', status: 401, count: 1 },
   client: () => {
     let calls = 0;
-    return { token: undefined, getToken: () => { if (++calls > 1) throw new Error('keystone is down'); return 'SECRET-first'; } };
+    return {
+      token: undefined,
+      getToken: () => {
+        if (++calls > 1) throw new Error('keystone is down');
+        return 'SECRET-first';
+      },
+    };
   },
   secrets: ['SECRET-first'],
   fast: true,
@@ -577,7 +662,8 @@ matrix('307 to the same origin (a loop to itself): not followed, not retried', W
 matrix('307 on a rescue PUT: the rescue password never reaches another origin', ['provision'], {
   nodes: () => PUT_NODES.map((name) => ({ name, provision_state: 'active' })),
   fault: ({ recorder }) => ({ kind: 'redirect', status: 307, location: `${recorder.url}{path}` }),
-  run: (client, { timeout }) => client.provision(PUT_NODES, 'rescue', { rescuePassword: 'SECRET-RESCUE-PW', wait: timeout, pollInterval: POLL }),
+  run: (client, { timeout }) =>
+    client.provision(PUT_NODES, 'rescue', { rescuePassword: 'SECRET-RESCUE-PW', wait: timeout, pollInterval: POLL }),
   secrets: ['SECRET-RESCUE-PW'],
   fast: true,
   expect: fails(IronicHttpError, /redirect/i, { status: 307 }),
@@ -609,7 +695,9 @@ for (const [name, fault, pages] of NOT_ADVANCING) {
   matrix(`${name}: InvalidResponseError, paging stops`, PAGES, {
     fault,
     expect: fails(InvalidResponseError, /does not advance|seen before|no new node/),
-    server: checks(({ onTarget }) => (onTarget.length <= pages ? undefined : `${onTarget.length} list requests (expected at most ${pages})`)),
+    server: checks(({ onTarget }) =>
+      onTarget.length <= pages ? undefined : `${onTarget.length} list requests (expected at most ${pages})`,
+    ),
   });
 }
 // Which nodes the broken listing affects is left open by the contract: at
@@ -620,9 +708,15 @@ matrix('non-advancing pages with settle all: the nodes never listed get error', 
   wait: { settle: 'all' },
   expect: (mode, o) => {
     if ('error' in o) return `expected a report, got ${describe(o.error)}`;
-    const wrong = o.value.nodes.filter((n) => (LIST.indexOf(n.node) < 10 && n.outcome === 'reached')
-      ? false : n.outcome !== 'error' || !(n.error instanceof InvalidResponseError));
-    return wrong.length ? `${wrong.length} node(s) not in error with InvalidResponseError: ${wrong.slice(0, 3).map((n) => `${n.node} ${n.outcome}`).join(', ')}` : undefined;
+    const wrong = o.value.nodes.filter((n) =>
+      LIST.indexOf(n.node) < 10 && n.outcome === 'reached' ? false : n.outcome !== 'error' || !(n.error instanceof InvalidResponseError),
+    );
+    return wrong.length
+      ? `${wrong.length} node(s) not in error with InvalidResponseError: ${wrong
+          .slice(0, 3)
+          .map((n) => `${n.node} ${n.outcome}`)
+          .join(', ')}`
+      : undefined;
   },
 });
 matrix('an endless list of fresh made-up nodes: stopped at 1000 pages', PAGES, {
@@ -647,7 +741,7 @@ matrix('GET /v1 hanging, requestTimeout 0.6: the negotiation is bounded by the w
 // issue's case is exactly this one (ended after 17 s for a 3 s wait): a
 // demanding user expects the wait's own deadline, so the in-flight
 // negotiation is cut at it.
-matrix('GET /v1 hanging, default requestTimeout: settles at the wait\'s deadline', ['single'], {
+matrix("GET /v1 hanging, default requestTimeout: settles at the wait's deadline", ['single'], {
   timeout: 2,
   client: { requestTimeout: 60 },
   faults: () => [{ method: 'GET', path: '/v1', kind: 'hang' }],
@@ -714,7 +808,8 @@ matrix('100k identifiers, settle all', ['single'], {
   timeout: 2,
   run: (client, o) => client.waitForProvisionState(HUGE, 'active', { ...o, settle: 'all' }),
   expect: (mode, o) => {
-    if ('error' in o) return o.error instanceof InvalidArgumentError ? undefined : `expected a report or InvalidArgumentError, got ${describe(o.error)}`;
+    if ('error' in o)
+      return o.error instanceof InvalidArgumentError ? undefined : `expected a report or InvalidArgumentError, got ${describe(o.error)}`;
     const nodes = o.value.nodes;
     if (nodes.length !== HUGE.length) return `${nodes.length} nodes in the report`;
     const odd = nodes.filter((n) => !['not-found', 'timed-out'].includes(n.outcome));

@@ -8,8 +8,19 @@ import { listen } from '../../sim/http.mjs';
 
 /** Fast transitions: every phase takes 40 ms of simulator time. */
 export const FAST = Object.fromEntries(
-  ['verifying', 'deploying', 'wait call-back', 'deleting', 'cleaning', 'inspecting', 'adopting', 'rescuing',
-    'unrescuing', 'servicing', 'allocating'].map((k) => [k, 40]),
+  [
+    'verifying',
+    'deploying',
+    'wait call-back',
+    'deleting',
+    'cleaning',
+    'inspecting',
+    'adopting',
+    'rescuing',
+    'unrescuing',
+    'servicing',
+    'allocating',
+  ].map((k) => [k, 40]),
 );
 
 /**
@@ -37,7 +48,12 @@ export async function startIronic(scenario = {}, options = {}) {
     seen,
     /** Requests seen whose method and path (without query) match. */
     requests(method, pathPattern) {
-      const re = new RegExp(`^${pathPattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^?]*')}(\\?.*)?$`);
+      const re = new RegExp(
+        `^${pathPattern
+          .split('*')
+          .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('[^?]*')}(\\?.*)?$`,
+      );
       return seen.filter((r) => r.method === method && re.test(r.url));
     },
     async close() {

@@ -44,7 +44,10 @@ export async function startFront(target) {
   const sockets = new Set();
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(targetPort), hostname);
-    for (const [a, b] of [[client, upstream], [upstream, client]]) {
+    for (const [a, b] of [
+      [client, upstream],
+      [upstream, client],
+    ]) {
       sockets.add(a);
       a.on('close', () => {
         sockets.delete(a);
@@ -54,13 +57,14 @@ export async function startFront(target) {
       a.pipe(b);
     }
   });
-  const open = (port) => new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve(server.address().port);
+  const open = (port) =>
+    new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve(server.address().port);
+      });
     });
-  });
   const port = await open(0);
   const stop = () => {
     const closed = new Promise((resolve) => server.close(resolve));
@@ -83,8 +87,9 @@ export async function startSimProcess(scenario) {
   const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-sim-'));
   const file = join(dir, 'scenario.json');
   writeFileSync(file, JSON.stringify(scenario));
-  const child = spawn(process.execPath, [new URL('../../sim/server.mjs', import.meta.url).pathname, '--port', '0', '--scenario', file],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [new URL('../../sim/server.mjs', import.meta.url).pathname, '--port', '0', '--scenario', file], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const first = await new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).once('line', resolve);
@@ -121,10 +126,13 @@ export function recordFetches() {
   if (!globalThis.fetch.starts) {
     const original = globalThis.fetch;
     const starts = [];
-    globalThis.fetch = Object.assign(function fetch(input, init) {
-      starts.push({ at: performance.now(), method: init?.method ?? input?.method ?? 'GET', url: String(input?.url ?? input) });
-      return original(input, init);
-    }, { starts });
+    globalThis.fetch = Object.assign(
+      function fetch(input, init) {
+        starts.push({ at: performance.now(), method: init?.method ?? input?.method ?? 'GET', url: String(input?.url ?? input) });
+        return original(input, init);
+      },
+      { starts },
+    );
   }
   return globalThis.fetch.starts;
 }

@@ -66,7 +66,14 @@ function catalogOf(url, { region = 'RegionOne', interfaces = ['public', 'interna
 }
 
 const password = (authUrl, extra = {}) => ({
-  type: 'password', authUrl, username: 'alice', password: SECRET, userDomainName: 'Default', projectName: 'demo', projectDomainId: 'default', ...extra,
+  type: 'password',
+  authUrl,
+  username: 'alice',
+  password: SECRET,
+  userDomainName: 'Default',
+  projectName: 'demo',
+  projectDomainId: 'default',
+  ...extra,
 });
 
 /** Everything visible of a value or error, as text. */
@@ -78,12 +85,45 @@ test('each auth type sends the login body Keystone v3 expects, and nothing secre
   const keystone = await startKeystone();
   after(() => keystone.close());
   const cases = [
-    [password(keystone.url), { identity: { methods: ['password'], password: { user: { name: 'alice', domain: { name: 'Default' }, password: SECRET } } }, scope: { project: { name: 'demo', domain: { id: 'default' } } } }],
-    [{ type: 'password', authUrl: `${keystone.v3}/`, userId: 'u-1', password: SECRET, systemScope: 'all' }, { identity: { methods: ['password'], password: { user: { id: 'u-1', password: SECRET } } }, scope: { system: { all: true } } }],
-    [{ type: 'password', authUrl: keystone.v3, userId: 'u-1', password: SECRET, domainName: 'Default' }, { identity: { methods: ['password'], password: { user: { id: 'u-1', password: SECRET } } }, scope: { domain: { name: 'Default' } } }],
-    [{ type: 'v3applicationcredential', authUrl: keystone.v3, applicationCredentialId: 'ac-1', applicationCredentialSecret: SECRET }, { identity: { methods: ['application_credential'], application_credential: { id: 'ac-1', secret: SECRET } } }],
-    [{ type: 'v3applicationcredential', authUrl: keystone.v3, applicationCredentialName: 'ci', username: 'alice', userDomainId: 'default', applicationCredentialSecret: SECRET }, { identity: { methods: ['application_credential'], application_credential: { name: 'ci', user: { name: 'alice', domain: { id: 'default' } }, secret: SECRET } } }],
-    [{ type: 'token', authUrl: keystone.v3, token: SECRET, projectId: 'p-1' }, { identity: { methods: ['token'], token: { id: SECRET } }, scope: { project: { id: 'p-1' } } }],
+    [
+      password(keystone.url),
+      {
+        identity: { methods: ['password'], password: { user: { name: 'alice', domain: { name: 'Default' }, password: SECRET } } },
+        scope: { project: { name: 'demo', domain: { id: 'default' } } },
+      },
+    ],
+    [
+      { type: 'password', authUrl: `${keystone.v3}/`, userId: 'u-1', password: SECRET, systemScope: 'all' },
+      { identity: { methods: ['password'], password: { user: { id: 'u-1', password: SECRET } } }, scope: { system: { all: true } } },
+    ],
+    [
+      { type: 'password', authUrl: keystone.v3, userId: 'u-1', password: SECRET, domainName: 'Default' },
+      { identity: { methods: ['password'], password: { user: { id: 'u-1', password: SECRET } } }, scope: { domain: { name: 'Default' } } },
+    ],
+    [
+      { type: 'v3applicationcredential', authUrl: keystone.v3, applicationCredentialId: 'ac-1', applicationCredentialSecret: SECRET },
+      { identity: { methods: ['application_credential'], application_credential: { id: 'ac-1', secret: SECRET } } },
+    ],
+    [
+      {
+        type: 'v3applicationcredential',
+        authUrl: keystone.v3,
+        applicationCredentialName: 'ci',
+        username: 'alice',
+        userDomainId: 'default',
+        applicationCredentialSecret: SECRET,
+      },
+      {
+        identity: {
+          methods: ['application_credential'],
+          application_credential: { name: 'ci', user: { name: 'alice', domain: { id: 'default' } }, secret: SECRET },
+        },
+      },
+    ],
+    [
+      { type: 'token', authUrl: keystone.v3, token: SECRET, projectId: 'p-1' },
+      { identity: { methods: ['token'], token: { id: SECRET } }, scope: { project: { id: 'p-1' } } },
+    ],
   ];
   for (const [auth, expected] of cases) {
     const before = ironic.seen.length;
@@ -96,8 +136,17 @@ test('each auth type sends the login body Keystone v3 expects, and nothing secre
     assert.equal(login.headers['content-type'], 'application/json');
     assert.equal(login.headers['x-auth-token'], undefined, 'the login carries no token');
     const sent = ironic.seen.slice(before);
-    assert.ok(sent.length >= 2 && sent.every((r) => r.headers['x-auth-token'] === `gAAAA-token-${keystone.seen.length}`), 'Ironic gets the new token');
-    assert.ok(!visible(report, events, sent.map((r) => r.url)).includes(SECRET));
+    assert.ok(
+      sent.length >= 2 && sent.every((r) => r.headers['x-auth-token'] === `gAAAA-token-${keystone.seen.length}`),
+      'Ironic gets the new token',
+    );
+    assert.ok(
+      !visible(
+        report,
+        events,
+        sent.map((r) => r.url),
+      ).includes(SECRET),
+    );
   }
 });
 
@@ -115,15 +164,24 @@ test('a Keystone token is renewed halfway through a short life, and once after a
   assert.equal(ironic.seen.at(-1).headers['x-auth-token'], 'gAAAA-token-2');
 
   // A 401 from Ironic: one login more, then the request again.
-  const refusing = await startIronic({ nodes: [{ name: 'n1' }], faults: [{ kind: 'status', status: 401, method: 'GET', path: '/v1/nodes/n1', count: 1 }] });
+  const refusing = await startIronic({
+    nodes: [{ name: 'n1' }],
+    faults: [{ kind: 'status', status: 401, method: 'GET', path: '/v1/nodes/n1', count: 1 }],
+  });
   after(() => refusing.close());
   const keystone2 = await startKeystone(() => ({ body: tokenBody({ catalog: catalogOf(refusing.url) }) }));
   after(() => keystone2.close());
   const c2 = new IronicClient({ auth: password(keystone2.url) });
   await c2.getNode('n1');
-  assert.deepEqual(refusing.requests('GET', '/v1/nodes/n1').map((r) => r.headers['x-auth-token']), ['gAAAA-token-1', 'gAAAA-token-2']);
+  assert.deepEqual(
+    refusing.requests('GET', '/v1/nodes/n1').map((r) => r.headers['x-auth-token']),
+    ['gAAAA-token-1', 'gAAAA-token-2'],
+  );
   // A second 401 in a row is the answer: no loop of logins.
-  const always = await startIronic({ nodes: [{ name: 'n1' }], faults: [{ kind: 'status', status: 401, method: 'GET', path: '/v1/nodes/n1' }] });
+  const always = await startIronic({
+    nodes: [{ name: 'n1' }],
+    faults: [{ kind: 'status', status: 401, method: 'GET', path: '/v1/nodes/n1' }],
+  });
   after(() => always.close());
   const keystone3 = await startKeystone(() => ({ body: tokenBody({ catalog: catalogOf(always.url) }) }));
   after(() => keystone3.close());
@@ -133,7 +191,14 @@ test('a Keystone token is renewed halfway through a short life, and once after a
 
 test('concurrent calls share one login; a failed login fails them all and the next call tries again', async () => {
   let fail = true;
-  const keystone = await startKeystone((req, body, n) => (fail && n === 1 ? { status: 401, body: { error: { code: 401, title: 'Unauthorized', message: 'The request you have made requires authentication.' } } } : {}));
+  const keystone = await startKeystone((req, body, n) =>
+    fail && n === 1
+      ? {
+          status: 401,
+          body: { error: { code: 401, title: 'Unauthorized', message: 'The request you have made requires authentication.' } },
+        }
+      : {},
+  );
   after(() => keystone.close());
   const client = new IronicClient({ auth: password(keystone.url) });
   const failed = await Promise.allSettled(Array.from({ length: 5 }, () => client.getNode('n1')));
@@ -156,17 +221,49 @@ test('what Keystone answers that is no token is a typed error; 503 and resets ar
     ['a list', () => ({ body: [1, 2] }), InvalidResponseError, /no token object/],
     ['expires_at garbage', () => ({ body: { token: { expires_at: 'soon' } } }), InvalidResponseError, /expires_at/],
     ['catalog not a list', () => ({ body: { token: { catalog: { baremetal: 1 } } } }), InvalidResponseError, /catalog/],
-    ['no baremetal', () => ({ body: tokenBody({ catalog: [] }) }), AuthError, /^Authentication failed: public endpoint for baremetal service not found$/],
-    ['only internal', () => ({ body: tokenBody({ catalog: catalogOf(ironic.url, { interfaces: ['internal'] }) }) }), AuthError, /public endpoint for baremetal/],
-    ['a catalog URL with credentials', () => ({ body: tokenBody({ catalog: catalogOf('http://u:p@127.0.0.1:1') }) }), InvalidResponseError, /not an http\(s\) URL/],
-    ['a catalog URL of another scheme', () => ({ body: tokenBody({ catalog: catalogOf('file:///etc/passwd') }) }), InvalidResponseError, /not an http\(s\) URL/],
+    [
+      'no baremetal',
+      () => ({ body: tokenBody({ catalog: [] }) }),
+      AuthError,
+      /^Authentication failed: public endpoint for baremetal service not found$/,
+    ],
+    [
+      'only internal',
+      () => ({ body: tokenBody({ catalog: catalogOf(ironic.url, { interfaces: ['internal'] }) }) }),
+      AuthError,
+      /public endpoint for baremetal/,
+    ],
+    [
+      'a catalog URL with credentials',
+      () => ({ body: tokenBody({ catalog: catalogOf('http://u:p@127.0.0.1:1') }) }),
+      InvalidResponseError,
+      /not an http\(s\) URL/,
+    ],
+    [
+      'a catalog URL of another scheme',
+      () => ({ body: tokenBody({ catalog: catalogOf('file:///etc/passwd') }) }),
+      InvalidResponseError,
+      /not an http\(s\) URL/,
+    ],
     ['a redirect', () => ({ status: 302, headers: { Location: 'http://127.0.0.1:1/v3/auth/tokens' }, body: '' }), Error, /redirect/i],
-    ['403 text', () => ({ status: 403, headers: { 'Content-Type': 'text/plain' }, body: 'no' }), AuthError, /^Forbidden \(HTTP 403\) \(Request-ID: req-ks-1\)$/],
-    ['503 after the retries', () => ({ status: 503, headers: { 'Content-Type': 'text/plain' }, body: '' }), AuthError, /^Service Unavailable \(HTTP 503\) \(Request-ID: req-ks-2\)$/],
+    [
+      '403 text',
+      () => ({ status: 403, headers: { 'Content-Type': 'text/plain' }, body: 'no' }),
+      AuthError,
+      /^Forbidden \(HTTP 403\) \(Request-ID: req-ks-1\)$/,
+    ],
+    [
+      '503 after the retries',
+      () => ({ status: 503, headers: { 'Content-Type': 'text/plain' }, body: '' }),
+      AuthError,
+      /^Service Unavailable \(HTTP 503\) \(Request-ID: req-ks-2\)$/,
+    ],
   ];
   for (const [what, answer, Kind, message] of cases) {
     const keystone = await startKeystone(answer);
-    const error = await new IronicClient({ auth: password(keystone.url), maxRetries: 1, retryInterval: 0.01 }).getNode('n1').catch((e) => e);
+    const error = await new IronicClient({ auth: password(keystone.url), maxRetries: 1, retryInterval: 0.01 })
+      .getNode('n1')
+      .catch((e) => e);
     await keystone.close();
     assert.ok(error instanceof Kind, `${what}: ${error}`);
     assert.match(error.message, message, what);
@@ -208,34 +305,70 @@ test('an abort while logging in rejects with the reason, and nothing is sent aft
 test('auth options are checked when the client is made, naming the option and never quoting a secret', () => {
   const url = 'http://127.0.0.1:5000/v3';
   const refused = [
-    [{ auth: { type: 'kerberos', authUrl: url } }, 'Option auth.type must be one of password, v3applicationcredential, token, none, http_basic'],
+    [
+      { auth: { type: 'kerberos', authUrl: url } },
+      'Option auth.type must be one of password, v3applicationcredential, token, none, http_basic',
+    ],
     [{ auth: { authUrl: url, username: 'a', userDomainName: 'd' } }, 'Option auth.password is required for auth type password'],
     [{ auth: { authUrl: url, password: SECRET } }, 'Option auth.username or auth.userId is required for auth type password'],
-    [{ auth: { authUrl: url, username: 'a', password: SECRET } }, 'Option auth.userDomainName or auth.userDomainId is required with auth.username'],
-    [{ auth: { authUrl: url, userId: 'a', password: SECRET, projectName: 'p' } }, 'Option auth.projectDomainName or auth.projectDomainId is required with auth.projectName'],
-    [{ auth: { authUrl: url, userId: 'a', password: SECRET, projectId: 'p', domainId: 'd' } }, 'Option auth: give one scope, a project, a domain or systemScope, not several'],
+    [
+      { auth: { authUrl: url, username: 'a', password: SECRET } },
+      'Option auth.userDomainName or auth.userDomainId is required with auth.username',
+    ],
+    [
+      { auth: { authUrl: url, userId: 'a', password: SECRET, projectName: 'p' } },
+      'Option auth.projectDomainName or auth.projectDomainId is required with auth.projectName',
+    ],
+    [
+      { auth: { authUrl: url, userId: 'a', password: SECRET, projectId: 'p', domainId: 'd' } },
+      'Option auth: give one scope, a project, a domain or systemScope, not several',
+    ],
     [{ auth: { authUrl: url, userId: 'a', password: SECRET, systemScope: 'some' } }, 'Option auth.systemScope must be "all"'],
     [{ auth: { userId: 'a', password: SECRET } }, 'Option auth.authUrl is required for auth type password'],
-    [{ auth: { authUrl: `http://a:${SECRET}@h/v3`, userId: 'a', password: SECRET } }, 'Option auth.authUrl must be an http(s) URL such as http://127.0.0.1:5000/v3, without credentials, query or fragment'],
-    [{ auth: { authUrl: 'http://h:5000/v2.0', userId: 'a', password: SECRET } }, 'Option auth.authUrl must be Keystone\'s v3 URL or its root, not a v2.0 URL'],
+    [
+      { auth: { authUrl: `http://a:${SECRET}@h/v3`, userId: 'a', password: SECRET } },
+      'Option auth.authUrl must be an http(s) URL such as http://127.0.0.1:5000/v3, without credentials, query or fragment',
+    ],
+    [
+      { auth: { authUrl: 'http://h:5000/v2.0', userId: 'a', password: SECRET } },
+      "Option auth.authUrl must be Keystone's v3 URL or its root, not a v2.0 URL",
+    ],
     [{ auth: { authUrl: url, userId: 'a', password: SECRET, token: SECRET } }, 'Option auth.token is not used by auth type password'],
     [{ auth: { authUrl: url, userId: 'a', password: SECRET, pasword: SECRET } }, 'Option auth.pasword is not known'],
     [{ auth: { authUrl: url, userId: 'a', password: 7 } }, 'Option auth.password must be a string'],
-    [{ auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET } }, 'Option auth.applicationCredentialId, or auth.applicationCredentialName with the user, is required for auth type v3applicationcredential'],
-    [{ auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialId: 'x' } }, 'Option auth.applicationCredentialSecret is required for auth type v3applicationcredential'],
+    [
+      { auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialSecret: SECRET } },
+      'Option auth.applicationCredentialId, or auth.applicationCredentialName with the user, is required for auth type v3applicationcredential',
+    ],
+    [
+      { auth: { type: 'v3applicationcredential', authUrl: url, applicationCredentialId: 'x' } },
+      'Option auth.applicationCredentialSecret is required for auth type v3applicationcredential',
+    ],
     [{ auth: { type: 'token', authUrl: url } }, 'Option auth.token is required for auth type token'],
     [{ auth: { type: 'none' } }, 'endpoint must be an http(s) URL such as http://127.0.0.1:6385, got ""'],
     [{ auth: { type: 'none', username: 'a' }, endpoint: 'http://h' }, 'Option auth.username is not used by auth type none'],
     [{ auth: { type: 'http_basic', username: 'a' }, endpoint: 'http://h' }, 'Option auth.password is required for auth type http_basic'],
-    [{ auth: { type: 'http_basic', username: 'a', password: SECRET }, endpoint: 'http://h', region: 'R' }, 'Options region and interface choose Ironic\'s endpoint in Keystone\'s catalog: auth type http_basic has none'],
-    [{ endpoint: 'http://h', interface: 'public' }, 'Options region and interface choose Ironic\'s endpoint in Keystone\'s catalog: they need the auth option'],
+    [
+      { auth: { type: 'http_basic', username: 'a', password: SECRET }, endpoint: 'http://h', region: 'R' },
+      "Options region and interface choose Ironic's endpoint in Keystone's catalog: auth type http_basic has none",
+    ],
+    [
+      { endpoint: 'http://h', interface: 'public' },
+      "Options region and interface choose Ironic's endpoint in Keystone's catalog: they need the auth option",
+    ],
     [{ auth: { authUrl: url, userId: 'a', password: SECRET }, interface: 'private' }, 'Option interface must be public, internal or admin'],
-    [{ auth: { authUrl: url, userId: 'a', password: SECRET }, token: SECRET }, 'Option auth cannot be combined with token, getToken or basicAuth'],
+    [
+      { auth: { authUrl: url, userId: 'a', password: SECRET }, token: SECRET },
+      'Option auth cannot be combined with token, getToken or basicAuth',
+    ],
     [{ auth: 'password' }, 'Option auth must be an object'],
   ];
   for (const [options, message] of refused) {
-    assert.throws(() => new IronicClient(options), (e) => e instanceof InvalidArgumentError && e.message === message && !visible(e).includes(SECRET),
-      `${JSON.stringify(options)} -> ${message}`);
+    assert.throws(
+      () => new IronicClient(options),
+      (e) => e instanceof InvalidArgumentError && e.message === message && !visible(e).includes(SECRET),
+      `${JSON.stringify(options)} -> ${message}`,
+    );
   }
   // Accepted: `none` and `http_basic` with an endpoint, the v2 interface spellings, an endpoint beside a login.
   new IronicClient({ auth: { type: 'none' }, endpoint: 'http://h' });

@@ -87,7 +87,10 @@ test('a wrong value is never quoted, even where serde would', async () => {
   for (const call of [() => client.getNode('n1', { fields: { secret } }), () => client.listNodes({ limit: secret })]) {
     await assert.rejects(call(), (e) => e instanceof InvalidArgumentError && !e.message.includes('S3CRET'));
   }
-  assert.throws(() => new IronicClient({ endpoint: ironic.url, token: 12345678 }), (e) => !e.message.includes('12345678'));
+  assert.throws(
+    () => new IronicClient({ endpoint: ironic.url, token: 12345678 }),
+    (e) => !e.message.includes('12345678'),
+  );
 });
 
 test('hostile option objects are still refused before the wasm, nothing sent', async () => {

@@ -21,19 +21,27 @@ test('setPowerState sends each node its power PUT and waits until the target is 
   const client = await start({ nodes: nodes({ n1: 'active', n2: 'available' }) });
   const events = [];
   const report = await client.setPowerState(['n1', 'n2'], 'power off', {
-    wait: 30, pollInterval: 0.1, onProgress: (e) => events.push(e),
+    wait: 30,
+    pollInterval: 0.1,
+    onProgress: (e) => events.push(e),
   });
   assert.equal(report.ok, true);
-  assert.deepEqual(report.nodes.map((n) => [n.node, n.outcome, n.state, n.targetState]), [
-    ['n1', 'reached', 'power off', null],
-    ['n2', 'reached', 'power off', null],
-  ]);
+  assert.deepEqual(
+    report.nodes.map((n) => [n.node, n.outcome, n.state, n.targetState]),
+    [
+      ['n1', 'reached', 'power off', null],
+      ['n2', 'reached', 'power off', null],
+    ],
+  );
   for (const name of ['n1', 'n2']) {
     assert.equal(ironic.sim.node(name).power_state, 'power off');
     assert.equal(bodies('PUT', `/v1/nodes/${name}/states/power`), 1);
   }
   // While it ran the target was set: the wait saw it and did not stop there.
-  assert.ok(events.some((e) => e.targetState === 'power off' && !e.done), JSON.stringify(events));
+  assert.ok(
+    events.some((e) => e.targetState === 'power off' && !e.done),
+    JSON.stringify(events),
+  );
 });
 
 test('a reboot keeps power on throughout and is over only when its target is cleared', async () => {
@@ -53,7 +61,10 @@ test('a failed power action is a StateTransitionFailed, and diagnose adds the no
   });
   await assert.rejects(client.setPowerState(['n1', 'n2'], 'power off', { wait: 30, pollInterval: 0.1 }), (e) => {
     assert.ok(e instanceof StateTransitionFailed);
-    assert.match(e.message, /^Node n1 failed to reach state power off\. It's in state power on, and has error: .*BMC 10\.0\.0\.7 did not answer/);
+    assert.match(
+      e.message,
+      /^Node n1 failed to reach state power off\. It's in state power on, and has error: .*BMC 10\.0\.0\.7 did not answer/,
+    );
     return true;
   });
   assert.equal(bodies('GET', '/v1/nodes/*/history'), 0, 'no history without diagnose');
@@ -79,7 +90,10 @@ test('diagnose on a failed deploy gives its last events; below API 1.78 it says 
   let report = await client.provision('n1', 'deploy', { wait: 30, pollInterval: 0.1, settle: 'all', diagnose: true });
   const entry = report.nodes[0];
   assert.equal(entry.outcome, 'failed');
-  assert.ok(entry.history.some((e) => e.severity === 'ERROR' && /Image checksum mismatch/.test(e.event)), JSON.stringify(entry.history));
+  assert.ok(
+    entry.history.some((e) => e.severity === 'ERROR' && /Image checksum mismatch/.test(e.event)),
+    JSON.stringify(entry.history),
+  );
   // The same history, whole, from getNodeHistory.
   const events = await client.getNodeHistory('n1');
   assert.deepEqual(events.slice(-entry.history.length), entry.history);
@@ -97,7 +111,10 @@ test('waitForPowerState waits out a power action; waitForReservation waits for t
   const client = await start({ nodes: nodes({ n1: 'active', n2: 'available' }), timing: { deploying: 400 } });
   await client.setPowerState('n1', 'power off');
   const off = await client.waitForPowerState('n1', 'power off', { timeout: 30, pollInterval: 0.1 });
-  assert.deepEqual(off.nodes.map((n) => [n.outcome, n.state]), [['reached', 'power off']]);
+  assert.deepEqual(
+    off.nodes.map((n) => [n.outcome, n.state]),
+    [['reached', 'power off']],
+  );
 
   await client.provision('n2', 'deploy');
   const lock = await client.waitForReservation('n2', { timeout: 30, pollInterval: 0.1 });
@@ -142,17 +159,25 @@ test('a power wait checkpoints and resumes: no PUT twice, the same end', async (
   const client = await start({ nodes: nodes({ n1: 'active' }), timing: { power: 800 } });
   const controller = new AbortController();
   let last;
-  await assert.rejects(client.setPowerState('n1', 'power off', {
-    wait: 30, pollInterval: 0.1, signal: controller.signal, powerTimeout: 20,
-    onCheckpoint: (c) => {
-      last = c;
-      controller.abort();
-    },
-  }));
+  await assert.rejects(
+    client.setPowerState('n1', 'power off', {
+      wait: 30,
+      pollInterval: 0.1,
+      signal: controller.signal,
+      powerTimeout: 20,
+      onCheckpoint: (c) => {
+        last = c;
+        controller.abort();
+      },
+    }),
+  );
   assert.equal(JSON.parse(last).method, 'setPowerState');
   const again = new IronicClient({ endpoint: ironic.url });
   const report = await again.resume(last);
-  assert.deepEqual(report.nodes.map((n) => [n.node, n.outcome, n.state]), [['n1', 'reached', 'power off']]);
+  assert.deepEqual(
+    report.nodes.map((n) => [n.node, n.outcome, n.state]),
+    [['n1', 'reached', 'power off']],
+  );
   assert.equal(bodies('PUT', '/v1/nodes/n1/states/power'), 1);
   // A checkpoint made without sending anything is of the same method.
   const planned = JSON.parse(client.checkpoint('waitForPowerState', 'n1', 'power off', { timeout: 5 }));
@@ -165,7 +190,10 @@ test('an abort is final: the promise rejects with its reason and nothing is sent
   const controller = new AbortController();
   const reason = { why: 'operator left' };
   const call = client.setPowerState('n1', 'power off', {
-    wait: 30, pollInterval: 0.1, signal: controller.signal, onProgress: () => controller.abort(reason),
+    wait: 30,
+    pollInterval: 0.1,
+    signal: controller.signal,
+    onProgress: () => controller.abort(reason),
   });
   await assert.rejects(call, (e) => e === reason);
   const sent = ironic.seen.length;

@@ -46,7 +46,9 @@ async function elsewhere() {
   const seen = [];
   const server = http.createServer((req, res) => {
     let body = '';
-    req.on('data', (c) => { body += c; });
+    req.on('data', (c) => {
+      body += c;
+    });
     req.on('end', () => {
       seen.push({ method: req.method, url: req.url, headers: req.headers, body });
       res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"provision_state": "active"}');
@@ -121,11 +123,20 @@ test('no failure shows a secret: HTTP errors, unreachable, timeouts, bad bodies,
       const client = new IronicClient({ endpoint: server.url, microversion: '1.80', ...auth, ...options });
       const events = [];
       const results = await Promise.allSettled([
-        client.provision(['n1'], 'rescue', { rescuePassword: RESCUE, wait: 1, pollInterval: 0.1, settle: 'all', onProgress: (e) => events.push(e) }),
+        client.provision(['n1'], 'rescue', {
+          rescuePassword: RESCUE,
+          wait: 1,
+          pollInterval: 0.1,
+          settle: 'all',
+          onProgress: (e) => events.push(e),
+        }),
         client.getNode('n1'),
         client.listNodes({ fields: ['uuid'] }),
       ]);
-      assert.ok(results.some((r) => r.status === 'rejected' || r.value?.ok === false), what);
+      assert.ok(
+        results.some((r) => r.status === 'rejected' || r.value?.ok === false),
+        what,
+      );
       assertNoSecret(results, what);
       assertNoSecret(events, `${what}: progress events`);
     }
@@ -136,7 +147,14 @@ test('no failure shows a secret: HTTP errors, unreachable, timeouts, bad bodies,
   server.sim.faults.clear();
   server.sim.faults.add({ kind: 'status', status: 401, path: '/v1/nodes/n1', count: 1 });
   let asked = 0;
-  const refreshing = new IronicClient({ endpoint: server.url, token: TOKEN, getToken: () => { asked += 1; return FRESH_TOKEN; } });
+  const refreshing = new IronicClient({
+    endpoint: server.url,
+    token: TOKEN,
+    getToken: () => {
+      asked += 1;
+      return FRESH_TOKEN;
+    },
+  });
   assertNoSecret(await refreshing.getNode('n1'), 'a node fetched after a token refresh');
   assert.equal(asked, 1);
   const failing = new IronicClient({ endpoint: server.url, getToken: () => `${FRESH_TOKEN}\r\nX-Injected: 1` });

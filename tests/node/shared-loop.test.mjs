@@ -18,7 +18,9 @@ const name = (i) => `n${String(i).padStart(4, '0')}`;
 /** A fleet of available nodes (owners alternate), the first WAITED of them deploying. */
 async function deployingFleet(size = FLEET, timing = { deploying: 900, 'wait call-back': 600 }) {
   const fleet = Array.from({ length: size }, (_, i) => ({
-    name: name(i), provision_state: 'available', owner: i % 2 ? 'odd' : 'even',
+    name: name(i),
+    provision_state: 'available',
+    owner: i % 2 ? 'odd' : 'even',
   }));
   // Deploys of about 1.5 s: several rounds of 0.3 s.
   ironic = await startIronic({ nodes: fleet, timing });
@@ -52,9 +54,14 @@ test('K waits on one client cost what one wait on their union costs (K = 1, 10, 
     // waits polling apart would cost K times as much.
     assert.ok(shared <= alone * 1.25 + 2, `K = ${k}: ${shared} requests, one wait on the union ${alone}`);
     // And never two lists at once: one loop.
-    const starts = ironic.sim.log({ method: 'GET' }).filter((e) => e.path === '/v1/nodes' && !e.query.includes('marker='))
+    const starts = ironic.sim
+      .log({ method: 'GET' })
+      .filter((e) => e.path === '/v1/nodes' && !e.query.includes('marker='))
       .map((e) => e.t);
-    assert.ok(starts.every((t, i) => i === 0 || t - starts[i - 1] >= 100), `K = ${k}: lists at ${starts.map(Math.round)}`);
+    assert.ok(
+      starts.every((t, i) => i === 0 || t - starts[i - 1] >= 100),
+      `K = ${k}: lists at ${starts.map(Math.round)}`,
+    );
     await ironic.close();
   }
 });
@@ -65,7 +72,12 @@ test('the change feed asks only for what changed; listMode list lists in full ev
   const feed = await client.waitForProvisionState(union, 'active', waitOptions);
   assert.equal(feed.ok, true);
   const sorted = lists().filter((r) => r.url.includes('sort_key=provision_updated_at&sort_dir=desc'));
-  assert.ok(sorted.length >= 2, `rounds by the feed: ${lists().map((r) => r.url).join('\n')}`);
+  assert.ok(
+    sorted.length >= 2,
+    `rounds by the feed: ${lists()
+      .map((r) => r.url)
+      .join('\n')}`,
+  );
   assert.ok(sorted.every((r) => r.url.includes('provision_updated_at')));
   await ironic.close();
   client = await deployingFleet();
@@ -74,7 +86,10 @@ test('the change feed asks only for what changed; listMode list lists in full ev
   assert.ok(lists().length >= 3);
   assert.ok(lists().every((r) => !r.url.includes('sort_key') && !r.url.includes('provision_updated_at')));
   // The same outcomes either way.
-  assert.deepEqual(full.nodes.map((n) => [n.node, n.outcome]), feed.nodes.map((n) => [n.node, n.outcome]));
+  assert.deepEqual(
+    full.nodes.map((n) => [n.node, n.outcome]),
+    feed.nodes.map((n) => [n.node, n.outcome]),
+  );
 });
 
 // An edge host steps its waits on one client it keeps (edge/waits.mjs): a
@@ -84,13 +99,22 @@ test('steps of a wait on one client keep its change feed: once it is filled, a q
   const fleet = Array.from({ length: 2000 }, (_, i) => ({ name: name(i), provision_state: 'deploying' }));
   ironic = await startIronic({ nodes: fleet, timing: { deploying: 1e9 } });
   const client = new IronicClient({ endpoint: ironic.url });
-  let checkpoint = client.checkpoint('waitForProvisionState', fleet.map((n) => n.name), 'active', { timeout: 60, pollInterval: 0.2 });
+  let checkpoint = client.checkpoint(
+    'waitForProvisionState',
+    fleet.map((n) => n.name),
+    'active',
+    { timeout: 60, pollInterval: 0.2 },
+  );
   const perStep = [];
   for (let step = 0; step < 5; step++) {
     const before = lists().length;
     const answer = await client.step(checkpoint);
     assert.ok(answer.checkpoint, `step ${step} ended the wait: ${answer.error}`);
-    perStep.push(lists().slice(before).map((r) => r.url));
+    perStep.push(
+      lists()
+        .slice(before)
+        .map((r) => r.url),
+    );
     checkpoint = answer.checkpoint;
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, answer.wakeAt - Date.now())));
   }
@@ -108,7 +132,12 @@ test('a scope narrows every list; a waited node outside it is checked by its own
   const idents = Array.from({ length: 40 }, (_, i) => name(i));
   const report = await client.waitForProvisionState(idents, 'active', { ...waitOptions, scope: { owner: 'even' } });
   assert.equal(report.ok, true);
-  assert.ok(lists().length > 0 && lists().every((r) => r.url.includes('&owner=even')), lists().map((r) => r.url).join('\n'));
+  assert.ok(
+    lists().length > 0 && lists().every((r) => r.url.includes('&owner=even')),
+    lists()
+      .map((r) => r.url)
+      .join('\n'),
+  );
   // The odd nodes (outside the scope), one GET each a round; no even one.
   const got = new Set(gets().map((r) => r.url.split('?')[0].slice('/v1/nodes/'.length)));
   assert.deepEqual([...got].sort(), idents.filter((_, i) => i % 2).sort());
@@ -150,13 +179,21 @@ test("pollInterval 'auto': rounds of one request every 250 ms or more, within a 
   // Deploys of about 6 s.
   const client = await deployingFleet(2500, { deploying: 3500, 'wait call-back': 2500 });
   const started = Date.now();
-  const report = await client.waitForProvisionState(union, 'active', { timeout: 60, settle: 'all', listThreshold: 20, pollInterval: 'auto' });
+  const report = await client.waitForProvisionState(union, 'active', {
+    timeout: 60,
+    settle: 'all',
+    listThreshold: 20,
+    pollInterval: 'auto',
+  });
   const elapsed = (Date.now() - started) / 60_000;
   assert.equal(report.ok, true);
   const log = ironic.sim.log({ method: 'GET' }).filter((e) => e.path === '/v1/nodes');
   const rounds = log.filter((e) => !e.query.includes('marker=')).map((e) => e.t);
   const gaps = rounds.slice(1).map((t, i) => t - rounds[i]);
-  assert.ok(gaps.every((g) => g >= 240), `never more often than every 250 ms: ${gaps}`);
+  assert.ok(
+    gaps.every((g) => g >= 240),
+    `never more often than every 250 ms: ${gaps}`,
+  );
   assert.ok(gaps.filter((g) => g < 1000).length >= 2, `rounds of one request come quickly: ${gaps}`);
   // The budget: a full listing every 2 s, 90 a minute; a listing's worth of slack.
   assert.ok(log.length <= 90 * elapsed + 3, `${log.length} requests in ${elapsed * 60} s`);
@@ -165,9 +202,18 @@ test("pollInterval 'auto': rounds of one request every 250 ms or more, within a 
   // A 503 with Retry-After: 2 on the third list: the next rounds wait at least that long.
   const again = await deployingFleet(FLEET, { deploying: 3500, 'wait call-back': 2500 });
   ironic.sim.faults.add([{ kind: 'status', status: 503, retryAfter: 2, method: 'GET', path: '/v1/nodes', skip: 2, count: 1 }]);
-  const slowed = await again.waitForProvisionState(union, 'active', { timeout: 60, settle: 'all', listThreshold: 20, pollInterval: 'auto', budget: 600 });
+  const slowed = await again.waitForProvisionState(union, 'active', {
+    timeout: 60,
+    settle: 'all',
+    listThreshold: 20,
+    pollInterval: 'auto',
+    budget: 600,
+  });
   assert.equal(slowed.ok, true);
-  const times = ironic.sim.log({ method: 'GET' }).filter((e) => e.path === '/v1/nodes').map((e) => e.t);
+  const times = ironic.sim
+    .log({ method: 'GET' })
+    .filter((e) => e.path === '/v1/nodes')
+    .map((e) => e.t);
   assert.ok(times[3] - times[2] >= 1900, `the retry waits for Retry-After: ${times}`);
   assert.ok(times[4] - times[3] >= 1900, `so does the next round: ${times}`);
 });
@@ -182,7 +228,10 @@ test("pollInterval and budget are checked: 'auto' or seconds; a budget only with
     [{ pollInterval: 'auto', budget: -1 }, /Budget must be a whole number/],
     [{ pollInterval: 'auto', budget: '10' }, /budget must be a number/],
   ]) {
-    await assert.rejects(client.waitForProvisionState(['n1'], 'active', options), (e) => e instanceof InvalidArgumentError && message.test(e.message));
+    await assert.rejects(
+      client.waitForProvisionState(['n1'], 'active', options),
+      (e) => e instanceof InvalidArgumentError && message.test(e.message),
+    );
   }
   assert.equal(ironic.seen.length, 0, 'nothing sent');
   const report = await client.waitForProvisionState(['n1'], 'active', { pollInterval: 'auto', budget: 120 });
@@ -213,11 +262,20 @@ test('lists made together, and with a watcher of their scope, share one listing;
   assert.equal(a.length, 2500);
   assert.deepEqual(Object.keys(a[0]).sort(), ['links', 'provision_state', 'uuid']);
   assert.deepEqual(Object.keys(b[7]).sort(), ['links', 'name']);
-  assert.deepEqual(b.map((n) => n.name), all.map((n) => n.name), 'in the same order');
-  assert.deepEqual(a.map((n) => n.uuid), all.map((n) => n.uuid));
+  assert.deepEqual(
+    b.map((n) => n.name),
+    all.map((n) => n.name),
+    'in the same order',
+  );
+  assert.deepEqual(
+    a.map((n) => n.uuid),
+    all.map((n) => n.uuid),
+  );
   assert.ok('driver' in all[0] && 'power_state' in all[0], 'every field');
   // The same as the server lists those fields alone.
-  const direct = await (await fetch(`${ironic.url}/v1/nodes?fields=uuid,provision_state&limit=1`, { headers: { 'X-OpenStack-Ironic-API-Version': version } })).json();
+  const direct = await (
+    await fetch(`${ironic.url}/v1/nodes?fields=uuid,provision_state&limit=1`, { headers: { 'X-OpenStack-Ironic-API-Version': version } })
+  ).json();
   assert.deepEqual(a[0], direct.nodes[0]);
 });
 

@@ -83,7 +83,9 @@ function scenario() {
   };
 }
 
-test(`soak: ${COUNT} nodes for ${SECONDS} s with random faults; memory flat, every node reported once`, { timeout: (SECONDS + 120) * 1000 }, async () => {
+test(`soak: ${COUNT} nodes for ${SECONDS} s with random faults; memory flat, every node reported once`, {
+  timeout: (SECONDS + 120) * 1000,
+}, async () => {
   const { fate, scenario: world } = scenario();
   const sim = await startSimProcess(world);
   const samples = [];
@@ -121,12 +123,20 @@ test(`soak: ${COUNT} nodes for ${SECONDS} s with random faults; memory flat, eve
 
     // Every node exactly once, in the caller's order, with a final event of the same outcome.
     assert.equal(report.nodes.length, COUNT);
-    assert.deepEqual(report.nodes.map((n) => n.node), names, 'the report lists every node once, in order');
+    assert.deepEqual(
+      report.nodes.map((n) => n.node),
+      names,
+      'the report lists every node once, in order',
+    );
     const twice = [...done].filter(([, outcomes]) => outcomes.length !== 1);
     assert.deepEqual(twice, [], 'one final progress event per node');
     assert.equal(done.size, COUNT, `${COUNT - done.size} nodes had no final progress event`);
     const disagree = report.nodes.filter((n) => done.get(n.node)[0] !== n.outcome);
-    assert.deepEqual(disagree.map((n) => n.node), [], 'the final event and the report agree');
+    assert.deepEqual(
+      disagree.map((n) => n.node),
+      [],
+      'the final event and the report agree',
+    );
 
     // Each outcome is one the simulator's record explains: the node's end
     // (active, deploy failed, deleted) came before the deadline, or, for
@@ -158,7 +168,9 @@ test(`soak: ${COUNT} nodes for ${SECONDS} s with random faults; memory flat, eve
       } else if (n.outcome === 'timed-out') {
         const unseen = f === 'delete' && finalFaults > 0;
         if (end < deadline - 1000 && !unseen) {
-          unexplained.push(`${n.node} (${f}): timed-out, but it ended ${((deadline - end) / 1000).toFixed(1)} s before the deadline (${finalFaults} faults in the final check)`);
+          unexplained.push(
+            `${n.node} (${f}): timed-out, but it ended ${((deadline - end) / 1000).toFixed(1)} s before the deadline (${finalFaults} faults in the final check)`,
+          );
         }
       } else if (n.outcome !== expected[f]) {
         unexplained.push(`${n.node} (${f}): ${n.outcome}`);
@@ -184,8 +196,18 @@ test(`soak: ${COUNT} nodes for ${SECONDS} s with random faults; memory flat, eve
     const retried = count((e) => e.status === 503 || e.status === 409 || e.status === null || e.fault === 'malformed' || e.fault === 'cut');
     const rounds = Math.ceil(elapsed / POLL) + 2;
     const figures = {
-      seconds: +elapsed.toFixed(1), requests: log.length, puts, listPages: pages, listRounds: firstPages, singleGets: singles,
-      faulted: retried, finalFaults, reportRequests: report.requests, reportRetries: report.retries, events, outcomes: byOutcome,
+      seconds: +elapsed.toFixed(1),
+      requests: log.length,
+      puts,
+      listPages: pages,
+      listRounds: firstPages,
+      singleGets: singles,
+      faulted: retried,
+      finalFaults,
+      reportRequests: report.requests,
+      reportRetries: report.retries,
+      events,
+      outcomes: byOutcome,
     };
     assert.ok(puts <= COUNT * 6, `PUTs: ${JSON.stringify(figures)}`);
     assert.ok(firstPages <= rounds, `list rounds ${firstPages} > ${rounds}: ${JSON.stringify(figures)}`);
@@ -211,7 +233,9 @@ test(`soak: ${COUNT} nodes for ${SECONDS} s with random faults; memory flat, eve
       arrayBuffers: { peak: mib(peak(samples, 'arrayBuffers')) },
     };
     console.log(`soak figures: ${JSON.stringify({ ...figures, memory })}`);
-    console.log(`soak samples (s, heap MiB, wasm MiB, rss MiB): ${samples.map((s) => [s.t, s.heapUsed / MiB, s.wasm / MiB, s.rss / MiB].map((x) => x.toFixed(1)).join(' ')).join(' | ')}`);
+    console.log(
+      `soak samples (s, heap MiB, wasm MiB, rss MiB): ${samples.map((s) => [s.t, s.heapUsed / MiB, s.wasm / MiB, s.rss / MiB].map((x) => x.toFixed(1)).join(' ')).join(' | ')}`,
+    );
     assert.ok(peak(last, 'wasm') <= peak(first, 'wasm') + WASM_MARGIN, `wasm memory grew: ${JSON.stringify(memory.wasm)}`);
     assert.ok(peak(last, 'heapUsed') <= peak(first, 'heapUsed') + HEAP_MARGIN, `JS heap grew: ${JSON.stringify(memory.heap)}`);
 

@@ -152,7 +152,15 @@ test('bad options are refused before anything is sent', async () => {
   await assert.rejects(client.watch({ fields: ['no such;field'] }).next(), InvalidArgumentError);
   await assert.rejects(client.watch({ scope: { owner: '' } }).next(), InvalidArgumentError);
   await assert.rejects(client.watch({ nodes: ['x'] }).next(), InvalidArgumentError);
-  assert.throws(() => client.watch({ get scope() { throw new Error('hostile'); } }), InvalidArgumentError);
+  assert.throws(
+    () =>
+      client.watch({
+        get scope() {
+          throw new Error('hostile');
+        },
+      }),
+    InvalidArgumentError,
+  );
   assert.equal(ironic.seen.length, 0);
   // A filter the server's version lacks: refused once the version is known.
   const old = new IronicClient({ endpoint: ironic.url, microversion: '1.40' });

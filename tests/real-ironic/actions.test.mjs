@@ -42,10 +42,17 @@ describe('against a real Ironic', { concurrency: true }, () => {
       for (const [action, options, , , expected, working] of LIFECYCLE) {
         const states = [];
         const report = await client.provision('life-iw', action, {
-          wait: 120, pollInterval: 0.5, ...options, onProgress: (e) => states.push(e.state),
+          wait: 120,
+          pollInterval: 0.5,
+          ...options,
+          onProgress: (e) => states.push(e.state),
         });
         assert.equal(report.ok, true, `${action}: ${JSON.stringify(report)}`);
-        assert.deepEqual(report.nodes.map((n) => [n.node, n.outcome, n.state]), [['life-iw', 'reached', expected]], action);
+        assert.deepEqual(
+          report.nodes.map((n) => [n.node, n.outcome, n.state]),
+          [['life-iw', 'reached', expected]],
+          action,
+        );
         assert.ok(states.includes(working), `${action}: ${working} seen on the way (${states.join(' -> ')})`);
         const node = await ironic.node('life-iw');
         assert.deepEqual([node.provision_state, node.target_provision_state], [expected, null], action);
@@ -53,11 +60,15 @@ describe('against a real Ironic', { concurrency: true }, () => {
       }
       return seen;
     })();
-    const theirs = ironic.oracle(LIFECYCLE.map(([, , target, extra]) => (
-      { op: 'provision', nodes: ['life-py'], target, ...extra, wait: 120, poll_interval: 0.5 })));
+    const theirs = ironic.oracle(
+      LIFECYCLE.map(([, , target, extra]) => ({ op: 'provision', nodes: ['life-py'], target, ...extra, wait: 120, poll_interval: 0.5 })),
+    );
 
     const [configDrives, results] = await Promise.all([ours, theirs]);
-    assert.deepEqual(results.map((r, i) => [LIFECYCLE[i][0], r.ok ? 'ok' : r.message]), LIFECYCLE.map(([a]) => [a, 'ok']));
+    assert.deepEqual(
+      results.map((r, i) => [LIFECYCLE[i][0], r.ok ? 'ok' : r.message]),
+      LIFECYCLE.map(([a]) => [a, 'ok']),
+    );
     assert.equal((await ironic.node('life-py')).provision_state, 'available');
     // Ironic kept the config drive the deploy sent (and shows it masked).
     assert.deepEqual(configDrives, ['******']);
@@ -72,7 +83,10 @@ describe('against a real Ironic', { concurrency: true }, () => {
       client.provision('adopt-iw', 'adopt', { wait: 60, pollInterval: 0.5, onProgress: (e) => states.push(e.state) }),
       ironic.oracle([{ op: 'provision', nodes: ['adopt-py'], target: 'adopt', wait: 60, poll_interval: 0.5 }]),
     ]);
-    assert.deepEqual(report.nodes.map((n) => [n.outcome, n.state]), [['reached', 'active']]);
+    assert.deepEqual(
+      report.nodes.map((n) => [n.outcome, n.state]),
+      [['reached', 'active']],
+    );
     assert.ok(states.includes('adopting'), states.join(' -> '));
     assert.deepEqual(theirs, { ok: true, value: null });
     for (const name of ['adopt-iw', 'adopt-py']) assert.equal((await ironic.node(name)).provision_state, 'active');
@@ -84,16 +98,20 @@ describe('against a real Ironic', { concurrency: true }, () => {
 describe('allocations', () => {
   test('an allocation becomes active (nodes with a power state), as with python-ironicclient', async () => {
     // Allocations only match nodes that have a power state: fake nodes get one from a power action.
-    const gold = await Promise.all(['gold-iw', 'gold-py'].map(async (name) => {
-      const node = await ironic.nodeIn('available', { name, resource_class: 'gold', automated_clean: false });
-      const r = await ironic.api('PUT', `/v1/nodes/${name}/states/power`, { target: 'power off' });
-      assert.equal(r.status, 202, r.text);
-      await ironic.reach(name, null, { until: (n) => n.power_state === 'power off' && !n.target_power_state });
-      return node.uuid;
-    }));
+    const gold = await Promise.all(
+      ['gold-iw', 'gold-py'].map(async (name) => {
+        const node = await ironic.nodeIn('available', { name, resource_class: 'gold', automated_clean: false });
+        const r = await ironic.api('PUT', `/v1/nodes/${name}/states/power`, { target: 'power off' });
+        assert.equal(r.status, 202, r.text);
+        await ironic.reach(name, null, { until: (n) => n.power_state === 'power off' && !n.target_power_state });
+        return node.uuid;
+      }),
+    );
     const client = new IronicClient({ endpoint: ironic.url });
     const { allocation, report } = await client.createAllocation(
-      { resourceClass: 'gold', candidateNodes: ['gold-iw'], name: 'alloc-iw' }, { wait: 60, pollInterval: 0.5 });
+      { resourceClass: 'gold', candidateNodes: ['gold-iw'], name: 'alloc-iw' },
+      { wait: 60, pollInterval: 0.5 },
+    );
     assert.equal(allocation.name, 'alloc-iw');
     assert.equal(report.ok, true, JSON.stringify(report));
     assert.deepEqual([report.allocation.outcome, report.allocation.state], ['reached', 'active']);
@@ -101,7 +119,12 @@ describe('allocations', () => {
     assert.equal((await ironic.node('gold-iw')).allocation_uuid, allocation.uuid);
 
     const [theirs] = await ironic.oracle([
-      { op: 'allocation', fields: { resource_class: 'gold', candidate_nodes: ['gold-py'], name: 'alloc-py' }, wait: 60, poll_interval: 0.5 },
+      {
+        op: 'allocation',
+        fields: { resource_class: 'gold', candidate_nodes: ['gold-py'], name: 'alloc-py' },
+        wait: 60,
+        poll_interval: 0.5,
+      },
     ]);
     assert.equal(theirs.ok, true, theirs.message);
     assert.deepEqual([theirs.value.state, theirs.value.node_uuid], ['active', gold[1]]);

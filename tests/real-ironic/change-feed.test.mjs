@@ -37,7 +37,10 @@ test('manage, then provide: the change feed and list mode side by side, the same
   const feed = new IronicClient({ endpoint: ironic.url, userAgent: 'feed' });
   const list = new IronicClient({ endpoint: ironic.url, userAgent: 'list' });
   const options = { pollInterval: 0.5, listThreshold: 10 };
-  for (const [action, expected] of [['manage', 'manageable'], ['provide', 'available']]) {
+  for (const [action, expected] of [
+    ['manage', 'manageable'],
+    ['provide', 'available'],
+  ]) {
     const start = ironic.seen.length;
     const [byFeed, byList] = await Promise.all([
       feed.provision(FEED, action, { ...options, wait: 240 }),
@@ -50,9 +53,14 @@ test('manage, then provide: the change feed and list mode side by side, the same
     const requests = ironic.seen.slice(start);
     const feedLists = lists(requests, 'feed');
     const listLists = lists(requests, 'list');
-    t.diagnostic(`${action}: the feed's client sent ${feedLists.length} list requests (${feedLists.filter(sorted).length} of them changes pages) and `
-      + `${byFeed.requests} requests in all; list mode ${listLists.length} and ${byList.requests}`);
-    assert.ok(listLists.every((r) => !sorted(r) && !r.query.get('fields').includes('provision_updated_at')), 'list mode never sorts');
+    t.diagnostic(
+      `${action}: the feed's client sent ${feedLists.length} list requests (${feedLists.filter(sorted).length} of them changes pages) and ` +
+        `${byFeed.requests} requests in all; list mode ${listLists.length} and ${byList.requests}`,
+    );
+    assert.ok(
+      listLists.every((r) => !sorted(r) && !r.query.get('fields').includes('provision_updated_at')),
+      'list mode never sorts',
+    );
     // The feed: after the first round (stopping early) and one full listing
     // with the stamps, each round asks for changes, newest first, and
     // stops where the entries grow older than what it has seen.
@@ -63,7 +71,10 @@ test('manage, then provide: the change feed and list mode side by side, the same
       const entries = JSON.parse(r.body).nodes;
       // Newest first; a node never moved (null) last.
       const stamps = entries.map((n) => (n.provision_updated_at === null ? -Infinity : Date.parse(n.provision_updated_at)));
-      assert.ok(stamps.every((s, i) => i === 0 || s <= stamps[i - 1]), `newest first: ${stamps}`);
+      assert.ok(
+        stamps.every((s, i) => i === 0 || s <= stamps[i - 1]),
+        `newest first: ${stamps}`,
+      );
     }
     // What a round of the feed costs against a round of list mode: the
     // list reads the pages up to the last waited node every round.
@@ -77,17 +88,25 @@ test('a scope narrows every list on the real API', async () => {
   const start = ironic.seen.length;
   // team-a's nodes, and one of team-b's: outside the scope, it is got by itself.
   const report = await client.waitForProvisionState([...FEED, LIST[0]], 'available', {
-    timeout: 60, listThreshold: 10, scope: { owner: 'team-a' },
+    timeout: 60,
+    listThreshold: 10,
+    scope: { owner: 'team-a' },
   });
   assert.equal(report.ok, true);
   const requests = ironic.seen.slice(start).filter((r) => r.userAgent === 'scoped');
   const listed = lists(requests, 'scoped');
   assert.ok(listed.length >= 1 && listed.every((r) => r.query.get('owner') === 'team-a'));
   for (const r of listed) {
-    assert.ok(JSON.parse(r.body).nodes.every((n) => n.name.startsWith('cf-a-')), 'only team-a in the list');
+    assert.ok(
+      JSON.parse(r.body).nodes.every((n) => n.name.startsWith('cf-a-')),
+      'only team-a in the list',
+    );
   }
   const gets = requests.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/'));
-  assert.deepEqual(gets.map((r) => r.path), [`/v1/nodes/${LIST[0]}`]);
+  assert.deepEqual(
+    gets.map((r) => r.path),
+    [`/v1/nodes/${LIST[0]}`],
+  );
 });
 
 test('watch on the real API: every node of the scope once, then the moves of a manage, then one request a quiet round', async (t) => {

@@ -80,7 +80,9 @@ beforeEach(async () => {
   // Chromium also logs a violation as a console error; this says which directive refused what.
   await page.addInitScript(() => {
     window.cspViolations = [];
-    document.addEventListener('securitypolicyviolation', (v) => window.cspViolations.push(`${v.effectiveDirective} refused ${v.blockedURI || 'inline code'}`));
+    document.addEventListener('securitypolicyviolation', (v) =>
+      window.cspViolations.push(`${v.effectiveDirective} refused ${v.blockedURI || 'inline code'}`),
+    );
   });
 });
 
@@ -111,7 +113,12 @@ async function runAction(names, action) {
 /** Waits until every named node's run row has settled; returns { name: outcome }. */
 async function settled(names) {
   await page.waitForFunction(
-    (ids) => ids.every((id) => (document.querySelector(`#waits > .wait-panel:first-child .run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !== 'waiting'),
+    (ids) =>
+      ids.every(
+        (id) =>
+          (document.querySelector(`#waits > .wait-panel:first-child .run-rows > li[data-uuid="${id}"]`)?.dataset.outcome ?? 'waiting') !==
+          'waiting',
+      ),
     names.map((name) => uuids[name]),
     { timeout: 60_000 },
   );
@@ -121,26 +128,30 @@ async function settled(names) {
 }
 
 /** What the page's node table shows, one row per node as Ironic's fields would read in it. */
-const tableRows = () => page.$$eval('#node-rows tr', (trs) => trs.map((tr) => {
-  const cell = (key) => tr.querySelector(`.col-${key.replaceAll('_', '-')}`);
-  return {
-    name: cell('name').textContent,
-    uuid: cell('uuid').title,
-    provision_state: cell('provision_state').textContent,
-    target_provision_state: cell('target_provision_state').textContent,
-    power_state: cell('power_state').textContent,
-    maintenance: cell('maintenance').textContent,
-    resource_class: cell('resource_class').textContent,
-    last_error: cell('last_error').textContent,
-  };
-}));
+const tableRows = () =>
+  page.$$eval('#node-rows tr', (trs) =>
+    trs.map((tr) => {
+      const cell = (key) => tr.querySelector(`.col-${key.replaceAll('_', '-')}`);
+      return {
+        name: cell('name').textContent,
+        uuid: cell('uuid').title,
+        provision_state: cell('provision_state').textContent,
+        target_provision_state: cell('target_provision_state').textContent,
+        power_state: cell('power_state').textContent,
+        maintenance: cell('maintenance').textContent,
+        resource_class: cell('resource_class').textContent,
+        last_error: cell('last_error').textContent,
+      };
+    }),
+  );
 
 /** Ironic's own view of the nodes, as the table would show it (a missing value is an empty cell; maintenance is "yes" or empty). */
 async function ironicRows() {
   const r = await ironic.api('GET', `/v1/nodes?fields=${COLUMNS.join(',')}`);
   assert.equal(r.status, 200, r.text);
-  return r.body.nodes.map((n) => Object.fromEntries(COLUMNS.map((key) => [key,
-    key === 'maintenance' ? (n.maintenance ? 'yes' : '') : n[key] ?? ''])));
+  return r.body.nodes.map((n) =>
+    Object.fromEntries(COLUMNS.map((key) => [key, key === 'maintenance' ? (n.maintenance ? 'yes' : '') : (n[key] ?? '')])),
+  );
 }
 
 const byName = (rows) => [...rows].sort((a, b) => a.name.localeCompare(b.name));
@@ -148,10 +159,15 @@ const byName = (rows) => [...rows].sort((a, b) => a.name.localeCompare(b.name));
 /** No console error (less those `expected` allows), no page error, no dialog, no CSP violation. */
 async function assertClean(expected = () => false) {
   assert.deepEqual(await page.evaluate(() => window.cspViolations), []);
-  assert.deepEqual(problems.filter((p) => !expected(p)), []);
+  assert.deepEqual(
+    problems.filter((p) => !expected(p)),
+    [],
+  );
 }
 
-test('the page lists the real nodes as Ironic has them, under its CSP, at the microversion Ironic offers', { timeout: TEST_TIMEOUT }, async () => {
+test('the page lists the real nodes as Ironic has them, under its CSP, at the microversion Ironic offers', {
+  timeout: TEST_TIMEOUT,
+}, async () => {
   const response = await open();
   assert.equal(response.headers()['content-security-policy'], CSP);
   assert.equal(await page.textContent('#endpoint'), `${ironic.url} (through this server)`);
@@ -160,23 +176,35 @@ test('the page lists the real nodes as Ironic has them, under its CSP, at the mi
   assert.equal(await page.textContent('#microversion'), root.body.version.version, "Ironic's newest microversion");
 
   const shown = byName(await tableRows());
-  assert.deepEqual(shown.map((n) => [n.name, n.uuid, n.provision_state]),
-    NODES.map(([name, state]) => [name, uuids[name], state]).sort(([a], [b]) => a.localeCompare(b)));
+  assert.deepEqual(
+    shown.map((n) => [n.name, n.uuid, n.provision_state]),
+    NODES.map(([name, state]) => [name, uuids[name], state]).sort(([a], [b]) => a.localeCompare(b)),
+  );
   assert.deepEqual(shown, byName(await ironicRows()), 'every column as Ironic has it');
-  assert.deepEqual(shown.filter((n) => n.power_state || n.maintenance).map((n) => [n.name, n.power_state, n.maintenance]),
-    [['enroll-1', '', 'yes'], ['manageable-3', 'power on', '']]);
+  assert.deepEqual(
+    shown.filter((n) => n.power_state || n.maintenance).map((n) => [n.name, n.power_state, n.maintenance]),
+    [
+      ['enroll-1', '', 'yes'],
+      ['manageable-3', 'power on', ''],
+    ],
+  );
   assert.equal(await page.textContent('#state-filter option:checked'), 'all states (5)');
   await assertClean();
 });
 
-test('provide with wait from the page: two manageable nodes reach available through cleaning, as Ironic reports', { timeout: TEST_TIMEOUT }, async () => {
+test('provide with wait from the page: two manageable nodes reach available through cleaning, as Ironic reports', {
+  timeout: TEST_TIMEOUT,
+}, async () => {
   await open();
   const puts = () => ironic.requests('PUT', '/v1/nodes/*/states/provision');
   const putsBefore = puts().length;
   const names = ['manageable-1', 'manageable-2'];
   await runAction(names, 'provide');
   assert.deepEqual(await settled(names), { 'manageable-1': 'reached', 'manageable-2': 'reached' });
-  assert.match(await page.textContent('#waits > .wait-panel:first-child .run-status'), /^All 2 node\(s\) reached available in \d+\.\d s\.$/);
+  assert.match(
+    await page.textContent('#waits > .wait-panel:first-child .run-status'),
+    /^All 2 node\(s\) reached available in \d+\.\d s\.$/,
+  );
 
   for (const name of names) {
     const r = runRow(name);
@@ -188,16 +216,26 @@ test('provide with wait from the page: two manageable nodes reach available thro
     assert.deepEqual([node.provision_state, node.target_provision_state, node.last_error], ['available', null, null]);
   }
   // One PUT per node went through the console server to Ironic, and was accepted.
-  assert.deepEqual(puts().slice(putsBefore).map((e) => [e.path, e.status]).sort(),
-    names.map((name) => [`/v1/nodes/${uuids[name]}/states/provision`, 202]).sort());
+  assert.deepEqual(
+    puts()
+      .slice(putsBefore)
+      .map((e) => [e.path, e.status])
+      .sort(),
+    names.map((name) => [`/v1/nodes/${uuids[name]}/states/provision`, 202]).sort(),
+  );
   // The table follows; the node left alone stays where it was.
-  await page.waitForFunction((ns) => ns.every((n) => document.querySelector(`#node-rows tr[data-name="${n}"]`)?.dataset.state === 'available'), names);
+  await page.waitForFunction(
+    (ns) => ns.every((n) => document.querySelector(`#node-rows tr[data-name="${n}"]`)?.dataset.state === 'available'),
+    names,
+  );
   assert.equal(await row('manageable-3').getAttribute('data-state'), 'manageable');
   assert.equal((await ironic.node('manageable-3')).provision_state, 'manageable');
   await assertClean();
 });
 
-test('an action Ironic refuses: that row shows Ironic\'s error and request id, the other node reaches its state', { timeout: TEST_TIMEOUT }, async () => {
+test("an action Ironic refuses: that row shows Ironic's error and request id, the other node reaches its state", {
+  timeout: TEST_TIMEOUT,
+}, async () => {
   await open();
   // manage: available-1 may (straight to manageable), manageable-3 is there already and Ironic says no.
   const refused = () => ironic.requests('PUT', `/v1/nodes/${uuids['manageable-3']}/states/provision`);
@@ -211,12 +249,17 @@ test('an action Ironic refuses: that row shows Ironic\'s error and request id, t
   const bad = runRow('manageable-3');
   assert.equal(await bad.locator('.outcome').textContent(), 'error');
   assert.equal(await bad.locator('.error-block strong').textContent(), 'Ironic answered HTTP 400');
-  assert.equal(await bad.locator('.error-detail').textContent(),
-    `The requested action "manage" can not be performed on node "${uuids['manageable-3']}" while it is in state "manageable".`);
+  assert.equal(
+    await bad.locator('.error-detail').textContent(),
+    `The requested action "manage" can not be performed on node "${uuids['manageable-3']}" while it is in state "manageable".`,
+  );
   assert.equal(await bad.locator('.error-request code').textContent(), put.requestId);
   assert.equal(await runRow('available-1').getAttribute('data-state'), 'manageable');
   assert.equal(await runRow('available-1').locator('.error-block').count(), 0);
-  assert.match(await page.textContent('#waits > .wait-panel:first-child .run-status'), /^1 of 2 node\(s\) reached manageable; see the rows below\.$/);
+  assert.match(
+    await page.textContent('#waits > .wait-panel:first-child .run-status'),
+    /^1 of 2 node\(s\) reached manageable; see the rows below\.$/,
+  );
 
   for (const name of ['available-1', 'manageable-3']) {
     const node = await ironic.node(name);
@@ -226,7 +269,9 @@ test('an action Ironic refuses: that row shows Ironic\'s error and request id, t
   await assertClean((p) => /^console: Failed to load resource: the server responded with a status of 400/.test(p));
 });
 
-test('a failed deploy\'s history from Ironic in the node\'s detail, and power off from the page, waited until Ironic is done', { timeout: TEST_TIMEOUT }, async () => {
+test("a failed deploy's history from Ironic in the node's detail, and power off from the page, waited until Ironic is done", {
+  timeout: TEST_TIMEOUT,
+}, async () => {
   // A deploy Ironic fails at once (real-ironic.md's recipe), made through its REST API.
   const failed = await ironic.nodeIn('available', { name: 'history-1' });
   uuids['history-1'] = failed.uuid;
@@ -237,13 +282,20 @@ test('a failed deploy\'s history from Ironic in the node\'s detail, and power of
   await page.waitForSelector('#detail-panel[data-loaded="true"]');
   assert.equal(await page.textContent('#detail-title'), 'history-1');
   assert.equal(await page.textContent('#detail-fields .field-provision-state'), 'deploy failed');
-  const events = await page.$$eval('#detail-history .timeline > li', (lis) => lis.map((li) => ({
-    severity: li.dataset.severity, text: li.querySelector('.event-text').textContent, time: li.querySelector('time').getAttribute('datetime'),
-  })));
+  const events = await page.$$eval('#detail-history .timeline > li', (lis) =>
+    lis.map((li) => ({
+      severity: li.dataset.severity,
+      text: li.querySelector('.event-text').textContent,
+      time: li.querySelector('time').getAttribute('datetime'),
+    })),
+  );
   // What the page shows is Ironic's own history of the node.
   const history = await ironic.api('GET', `/v1/nodes/${failed.uuid}/history?detail=true`);
   assert.equal(history.status, 200, history.text);
-  assert.deepEqual(events.map((e) => [e.severity, e.text]), history.body.history.map((e) => [e.severity, e.event]));
+  assert.deepEqual(
+    events.map((e) => [e.severity, e.text]),
+    history.body.history.map((e) => [e.severity, e.event]),
+  );
   const error = events.find((e) => e.severity === 'ERROR');
   assert.match(error?.text ?? '', /No deploy steps returned by the driver/, JSON.stringify(events));
   assert.ok(!Number.isNaN(Date.parse(error.time)));
@@ -260,7 +312,15 @@ test('a failed deploy\'s history from Ironic in the node\'s detail, and power of
   assert.equal(await runRow('manageable-3').getAttribute('data-state'), 'power off');
   const node = await ironic.node('manageable-3');
   assert.deepEqual([node.power_state, node.target_power_state], ['power off', null]);
-  assert.deepEqual(puts().slice(putsBefore).map((e) => e.status), [202], 'one power PUT, accepted');
-  await page.waitForFunction(() => document.querySelector('#node-rows tr[data-name="manageable-3"] .col-power-state')?.textContent === 'power off');
+  assert.deepEqual(
+    puts()
+      .slice(putsBefore)
+      .map((e) => e.status),
+    [202],
+    'one power PUT, accepted',
+  );
+  await page.waitForFunction(
+    () => document.querySelector('#node-rows tr[data-name="manageable-3"] .col-power-state')?.textContent === 'power off',
+  );
   await assertClean();
 });

@@ -65,8 +65,14 @@ describe('provisioning failures, message for message', { concurrency: true }, ()
       },
       theirs: { op: 'provision', nodes: ['deploy-fails'], target: 'active', deploy_steps: deploySteps, ...pyWait },
     });
-    assert.equal(e.message, "Node deploy-fails failed to reach state active. It's in state deploy failed, and has error: No deploy steps returned by the driver");
-    assert.deepEqual([e.node, e.expected, e.state, e.lastError], ['deploy-fails', 'active', 'deploy failed', 'No deploy steps returned by the driver']);
+    assert.equal(
+      e.message,
+      "Node deploy-fails failed to reach state active. It's in state deploy failed, and has error: No deploy steps returned by the driver",
+    );
+    assert.deepEqual(
+      [e.node, e.expected, e.state, e.lastError],
+      ['deploy-fails', 'active', 'deploy failed', 'No deploy steps returned by the driver'],
+    );
   });
 
   test('clean failed: a step the node does not have', async () => {
@@ -80,8 +86,11 @@ describe('provisioning failures, message for message', { concurrency: true }, ()
       },
       theirs: { op: 'provision', nodes: ['clean-unknown'], target: 'clean', clean_steps: cleanSteps, ...pyWait },
     });
-    assert.equal(e.message, "Node clean-unknown failed to reach state manageable. It's in state clean failed, and has error: "
-      + `Cannot clean node ${uuid}: node does not support this clean step: {'interface': 'bios', 'step': 'no_such_step'}`);
+    assert.equal(
+      e.message,
+      "Node clean-unknown failed to reach state manageable. It's in state clean failed, and has error: " +
+        `Cannot clean node ${uuid}: node does not support this clean step: {'interface': 'bios', 'step': 'no_such_step'}`,
+    );
   });
 
   test('clean failed: a step that raises (and sets maintenance)', async () => {
@@ -96,8 +105,11 @@ describe('provisioning failures, message for message', { concurrency: true }, ()
       },
       theirs: { op: 'provision', nodes: ['clean-raises'], target: 'clean', clean_steps: cleanSteps, ...pyWait },
     });
-    assert.equal(e.message, "Node clean-raises failed to reach state manageable. It's in state clean failed, and has error: "
-      + `Node ${uuid} failed step {'interface': 'bios', 'step': 'apply_configuration', 'args': {'settings': [{'bogus': 1}]}, 'abortable': False, 'priority': 0}: 'name'`);
+    assert.equal(
+      e.message,
+      "Node clean-raises failed to reach state manageable. It's in state clean failed, and has error: " +
+        `Node ${uuid} failed step {'interface': 'bios', 'step': 'apply_configuration', 'args': {'settings': [{'bogus': 1}]}, 'abortable': False, 'priority': 0}: 'name'`,
+    );
   });
 
   test('inspect failed: the ramdisk reports an error', async () => {
@@ -106,7 +118,8 @@ describe('provisioning failures, message for message', { concurrency: true }, ()
     const ramdisk = async () => {
       await ironic.reach('inspect-fails', null, { until: (n) => n.provision_state === 'inspect wait' });
       const r = await ironic.api('POST', `/v1/continue_inspection?node_uuid=${uuid}`, {
-        inventory: { interfaces: [{ mac_address: '52:54:00:00:00:01' }] }, error: 'simulated ramdisk failure',
+        inventory: { interfaces: [{ mac_address: '52:54:00:00:00:01' }] },
+        error: 'simulated ramdisk failure',
       });
       assert.equal(r.status, 202, r.text);
     };
@@ -120,7 +133,10 @@ describe('provisioning failures, message for message', { concurrency: true }, ()
       theirs: { op: 'provision', nodes: ['inspect-fails'], target: 'inspect', ...pyWait },
     });
     assert.equal(e.state, 'inspect failed');
-    assert.match(e.message, /^Node inspect-fails failed to reach state manageable\. It's in state inspect failed, and has error: Failed to finish inspection: .*Ramdisk reported error: simulated ramdisk failure\n/s);
+    assert.match(
+      e.message,
+      /^Node inspect-fails failed to reach state manageable\. It's in state inspect failed, and has error: Failed to finish inspection: .*Ramdisk reported error: simulated ramdisk failure\n/s,
+    );
   });
 
   test('service failed: a step the node does not have', async () => {
@@ -136,10 +152,12 @@ describe('provisioning failures, message for message', { concurrency: true }, ()
       },
       theirs: { op: 'provision', nodes: ['service-fails'], target: 'service', service_steps: serviceSteps, ...pyWait },
     });
-    assert.equal(e.message, "Node service-fails failed to reach state active. It's in state service failed, and has error: "
-      + `Node ${uuid} failed step {'interface': 'bios', 'step': 'no_such_step'}: 'FakeBIOS' object has no attribute 'no_such_step'`);
+    assert.equal(
+      e.message,
+      "Node service-fails failed to reach state active. It's in state service failed, and has error: " +
+        `Node ${uuid} failed step {'interface': 'bios', 'step': 'no_such_step'}: 'FakeBIOS' object has no attribute 'no_such_step'`,
+    );
   });
-
 });
 
 // Alone: Ironic on SQLite can fail to record an allocation's failure while other
@@ -155,7 +173,10 @@ describe('allocation failures', () => {
       },
       theirs: { op: 'allocation', fields: { resource_class: 'no-such-class', uuid, name: 'alloc-fails' }, wait: 60, poll_interval: 0.5 },
     });
-    assert.equal(e.message, `Allocation ${uuid} failed: Failed to process allocation ${uuid}: no available nodes match the resource class no-such-class.`);
+    assert.equal(
+      e.message,
+      `Allocation ${uuid} failed: Failed to process allocation ${uuid}: no available nodes match the resource class no-such-class.`,
+    );
     assert.equal(e.allocation, uuid);
   });
 });
@@ -180,10 +201,14 @@ describe('HTTP errors from Ironic, with request ids', { concurrency: true }, () 
     const get = await rejection(c.getNode('no-such-node'));
     const waited = await rejection(c.waitForProvisionState('no-such-node', 'active', { timeout: 10 }));
     const [pyGet, pyWait] = await ironic.oracle([
-      { op: 'get', node: 'no-such-node' }, { op: 'wait', nodes: ['no-such-node'], expected: 'active', timeout: 10 },
+      { op: 'get', node: 'no-such-node' },
+      { op: 'wait', nodes: ['no-such-node'], expected: 'active', timeout: 10 },
     ]);
     assert.deepEqual([pyGet.type, pyWait.type], ['NotFound', 'NotFound']);
-    for (const [e, theirs] of [[get, pyGet], [waited, pyWait]]) {
+    for (const [e, theirs] of [
+      [get, pyGet],
+      [waited, pyWait],
+    ]) {
       assert.ok(e.message.startsWith('Node no-such-node could not be found. (HTTP 404) (Request-ID: req-'), e.message);
       assert.equal(e.detail, 'Node no-such-node could not be found.');
     }
@@ -199,7 +224,10 @@ describe('HTTP errors from Ironic, with request ids', { concurrency: true }, () 
     const [theirs] = await ironic.oracle([{ op: 'provision', nodes: ['refuses'], target: 'provide', wait: 10 }]);
     assert.equal(theirs.type, 'BadRequest');
     sameHttpError(e, theirs, { status: 400, method: 'PUT', glob: '/v1/nodes/refuses/states/provision' });
-    assert.equal(e.message, `The requested action "provide" can not be performed on node "${uuid}" while it is in state "enroll". (HTTP 400) (Request-ID: ${e.requestId})`);
+    assert.equal(
+      e.message,
+      `The requested action "provide" can not be performed on node "${uuid}" while it is in state "enroll". (HTTP 400) (Request-ID: ${e.requestId})`,
+    );
     assert.equal(ironic.requests('GET', '/v1/nodes/refuses').length, 0, 'no wait after a refused PUT');
   });
 
@@ -217,7 +245,10 @@ describe('HTTP errors from Ironic, with request ids', { concurrency: true }, () 
       const [theirs] = await ironic.oracle([{ op: 'provision', nodes: ['locked'], target: 'manage', wait: 10 }], { maxRetries: 2 });
       assert.equal(theirs.type, 'Conflict');
       sameHttpError(e, theirs, { status: 409, method: 'PUT', glob: '/v1/nodes/locked/states/provision' });
-      assert.equal(e.message, `Node ${uuid} is locked by host other-host, please retry after the current operation is completed. (HTTP 409) (Request-ID: ${e.requestId})`);
+      assert.equal(
+        e.message,
+        `Node ${uuid} is locked by host other-host, please retry after the current operation is completed. (HTTP 409) (Request-ID: ${e.requestId})`,
+      );
     } finally {
       await ironic.sql("UPDATE nodes SET reservation = NULL WHERE name = 'locked'");
     }
@@ -240,7 +271,11 @@ describe('HTTP errors from Ironic, with request ids', { concurrency: true }, () 
     ]);
     assert.deepEqual([pyGet.type, pyWait.type, pySent.type], ['InternalServerError', 'InternalServerError', 'InternalServerError']);
     const text = 'Expecting property name enclosed in double quotes: line 1 column 2 (char 1) (HTTP 500)';
-    for (const [e, theirs] of [[get, pyGet], [waited, pyWait], [sent, pySent]]) {
+    for (const [e, theirs] of [
+      [get, pyGet],
+      [waited, pyWait],
+      [sent, pySent],
+    ]) {
       assert.ok(e instanceof IronicHttpError);
       assert.equal(e.status, 500);
       assert.equal(e.message, `${text} (Request-ID: ${e.requestId})`);
@@ -261,7 +296,11 @@ describe('microversions', () => {
     assert.deepEqual(theirs, { ok: true, value: version });
     const start = ironic.seen.length;
     await c.listNodes({ limit: 1 });
-    assert.deepEqual(ironic.seen.slice(start).map((r) => r.version), [version], 'sent on every call, no second negotiation');
+    assert.deepEqual(
+      ironic.seen.slice(start).map((r) => r.version),
+      [version],
+      'sent on every call, no second negotiation',
+    );
   });
 
   test('a pinned version Ironic does not have (1.999): the same words as python-ironicclient, in get, wait and provision', async () => {
@@ -272,15 +311,19 @@ describe('microversions', () => {
       await rejection(c.waitForProvisionState('pinned', 'enroll', { timeout: 10 })),
       await rejection(c.provision('pinned', 'manage', { wait: 10 })),
     ];
-    const theirs = await ironic.oracle([
-      { op: 'get', node: 'pinned' },
-      { op: 'wait', nodes: ['pinned'], expected: 'enroll', timeout: 10 },
-      { op: 'provision', nodes: ['pinned'], target: 'manage', wait: 10 },
-    ], { version: '1.999' });
+    const theirs = await ironic.oracle(
+      [
+        { op: 'get', node: 'pinned' },
+        { op: 'wait', nodes: ['pinned'], expected: 'enroll', timeout: 10 },
+        { op: 'provision', nodes: ['pinned'], target: 'manage', wait: 10 },
+      ],
+      { version: '1.999' },
+    );
     // python-ironicclient wraps it with textwrap.fill (70 columns).
-    const expected = 'Requested API version 1.999 is not supported by the server, client, or\n'
-      + 'the requested operation is not supported by the requested version.\n'
-      + 'Supported version range is 1.1 to 1.115';
+    const expected =
+      'Requested API version 1.999 is not supported by the server, client, or\n' +
+      'the requested operation is not supported by the requested version.\n' +
+      'Supported version range is 1.1 to 1.115';
     for (const [i, what] of ['get', 'wait', 'provision'].entries()) {
       assert.deepEqual([theirs[i].type, theirs[i].message], ['UnsupportedVersion', expected], `python, ${what}`);
       assert.ok(errors[i] instanceof UnsupportedVersionError, `${what}: ${errors[i].name}: ${errors[i].message}`);

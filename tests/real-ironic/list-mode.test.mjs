@@ -53,8 +53,10 @@ function checkRounds(start, expected, listThreshold, waited = WAITED) {
   // list took fewer pages (requests) than one GET per unsettled node.
   let lastPages = Infinity;
   for (const [i, pages] of rounds.entries()) {
-    assert.ok(unsettled.size >= listThreshold || unsettled.size > lastPages,
-      `round ${i + 1}: a list with ${unsettled.size} unsettled nodes (the last list took ${lastPages} pages)`);
+    assert.ok(
+      unsettled.size >= listThreshold || unsettled.size > lastPages,
+      `round ${i + 1}: a list with ${unsettled.size} unsettled nodes (the last list took ${lastPages} pages)`,
+    );
     lastPages = pages.length;
     const wanted = new Set(unsettled);
     for (const [j, { request, body }] of pages.entries()) {
@@ -68,8 +70,11 @@ function checkRounds(start, expected, listThreshold, waited = WAITED) {
       }
       for (const n of body.nodes) wanted.delete(n.name);
       // The round ends at the page where the last unsettled node was found, not before, not after.
-      assert.equal(wanted.size === 0, j === pages.length - 1,
-        `round ${i + 1}: ${pages.length} page(s); after page ${j + 1}, ${wanted.size} unsettled node(s) not yet seen`);
+      assert.equal(
+        wanted.size === 0,
+        j === pages.length - 1,
+        `round ${i + 1}: ${pages.length} page(s); after page ${j + 1}, ${wanted.size} unsettled node(s) not yet seen`,
+      );
     }
     for (const { body } of pages) {
       for (const n of body.nodes) {
@@ -80,11 +85,19 @@ function checkRounds(start, expected, listThreshold, waited = WAITED) {
   // After the list rounds: per-node GETs for the nodes still unsettled, and no list.
   const lastList = requests.lastIndexOf(rounds.at(-1).at(-1).request);
   const gets = requests.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/'));
-  assert.ok(gets.every((r) => requests.indexOf(r) > lastList), 'no per-node GET during the list rounds');
-  assert.ok(gets.every((r) => unsettled.has(r.path.slice('/v1/nodes/'.length))), 'per-node GETs only for unsettled nodes');
+  assert.ok(
+    gets.every((r) => requests.indexOf(r) > lastList),
+    'no per-node GET during the list rounds',
+  );
+  assert.ok(
+    gets.every((r) => unsettled.has(r.path.slice('/v1/nodes/'.length))),
+    'per-node GETs only for unsettled nodes',
+  );
   if (gets.length) {
-    assert.ok(unsettled.size < listThreshold && unsettled.size <= lastPages,
-      `per-node GETs with ${unsettled.size} unsettled (the last list took ${lastPages} pages)`);
+    assert.ok(
+      unsettled.size < listThreshold && unsettled.size <= lastPages,
+      `per-node GETs with ${unsettled.size} unsettled (the last list took ${lastPages} pages)`,
+    );
   }
   return rounds;
 }
@@ -125,7 +138,11 @@ test('nodes that are all on the first page: one page per round', async (t) => {
   assert.equal(report.ok, true);
   const rounds = checkRounds(start, 'available', 1, first);
   t.diagnostic(`list rounds, pages in each: ${rounds.map((r) => r.length).join(' ')}`);
-  assert.deepEqual(rounds.map((r) => r.length), [1], 'one round of one page: they are all available already');
+  assert.deepEqual(
+    rounds.map((r) => r.length),
+    [1],
+    'one round of one page: they are all available already',
+  );
 });
 
 test('a timeout: the final check at the deadline reads every page, so every node is checked there', async (t) => {
@@ -135,12 +152,20 @@ test('a timeout: the final check at the deadline reads every page, so every node
   const client = new IronicClient({ endpoint: ironic.url });
   const start = ironic.seen.length;
   const report = await client.waitForProvisionState(WAITED, 'active', {
-    timeout: 3, pollInterval: 1, settle: 'all', failOnUnexpectedState: false, listMode: 'list',
+    timeout: 3,
+    pollInterval: 1,
+    settle: 'all',
+    failOnUnexpectedState: false,
+    listMode: 'list',
   });
   assert.deepEqual(new Set(report.nodes.map((n) => n.outcome)), new Set(['timed-out']));
   const rounds = listRounds(ironic.seen.slice(start));
   t.diagnostic(`list rounds, pages in each: ${rounds.map((r) => r.length).join(' ')}`);
   assert.ok(rounds.length >= 2, `${rounds.length} rounds`);
-  assert.deepEqual(rounds.map((r) => r.length), rounds.map(() => 2), 'two pages in every round');
+  assert.deepEqual(
+    rounds.map((r) => r.length),
+    rounds.map(() => 2),
+    'two pages in every round',
+  );
   assert.deepEqual(new Set(report.nodes.map((n) => n.polls)), new Set([rounds.length]), 'every node checked in every round');
 });

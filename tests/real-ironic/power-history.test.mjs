@@ -18,13 +18,22 @@ test('power on, power off and reboot with wait end as the node does, each one PU
   const client = new IronicClient({ endpoint: ironic.url });
   // A new fake-hardware node has no power state until its first action.
   const on = await client.setPowerState('pw-1', 'power on', { wait: 60, pollInterval: 0.2 });
-  assert.deepEqual(on.nodes.map((n) => [n.outcome, n.state, n.targetState]), [['reached', 'power on', null]]);
+  assert.deepEqual(
+    on.nodes.map((n) => [n.outcome, n.state, n.targetState]),
+    [['reached', 'power on', null]],
+  );
   const seen = [];
   const off = await client.setPowerState('pw-1', 'power off', { wait: 60, pollInterval: 0.2, onProgress: (e) => seen.push(e) });
   assert.equal(off.nodes[0].state, 'power off');
-  assert.ok(seen.some((e) => e.targetState === 'power off' && !e.done), `the action was seen under way: ${JSON.stringify(seen)}`);
+  assert.ok(
+    seen.some((e) => e.targetState === 'power off' && !e.done),
+    `the action was seen under way: ${JSON.stringify(seen)}`,
+  );
   const reboot = await client.setPowerState('pw-1', 'reboot', { wait: 60, pollInterval: 0.2 });
-  assert.deepEqual(reboot.nodes.map((n) => [n.outcome, n.state]), [['reached', 'power on']]);
+  assert.deepEqual(
+    reboot.nodes.map((n) => [n.outcome, n.state]),
+    [['reached', 'power on']],
+  );
   const node = await ironic.node('pw-1');
   assert.deepEqual([node.power_state, node.target_power_state, node.reservation], ['power on', null, null]);
   assert.equal(ironic.requests('PUT', '/v1/nodes/pw-1/states/power').length, 3);
@@ -42,7 +51,11 @@ test('a failed deploy: diagnose gives its history, as getNodeHistory does', asyn
   await ironic.setState('hist-1', 'deleted');
   await ironic.reach('hist-1', 'available', { ms: 120_000 });
   const report = await client.provision('hist-1', 'deploy', {
-    wait: 120, pollInterval: 0.5, deploySteps, settle: 'all', diagnose: true,
+    wait: 120,
+    pollInterval: 0.5,
+    deploySteps,
+    settle: 'all',
+    diagnose: true,
   });
   const entry = report.nodes[0];
   assert.equal(entry.outcome, 'failed');
@@ -53,5 +66,8 @@ test('a failed deploy: diagnose gives its history, as getNodeHistory does', asyn
   assert.equal(typeof error.event_type, 'string');
   const all = await client.getNodeHistory('hist-1');
   assert.ok(all.filter((e) => e.severity === 'ERROR').length >= 2, 'both failed deploys are in the history');
-  assert.deepEqual(all.slice(-entry.history.length).map((e) => e.uuid), entry.history.map((e) => e.uuid));
+  assert.deepEqual(
+    all.slice(-entry.history.length).map((e) => e.uuid),
+    entry.history.map((e) => e.uuid),
+  );
 });

@@ -50,14 +50,19 @@ test('deploy with wait on three nodes, aborted at its checkpoint after the PUTs,
 
   const controller = new AbortController();
   const checkpoints = [];
-  const first = await client().provision(cut, 'deploy', {
-    ...WAIT,
-    signal: controller.signal,
-    onCheckpoint: (cp) => {
-      checkpoints.push(cp);
-      controller.abort();
-    },
-  }).then(() => 'resolved', (e) => e);
+  const first = await client()
+    .provision(cut, 'deploy', {
+      ...WAIT,
+      signal: controller.signal,
+      onCheckpoint: (cp) => {
+        checkpoints.push(cp);
+        controller.abort();
+      },
+    })
+    .then(
+      () => 'resolved',
+      (e) => e,
+    );
   assert.equal(first, controller.signal.reason, 'the first call rejects with the signal reason');
   assert.equal(checkpoints.length, 1);
   assert.ok(!checkpoints[0].includes(TOKEN), 'the checkpoint holds no token');
@@ -75,19 +80,34 @@ test('deploy with wait on three nodes, aborted at its checkpoint after the PUTs,
   const reference = await uninterrupted;
 
   assert.equal(reference.ok, true, JSON.stringify(reference));
-  assert.deepEqual(outcomes(reference), whole.map((n) => [n, 'reached', 'active', null]));
+  assert.deepEqual(
+    outcomes(reference),
+    whole.map((n) => [n, 'reached', 'active', null]),
+  );
   assert.equal(resumed.ok, true, JSON.stringify(resumed));
-  assert.deepEqual(outcomes(resumed).map(([, ...rest]) => rest), outcomes(reference).map(([, ...rest]) => rest), 'the same outcomes as the uninterrupted call');
-  assert.deepEqual(outcomes(resumed).map(([n]) => n), cut);
+  assert.deepEqual(
+    outcomes(resumed).map(([, ...rest]) => rest),
+    outcomes(reference).map(([, ...rest]) => rest),
+    'the same outcomes as the uninterrupted call',
+  );
+  assert.deepEqual(
+    outcomes(resumed).map(([n]) => n),
+    cut,
+  );
   for (const name of cut) {
-    assert.ok(progress.some(([node, state, done, outcome]) => node === name && state === 'active' && done && outcome === 'reached'), name);
+    assert.ok(
+      progress.some(([node, state, done, outcome]) => node === name && state === 'active' && done && outcome === 'reached'),
+      name,
+    );
     const node = await ironic.node(name);
     assert.deepEqual([node.provision_state, node.target_provision_state], ['active', null], name);
   }
   assert.deepEqual(putsByNode(), { ...once(whole), ...once(cut) }, 'each node one PUT');
   const resumedRequests = ironic.seen.slice(since);
-  assert.ok(resumedRequests.length > 0 && resumedRequests.every((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/')),
-    `the resumed call only checks nodes: ${resumedRequests.map((r) => `${r.method} ${r.path}`).join(', ')}`);
+  assert.ok(
+    resumedRequests.length > 0 && resumedRequests.every((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/')),
+    `the resumed call only checks nodes: ${resumedRequests.map((r) => `${r.method} ${r.path}`).join(', ')}`,
+  );
   assert.ok(later.length > 0 && later.every((cp) => !cp.includes(TOKEN)), 'the resumed call hands out checkpoints, none with the token');
 });
 
@@ -104,7 +124,10 @@ test('deploy with wait on three nodes as a step loop, a new client per step: PUT
     const since = ironic.seen.length;
     last = await client().step(checkpoint);
     const sent = ironic.seen.slice(since);
-    steps.push({ puts: sent.filter((r) => r.method === 'PUT').length, gets: sent.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/')).length });
+    steps.push({
+      puts: sent.filter((r) => r.method === 'PUT').length,
+      gets: sent.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/')).length,
+    });
     if (!last.checkpoint) break;
     assert.ok(!last.checkpoint.includes(TOKEN), 'no token in a checkpoint');
     assert.equal(last.report, null);
@@ -118,10 +141,16 @@ test('deploy with wait on three nodes as a step loop, a new client per step: PUT
   assert.equal(last.wakeAt, null);
   assert.equal(last.error, null);
   assert.equal(last.report.ok, true, JSON.stringify(last.report));
-  assert.deepEqual(outcomes(last.report), nodes.map((n) => [n, 'reached', 'active', null]));
+  assert.deepEqual(
+    outcomes(last.report),
+    nodes.map((n) => [n, 'reached', 'active', null]),
+  );
   assert.ok(steps.length >= 3, `the PUTs, then rounds until every node is active (${steps.length} steps)`);
   assert.equal(steps[0].puts, 3, 'the first step sends the PUTs');
-  assert.ok(steps.slice(1).every((s) => s.puts === 0 && s.gets >= 1 && s.gets <= nodes.length), JSON.stringify(steps));
+  assert.ok(
+    steps.slice(1).every((s) => s.puts === 0 && s.gets >= 1 && s.gets <= nodes.length),
+    JSON.stringify(steps),
+  );
   assert.equal(ironic.seen.slice(sinceStart).filter((r) => r.method === 'PUT').length, 3);
   assert.deepEqual(putsByNode(nodes), once(nodes), 'each node one PUT');
   for (const name of nodes) {

@@ -22,8 +22,10 @@ const FAULT = ironicBody({ faultstring: 'the faultstring' });
 
 // Every status python-ironicclient has a class for, and some it has not. Not 407: Node's fetch
 // refuses a 407 from a server that is not a proxy ("fetch failed"), so no Node client can read one.
-const STATUSES = [400, 401, 402, 403, 404, 405, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 422, 429, 451,
-  500, 501, 502, 503, 504, 505, 507, 599];
+const STATUSES = [
+  400, 401, 402, 403, 404, 405, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 422, 429, 451, 500, 501, 502, 503, 504, 505, 507,
+  599,
+];
 
 // Error bodies (on a 400 unless they say otherwise): [label, fault rule].
 const SHAPES = [
@@ -99,26 +101,43 @@ after(() => sim?.close());
 const client = () => new IronicClient({ endpoint: sim.url, maxRetries: 0 });
 
 /** ironic-wait's error for each promise, in order (null if it resolved). */
-const errorsOf = (promises) => Promise.all(promises.map((p) => p.then(() => null, (e) => e)));
+const errorsOf = (promises) =>
+  Promise.all(
+    promises.map((p) =>
+      p.then(
+        () => null,
+        (e) => e,
+      ),
+    ),
+  );
 
-test('every status and error body: getNode and a wait give python-ironicclient\'s message', async () => {
+test("every status and error body: getNode and a wait give python-ironicclient's message", async () => {
   const c = client();
   const names = CASES.map((_, i) => `c${i}`);
   const gets = await errorsOf(names.map((n) => c.getNode(n)));
   // Each wait GETs its own node, as python-ironicclient does: on one
   // client so many waits would otherwise share a list (listThreshold).
   const waits = await errorsOf(names.map((n) => c.waitForProvisionState(n, 'active', { timeout: 5, listThreshold: 1000 })));
-  const theirs = await oracle(sim.url, names.flatMap((n) => [
-    { op: 'get', node: n }, { op: 'wait', nodes: [n], expected: 'active', timeout: 5 },
-  ]));
+  const theirs = await oracle(
+    sim.url,
+    names.flatMap((n) => [
+      { op: 'get', node: n },
+      { op: 'wait', nodes: [n], expected: 'active', timeout: 5 },
+    ]),
+  );
   const mismatches = [];
   for (const [i, [label]] of CASES.entries()) {
-    for (const [what, e, py] of [['get', gets[i], theirs[2 * i]], ['wait', waits[i], theirs[2 * i + 1]]]) {
+    for (const [what, e, py] of [
+      ['get', gets[i], theirs[2 * i]],
+      ['wait', waits[i], theirs[2 * i + 1]],
+    ]) {
       assert.equal(py.ok, false, `${label}: python-ironicclient failed`);
       assert.ok(e, `${label} (${what}): ironic-wait failed`);
       const expected = withRequestId(py.message, e.requestId);
       if (e.name !== 'IronicHttpError' || e.message !== expected) {
-        mismatches.push(`${label} (${what}):\n  python-ironicclient ${py.type}: ${JSON.stringify(py.message)}\n  ironic-wait ${e.name}: ${JSON.stringify(e.message)}`);
+        mismatches.push(
+          `${label} (${what}):\n  python-ironicclient ${py.type}: ${JSON.stringify(py.message)}\n  ironic-wait ${e.name}: ${JSON.stringify(e.message)}`,
+        );
       }
     }
   }
@@ -129,7 +148,10 @@ test('bodies python-ironicclient crashes on are still IronicHttpErrors with thei
   const c = client();
   const names = CRASHES.map((_, i) => `x${i}`);
   const ours = await errorsOf(names.map((n) => c.getNode(n)));
-  const theirs = await oracle(sim.url, names.map((n) => ({ op: 'get', node: n })));
+  const theirs = await oracle(
+    sim.url,
+    names.map((n) => ({ op: 'get', node: n })),
+  );
   for (const [i, [label, , crash]] of CRASHES.entries()) {
     assert.equal(theirs[i].type, crash, `${label}: python-ironicclient crashes (${theirs[i].message})`);
     assert.equal(ours[i]?.name, 'IronicHttpError', `${label}: ${ours[i]?.message}`);
@@ -138,11 +160,14 @@ test('bodies python-ironicclient crashes on are still IronicHttpErrors with thei
   }
 });
 
-test('answers that are not a node: the wait fails with python-ironicclient\'s message', async () => {
+test("answers that are not a node: the wait fails with python-ironicclient's message", async () => {
   const c = client();
   const names = NOT_A_NODE.map((_, i) => `w${i}`);
   const ours = await errorsOf(names.map((n) => c.waitForProvisionState(n, 'active', { timeout: 5 })));
-  const theirs = await oracle(sim.url, names.map((n) => ({ op: 'wait', nodes: [n], expected: 'active', timeout: 5 })));
+  const theirs = await oracle(
+    sim.url,
+    names.map((n) => ({ op: 'wait', nodes: [n], expected: 'active', timeout: 5 })),
+  );
   const mismatches = [];
   for (const [i, [label]] of NOT_A_NODE.entries()) {
     assert.equal(theirs[i].ok, false, label);
@@ -154,7 +179,7 @@ test('answers that are not a node: the wait fails with python-ironicclient\'s me
   assert.equal(mismatches.length, 0, `${mismatches.length} of ${NOT_A_NODE.length} differ:\n${mismatches.join('\n')}`);
 });
 
-test('a 406 for a version inside the range: python-ironicclient\'s UnsupportedVersion words', async () => {
+test("a 406 for a version inside the range: python-ironicclient's UnsupportedVersion words", async () => {
   // python-ironicclient answers any 406 with GET /v1 and its range: with a version negotiated from
   // 'latest' it says so, with a pinned one it says that one is not supported.
   const mismatches = [];
@@ -162,11 +187,17 @@ test('a 406 for a version inside the range: python-ironicclient\'s UnsupportedVe
     const c = new IronicClient({ endpoint: sim.url, maxRetries: 0, microversion });
     const nodes = ['v406', 'v406-bare'];
     const ours = await errorsOf(nodes.map((n) => c.getNode(n)));
-    const theirs = await oracle(sim.url, nodes.map((n) => ({ op: 'get', node: n })), { version: microversion });
+    const theirs = await oracle(
+      sim.url,
+      nodes.map((n) => ({ op: 'get', node: n })),
+      { version: microversion },
+    );
     for (const [i, node] of nodes.entries()) {
       assert.equal(theirs[i].type, 'UnsupportedVersion', theirs[i].message);
       if (ours[i]?.name !== 'UnsupportedVersionError' || ours[i].message !== theirs[i].message) {
-        mismatches.push(`${microversion}, ${node === 'v406' ? 'with' : 'without'} version headers:\n  python-ironicclient ${theirs[i].type}: ${JSON.stringify(theirs[i].message)}\n  ironic-wait ${ours[i]?.name}: ${JSON.stringify(ours[i]?.message)}`);
+        mismatches.push(
+          `${microversion}, ${node === 'v406' ? 'with' : 'without'} version headers:\n  python-ironicclient ${theirs[i].type}: ${JSON.stringify(theirs[i].message)}\n  ironic-wait ${ours[i]?.name}: ${JSON.stringify(ours[i]?.message)}`,
+        );
       }
     }
   }

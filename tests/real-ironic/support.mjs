@@ -28,7 +28,8 @@ export async function realIronic(name, options = {}) {
     throw e;
   }
   const directUrl = ironic.url;
-  const api = (method, path, body, headers = {}) => request(directUrl, method, path, { body, headers: { 'X-OpenStack-Ironic-API-Version': API_VERSION, ...headers } });
+  const api = (method, path, body, headers = {}) =>
+    request(directUrl, method, path, { body, headers: { 'X-OpenStack-Ironic-API-Version': API_VERSION, ...headers } });
 
   const self = {
     url: proxy.url,
@@ -86,12 +87,13 @@ export async function realIronic(name, options = {}) {
 
     /** Runs SQL on Ironic's database (through the venv's python and sqlite3); returns the rows changed. */
     async sql(statement, params = []) {
-      const script = 'import json, sqlite3, sys\n'
-        + 'a = json.load(sys.stdin)\n'
-        + 'c = sqlite3.connect(a["db"], timeout=30)\n'
-        + 'n = c.execute(a["sql"], a["params"]).rowcount\n'
-        + 'c.commit()\n'
-        + 'print(n)\n';
+      const script =
+        'import json, sqlite3, sys\n' +
+        'a = json.load(sys.stdin)\n' +
+        'c = sqlite3.connect(a["db"], timeout=30)\n' +
+        'n = c.execute(a["sql"], a["params"]).rowcount\n' +
+        'c.commit()\n' +
+        'print(n)\n';
       const out = await runPython(['-c', script], { db: join(ironic.dir, 'ironic.db'), sql: statement, params });
       return Number(out);
     },
@@ -106,7 +108,12 @@ export async function realIronic(name, options = {}) {
 
     /** Requests through the proxy whose method matches and whose path (no query) matches the glob. */
     requests(method, glob) {
-      const re = new RegExp(`^${glob.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^?]*')}$`);
+      const re = new RegExp(
+        `^${glob
+          .split('*')
+          .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('[^?]*')}$`,
+      );
       return self.seen.filter((r) => r.method === method && re.test(r.path));
     },
 
@@ -151,26 +158,36 @@ async function recordingProxy(ironicPort) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://proxy');
     const entry = {
-      seq: seen.length, method: req.method, url: req.url, path: url.pathname, query: url.searchParams,
-      version: req.headers['x-openstack-ironic-api-version'] ?? null, userAgent: req.headers['user-agent'],
-      status: null, requestId: null, body: null,
+      seq: seen.length,
+      method: req.method,
+      url: req.url,
+      path: url.pathname,
+      query: url.searchParams,
+      version: req.headers['x-openstack-ironic-api-version'] ?? null,
+      userAgent: req.headers['user-agent'],
+      status: null,
+      requestId: null,
+      body: null,
     };
     seen.push(entry);
-    const upstream = http.request({ host: '127.0.0.1', port: ironicPort, method: req.method, path: req.url, headers: req.headers, agent }, (answer) => {
-      entry.status = answer.statusCode;
-      entry.requestId = answer.headers['x-openstack-request-id'] ?? null;
-      res.writeHead(answer.statusCode, answer.rawHeaders);
-      const keep = req.method === 'GET' && url.pathname === '/v1/nodes';
-      const chunks = [];
-      answer.on('data', (d) => {
-        if (keep) chunks.push(d);
-        res.write(d);
-      });
-      answer.on('end', () => {
-        if (keep) entry.body = Buffer.concat(chunks).toString('utf8');
-        res.end();
-      });
-    });
+    const upstream = http.request(
+      { host: '127.0.0.1', port: ironicPort, method: req.method, path: req.url, headers: req.headers, agent },
+      (answer) => {
+        entry.status = answer.statusCode;
+        entry.requestId = answer.headers['x-openstack-request-id'] ?? null;
+        res.writeHead(answer.statusCode, answer.rawHeaders);
+        const keep = req.method === 'GET' && url.pathname === '/v1/nodes';
+        const chunks = [];
+        answer.on('data', (d) => {
+          if (keep) chunks.push(d);
+          res.write(d);
+        });
+        answer.on('end', () => {
+          if (keep) entry.body = Buffer.concat(chunks).toString('utf8');
+          res.end();
+        });
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
@@ -181,11 +198,12 @@ async function recordingProxy(ironicPort) {
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     seen,
-    close: () => new Promise((resolve) => {
-      server.close(resolve);
-      server.closeAllConnections();
-      agent.destroy();
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(resolve);
+        server.closeAllConnections();
+        agent.destroy();
+      }),
   };
 }
 

@@ -23,7 +23,9 @@ before(async () => {
 });
 after(() => Promise.allSettled(started.map((stop) => stop())));
 
-test('a page logs in to Keystone through CORS, finds Ironic in the catalog and waits; a wrong password is an AuthError with its request id', { timeout: 240_000 }, async () => {
+test('a page logs in to Keystone through CORS, finds Ironic in the catalog and waits; a wrong password is an AuthError with its request id', {
+  timeout: 240_000,
+}, async () => {
   const dir = consumerProject('keystone', 'page', { 'index.html': 'browser/keystone.html', 'keystone.js': 'browser/keystone.js' });
   let csp;
   const page = await servePage(dir, { csp: () => csp });
@@ -32,8 +34,11 @@ test('a page logs in to Keystone through CORS, finds Ironic in the catalog and w
   started.push(() => keystone.stop());
   const ironic = await startIronicBehindKeystone(keystone, {
     name: 'browser-ironic',
-    cors: [page.url, 'allow_headers = X-Auth-Token,X-OpenStack-Ironic-API-Version,Content-Type',
-      'expose_headers = X-OpenStack-Ironic-API-Minimum-Version,X-OpenStack-Ironic-API-Maximum-Version,X-OpenStack-Request-Id'].join('\n'),
+    cors: [
+      page.url,
+      'allow_headers = X-Auth-Token,X-OpenStack-Ironic-API-Version,Content-Type',
+      'expose_headers = X-OpenStack-Ironic-API-Minimum-Version,X-OpenStack-Ironic-API-Maximum-Version,X-OpenStack-Request-Id',
+    ].join('\n'),
   });
   started.push(() => ironic.stop());
   await keystone.createProjectUser({ project: PROJECT, user: USER, password: PASSWORD, role: 'admin' });
@@ -53,5 +58,8 @@ test('a page logs in to Keystone through CORS, finds Ironic in the catalog and w
   assert.equal(report.wrongPassword.error, 'AuthError');
   assert.equal(report.wrongPassword.status, 401);
   assert.match(report.wrongPassword.requestId, /^req-[0-9a-f-]{36}$/);
-  assert.equal(report.wrongPassword.message, `The request you have made requires authentication. (HTTP 401) (Request-ID: ${report.wrongPassword.requestId})`);
+  assert.equal(
+    report.wrongPassword.message,
+    `The request you have made requires authentication. (HTTP 401) (Request-ID: ${report.wrongPassword.requestId})`,
+  );
 });

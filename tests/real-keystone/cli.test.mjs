@@ -11,7 +11,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth, ironicApi, writeCloudConfig } from '../../scripts/real-keystone.mjs';
+import {
+  startKeystone,
+  startIronicBehindKeystone,
+  issueToken,
+  passwordAuth,
+  ironicApi,
+  writeCloudConfig,
+} from '../../scripts/real-keystone.mjs';
 import { VENV as IRONIC_VENV } from '../../scripts/real-ironic.mjs';
 import { ROOT } from '../../scripts/lib.mjs';
 
@@ -86,7 +93,9 @@ test('OS_CLOUD with secure.yaml: `node manage --wait` says and does what baremet
 
 // python-openstackclient's precedence, which ironic-wait follows: a variable
 // beats the cloud's file. (`baremetal` alone lets secure.yaml win here.)
-test('a wrong password in OS_PASSWORD beats secure.yaml: Keystone\'s refusal, exit 1, as `openstack baremetal` says it', { timeout: 120_000 }, async () => {
+test("a wrong password in OS_PASSWORD beats secure.yaml: Keystone's refusal, exit 1, as `openstack baremetal` says it", {
+  timeout: 120_000,
+}, async () => {
   const wrong = 'not-erins-password';
   const args = (node) => ['--os-cloud', 'lab', 'node', 'manage', node, '--wait', '30'];
   const [python, ours] = await Promise.all([
@@ -97,20 +106,43 @@ test('a wrong password in OS_PASSWORD beats secure.yaml: Keystone\'s refusal, ex
   assert.equal(ours.code, 1);
   assert.match(ours.stderr, /^The request you have made requires authentication\. \(HTTP 401\) \(Request-ID: req-[0-9a-f-]{36}\)\n$/);
   assert.ok(!`${ours.stdout}${ours.stderr}`.includes(wrong));
-  for (const name of ['py-2', 'iw-2']) assert.equal((await api('GET', `/v1/nodes/${name}`)).provision_state, 'enroll', `${name}: nothing was sent`);
+  for (const name of ['py-2', 'iw-2'])
+    assert.equal((await api('GET', `/v1/nodes/${name}`)).provision_state, 'enroll', `${name}: nothing was sent`);
 });
 
 test('an application credential and a token through OS_* variables (ironic-wait only: node wait)', { timeout: 120_000 }, async () => {
   const credential = await keystone.createApplicationCredential({ user: USER, password: PASSWORD, project: PROJECT, name: 'cli-ci' });
   const byCredential = await cli('ironic-wait', ['node', 'wait', 'iw-3', '--state', 'enroll', '--timeout', '30'], {
-    OS_AUTH_TYPE: 'v3applicationcredential', OS_AUTH_URL: keystone.url,
-    OS_APPLICATION_CREDENTIAL_ID: credential.id, OS_APPLICATION_CREDENTIAL_SECRET: credential.secret,
+    OS_AUTH_TYPE: 'v3applicationcredential',
+    OS_AUTH_URL: keystone.url,
+    OS_APPLICATION_CREDENTIAL_ID: credential.id,
+    OS_APPLICATION_CREDENTIAL_SECRET: credential.secret,
     OS_CLIENT_CONFIG_FILE: join(dir, 'none.yaml'),
   });
   assert.equal(byCredential.code, 0, byCredential.stderr);
   const token = (await issueToken(keystone.url, passwordAuth({ user: USER, password: PASSWORD, project: PROJECT }))).token;
-  const byToken = await cli('ironic-wait', ['--os-auth-type', 'token', '--os-auth-url', keystone.url, '--os-token', token,
-    '--os-project-name', PROJECT, 'node', 'wait', 'iw-3', '--state', 'enroll', '--timeout', '30', '--json'], { OS_CLIENT_CONFIG_FILE: join(dir, 'none.yaml') });
+  const byToken = await cli(
+    'ironic-wait',
+    [
+      '--os-auth-type',
+      'token',
+      '--os-auth-url',
+      keystone.url,
+      '--os-token',
+      token,
+      '--os-project-name',
+      PROJECT,
+      'node',
+      'wait',
+      'iw-3',
+      '--state',
+      'enroll',
+      '--timeout',
+      '30',
+      '--json',
+    ],
+    { OS_CLIENT_CONFIG_FILE: join(dir, 'none.yaml') },
+  );
   assert.equal(byToken.code, 0, byToken.stderr);
   assert.equal(JSON.parse(byToken.stdout).nodes[0].outcome, 'reached');
   for (const r of [byCredential, byToken]) {

@@ -40,8 +40,14 @@ after(async () => {
 
 /** Password auth of carol on the project, as users write it. */
 const password = (extra = {}) => ({
-  type: 'password', authUrl: keystone.url, username: USER, password: PASSWORD,
-  userDomainName: 'Default', projectName: PROJECT, projectDomainId: 'default', ...extra,
+  type: 'password',
+  authUrl: keystone.url,
+  username: USER,
+  password: PASSWORD,
+  userDomainName: 'Default',
+  projectName: PROJECT,
+  projectDomainId: 'default',
+  ...extra,
 });
 
 /** Everything a call handed back, as text, for searching for secrets. */
@@ -63,26 +69,38 @@ describe('the package against a real Keystone and a real Ironic behind it', { co
     assert.ok(!text.includes(PASSWORD) && !text.includes(token), 'no secret in the report or the events');
   });
 
-  test('the catalog\'s interface and region choose the endpoint; a missing one is an AuthError', async () => {
+  test("the catalog's interface and region choose the endpoint; a missing one is an AuthError", async () => {
     for (const iface of ['internal', 'admin']) {
       const client = new IronicClient({ auth: password(), interface: iface, region: REGION });
       assert.equal((await client.getNode(nodeUuid, { fields: ['uuid'] })).uuid, nodeUuid, iface);
     }
     const nowhere = new IronicClient({ auth: password(), region: 'Nowhere' });
-    await assert.rejects(nowhere.listNodes(), (e) => e instanceof AuthError
-      && e.message === 'Authentication failed: public endpoint for baremetal service in Nowhere region not found');
+    await assert.rejects(
+      nowhere.listNodes(),
+      (e) =>
+        e instanceof AuthError && e.message === 'Authentication failed: public endpoint for baremetal service in Nowhere region not found',
+    );
     // An explicit endpoint wins over the catalog.
     const explicit = new IronicClient({ auth: password(), endpoint: `${ironic.url}/v1`, region: 'Nowhere' });
     assert.equal((await explicit.getNode(nodeUuid, { fields: ['uuid'] })).uuid, nodeUuid);
   });
 
-  test('application credentials made through Keystone\'s API, by id and by name with the user', async () => {
+  test("application credentials made through Keystone's API, by id and by name with the user", async () => {
     const credential = await keystone.createApplicationCredential({ user: USER, password: PASSWORD, project: PROJECT, name: 'ci-waits' });
     const auths = [
-      { type: 'v3applicationcredential', authUrl: keystone.url, applicationCredentialId: credential.id, applicationCredentialSecret: credential.secret },
       {
-        type: 'v3applicationcredential', authUrl: `${keystone.root}/`, applicationCredentialName: 'ci-waits',
-        username: USER, userDomainId: 'default', applicationCredentialSecret: credential.secret,
+        type: 'v3applicationcredential',
+        authUrl: keystone.url,
+        applicationCredentialId: credential.id,
+        applicationCredentialSecret: credential.secret,
+      },
+      {
+        type: 'v3applicationcredential',
+        authUrl: `${keystone.root}/`,
+        applicationCredentialName: 'ci-waits',
+        username: USER,
+        userDomainId: 'default',
+        applicationCredentialSecret: credential.secret,
       },
     ];
     for (const auth of auths) {
@@ -92,13 +110,17 @@ describe('the package against a real Keystone and a real Ironic behind it', { co
       assert.ok(!seen(report).includes(credential.secret));
     }
     // A scope cannot be asked of an application credential: refused before anything is sent.
-    assert.throws(() => new IronicClient({ auth: { ...auths[0], projectName: PROJECT } }),
-      (e) => e instanceof InvalidArgumentError && /cannot request a scope/.test(e.message) && !e.message.includes(credential.secret));
+    assert.throws(
+      () => new IronicClient({ auth: { ...auths[0], projectName: PROJECT } }),
+      (e) => e instanceof InvalidArgumentError && /cannot request a scope/.test(e.message) && !e.message.includes(credential.secret),
+    );
   });
 
   test('token auth exchanges a token for a new one that Ironic takes', async () => {
     const login = await issueToken(keystone.url, passwordAuth({ user: USER, password: PASSWORD, project: PROJECT }));
-    const client = new IronicClient({ auth: { type: 'token', authUrl: keystone.url, token: login.token, projectName: PROJECT, projectDomainName: 'Default' } });
+    const client = new IronicClient({
+      auth: { type: 'token', authUrl: keystone.url, token: login.token, projectName: PROJECT, projectDomainName: 'Default' },
+    });
     assert.equal((await client.getNode(nodeUuid, { fields: ['uuid'] })).uuid, nodeUuid);
     const { token } = await client.authenticate();
     assert.notEqual(token, login.token, 'a token of its own');
@@ -108,7 +130,12 @@ describe('the package against a real Keystone and a real Ironic behind it', { co
     const client = new IronicClient({ auth: password() });
     const first = (await client.authenticate()).token;
     // Half a life on, the next request logs in again first (no 401 needed).
-    const polls = client.waitForProvisionState(nodeUuid, 'active', { timeout: TOKEN_LIFE + 6, pollInterval: 2, failOnUnexpectedState: false, settle: 'all' });
+    const polls = client.waitForProvisionState(nodeUuid, 'active', {
+      timeout: TOKEN_LIFE + 6,
+      pollInterval: 2,
+      failOnUnexpectedState: false,
+      settle: 'all',
+    });
     await new Promise((resolve) => setTimeout(resolve, (TOKEN_LIFE / 2 + 2) * 1000));
     const second = (await client.authenticate()).token;
     assert.notEqual(second, first, 'renewed halfway through its life');
@@ -118,7 +145,7 @@ describe('the package against a real Keystone and a real Ironic behind it', { co
     assert.ok(report.elapsed > TOKEN_LIFE, `polled past the first token's expiry: ${report.elapsed} s`);
   });
 
-  test('a revoked token is replaced after Ironic\'s 401, once', async () => {
+  test("a revoked token is replaced after Ironic's 401, once", async () => {
     const client = new IronicClient({ auth: password() });
     const first = (await client.authenticate()).token;
     await keystone.revokeToken(first);
@@ -137,7 +164,7 @@ describe('the package against a real Keystone and a real Ironic behind it', { co
     assert.equal(new Set(results.map((r) => r.token)).size, 1);
   });
 
-  test('a wrong password is an AuthError with Keystone\'s message and request id, and no secret', async () => {
+  test("a wrong password is an AuthError with Keystone's message and request id, and no secret", async () => {
     const wrong = 'not-carols-password';
     const client = new IronicClient({ auth: password({ password: wrong }) });
     const error = await client.provision('kn-1', 'manage', { wait: 10 }).catch((e) => e);

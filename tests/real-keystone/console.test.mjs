@@ -9,7 +9,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth, ironicApi, writeCloudConfig } from '../../scripts/real-keystone.mjs';
+import {
+  startKeystone,
+  startIronicBehindKeystone,
+  issueToken,
+  passwordAuth,
+  ironicApi,
+  writeCloudConfig,
+} from '../../scripts/real-keystone.mjs';
 import { ROOT } from '../../scripts/lib.mjs';
 
 const PROJECT = 'console';
@@ -45,7 +52,9 @@ function start(env) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output = { stdout: '', stderr: '' };
-  child.stderr.on('data', (d) => { output.stderr += d; });
+  child.stderr.on('data', (d) => {
+    output.stderr += d;
+  });
   return new Promise((resolve) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
       output.stdout += `${line}\n`;
@@ -56,11 +65,14 @@ function start(env) {
   });
 }
 
-test('OS_CLOUD: the console proxies to the catalog\'s Ironic with a token the page never sees', { timeout: 120_000 }, async () => {
+test("OS_CLOUD: the console proxies to the catalog's Ironic with a token the page never sees", { timeout: 120_000 }, async () => {
   const { url, child, output } = await start({ OS_CLOUD: 'lab', ...cloudFiles });
   assert.ok(url, `the server started: ${output.stderr}`);
   try {
-    assert.match(output.stdout, new RegExp(`/v1 goes to ${ironic.url.replace(/[.]/g, '\\.')} \\(cloud lab, with a Keystone token the server renews\\)`));
+    assert.match(
+      output.stdout,
+      new RegExp(`/v1 goes to ${ironic.url.replace(/[.]/g, '\\.')} \\(cloud lab, with a Keystone token the server renews\\)`),
+    );
     const page = await (await fetch(`${url}/`)).text();
     const consoleToken = page.match(/<meta name="console-token" content="([^"]+)">/)[1];
     const answer = await fetch(`${url}/v1/nodes?fields=name,provision_state`, {
@@ -68,7 +80,10 @@ test('OS_CLOUD: the console proxies to the catalog\'s Ironic with a token the pa
     });
     const text = await answer.text();
     assert.equal(answer.status, 200, text);
-    assert.deepEqual(JSON.parse(text).nodes.map((n) => n.name), ['console-node']);
+    assert.deepEqual(
+      JSON.parse(text).nodes.map((n) => n.name),
+      ['console-node'],
+    );
     // Without the console's token, nothing is proxied.
     assert.equal((await fetch(`${url}/v1/nodes`)).status, 403);
     const seen = [page, text, JSON.stringify([...answer.headers]), output.stdout, output.stderr].join('\n');
@@ -79,11 +94,14 @@ test('OS_CLOUD: the console proxies to the catalog\'s Ironic with a token the pa
   }
 });
 
-test('a wrong password stops npm start with Keystone\'s refusal, and no secret', { timeout: 60_000 }, async () => {
+test("a wrong password stops npm start with Keystone's refusal, and no secret", { timeout: 60_000 }, async () => {
   const wrong = 'wrong-horse-battery';
   const { code, output } = await start({ OS_AUTH_URL: keystone.url, OS_USERNAME: USER, OS_PASSWORD: wrong, OS_PROJECT_NAME: PROJECT });
   assert.equal(code, 1);
   // The last line (the build may have said something before).
-  assert.match(output.stderr, /(^|\n)start: The request you have made requires authentication\. \(HTTP 401\) \(Request-ID: req-[0-9a-f-]{36}\)\n$/);
+  assert.match(
+    output.stderr,
+    /(^|\n)start: The request you have made requires authentication\. \(HTTP 401\) \(Request-ID: req-[0-9a-f-]{36}\)\n$/,
+  );
   assert.ok(!output.stdout.includes(wrong) && !output.stderr.includes(wrong));
 });

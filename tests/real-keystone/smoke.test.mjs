@@ -7,8 +7,12 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  startKeystone, startIronicBehindKeystone, issueToken,
-  passwordAuth, applicationCredentialAuth, tokenAuth,
+  startKeystone,
+  startIronicBehindKeystone,
+  issueToken,
+  passwordAuth,
+  applicationCredentialAuth,
+  tokenAuth,
 } from '../../scripts/real-keystone.mjs';
 import { request } from '../../scripts/real-ironic.mjs';
 
@@ -54,7 +58,11 @@ const ironicRequest = (method, path, token, { body, base = ironic.url } = {}) =>
 /** Ironic's refusal of an unauthenticated request: keystonemiddleware's 401, naming Keystone. */
 function assertIronicRefuses(r, what) {
   assert.equal(r.status, 401, `${what}: ${r.text}`);
-  assert.deepEqual(r.body, { error: { code: 401, title: 'Unauthorized', message: 'The request you have made requires authentication.' } }, what);
+  assert.deepEqual(
+    r.body,
+    { error: { code: 401, title: 'Unauthorized', message: 'The request you have made requires authentication.' } },
+    what,
+  );
   assert.equal(r.headers.get('www-authenticate'), `Keystone uri="${keystone.url}"`, what);
 }
 
@@ -66,15 +74,26 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
     assert.deepEqual(token.methods, ['password']);
     assert.equal(token.user.name, USER);
     assert.deepEqual([token.project.name, token.project.id], [PROJECT, demo.project.id]);
-    assert.ok(token.roles.some((role) => role.name === 'admin'), JSON.stringify(token.roles));
+    assert.ok(
+      token.roles.some((role) => role.name === 'admin'),
+      JSON.stringify(token.roles),
+    );
     // [token] expiration is what the token lives (Keystone counts whole seconds).
     assert.equal((Date.parse(token.expires_at) - Date.parse(token.issued_at)) / 1000, TOKEN_LIFE);
 
     const byType = Object.fromEntries(token.catalog.map((service) => [service.type, service]));
     assert.deepEqual(Object.keys(byType).sort(), ['baremetal', 'identity']);
     const endpoints = (type) => byType[type].endpoints.map((e) => [e.interface, e.url, e.region]).sort();
-    assert.deepEqual(endpoints('baremetal'), [['admin', ironic.url, 'RegionOne'], ['internal', ironic.url, 'RegionOne'], ['public', ironic.url, 'RegionOne']]);
-    assert.deepEqual(endpoints('identity'), [['admin', keystone.url, 'RegionOne'], ['internal', keystone.url, 'RegionOne'], ['public', keystone.url, 'RegionOne']]);
+    assert.deepEqual(endpoints('baremetal'), [
+      ['admin', ironic.url, 'RegionOne'],
+      ['internal', ironic.url, 'RegionOne'],
+      ['public', ironic.url, 'RegionOne'],
+    ]);
+    assert.deepEqual(endpoints('identity'), [
+      ['admin', keystone.url, 'RegionOne'],
+      ['internal', keystone.url, 'RegionOne'],
+      ['public', keystone.url, 'RegionOne'],
+    ]);
     assert.equal(byType.baremetal.name, 'ironic');
 
     // The catalog's Ironic takes the token.
@@ -90,7 +109,10 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
 
     const byId = await issueToken(keystone.url, applicationCredentialAuth({ id: credential.id, secret: credential.secret }));
     const byName = await issueToken(keystone.url, applicationCredentialAuth({ name: 'smoke-ci', secret: credential.secret, user: USER }));
-    for (const [how, r] of [['by id', byId], ['by name', byName]]) {
+    for (const [how, r] of [
+      ['by id', byId],
+      ['by name', byName],
+    ]) {
       assert.equal(r.status, 201, `${how}: ${r.text}`);
       assert.deepEqual(r.body.token.methods, ['application_credential'], how);
       assert.equal(r.body.token.project.id, demo.project.id, `${how}: scoped to the credential's project`);
@@ -116,7 +138,7 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
     assert.equal(wrongSecret.token, null);
   });
 
-  test('token auth gives a new token, which keeps the old one\'s expiry and dies with it', async () => {
+  test("token auth gives a new token, which keeps the old one's expiry and dies with it", async () => {
     const first = await aliceToken();
     const second = await issueToken(keystone.url, tokenAuth(first.token));
     assert.equal(second.status, 201, second.text);
@@ -132,9 +154,12 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
     assertIronicRefuses(await ironicRequest('GET', '/v1/nodes', second.token), 'a token made from a revoked one');
   });
 
-  test('a wrong password is 401 with Keystone\'s error body, the same as an unknown user', async () => {
+  test("a wrong password is 401 with Keystone's error body, the same as an unknown user", async () => {
     const expected = { error: { code: 401, title: 'Unauthorized', message: 'The request you have made requires authentication.' } };
-    for (const [user, password] of [[USER, 'not-the-password'], ['nobody', PASSWORD]]) {
+    for (const [user, password] of [
+      [USER, 'not-the-password'],
+      ['nobody', PASSWORD],
+    ]) {
       const r = await issueToken(keystone.url, passwordAuth({ user, password, project: PROJECT }));
       assert.equal(r.status, 401, r.text);
       assert.deepEqual(r.body, expected);
@@ -146,10 +171,11 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
   });
 
   test('CORS: the allowed origin may log in from a page and read X-Subject-Token; another may not', async () => {
-    const preflight = (origin) => fetch(`${keystone.url}/auth/tokens`, {
-      method: 'OPTIONS',
-      headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type' },
-    });
+    const preflight = (origin) =>
+      fetch(`${keystone.url}/auth/tokens`, {
+        method: 'OPTIONS',
+        headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type' },
+      });
     const allowed = await preflight(PAGE_ORIGIN);
     assert.equal(allowed.headers.get('access-control-allow-origin'), PAGE_ORIGIN);
     assert.match(allowed.headers.get('access-control-allow-methods'), /POST/);
@@ -161,7 +187,10 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
     });
     assert.equal(r.status, 201, r.text);
     assert.equal(r.headers.get('access-control-allow-origin'), PAGE_ORIGIN);
-    const exposed = r.headers.get('access-control-expose-headers').split(',').map((h) => h.trim().toLowerCase());
+    const exposed = r.headers
+      .get('access-control-expose-headers')
+      .split(',')
+      .map((h) => h.trim().toLowerCase());
     assert.ok(exposed.includes('x-subject-token') && exposed.includes('x-openstack-request-id'), exposed.join());
   });
 
@@ -178,7 +207,10 @@ describe('a real Keystone with a real Ironic behind it', { concurrency: true, ti
     assert.equal(created.body.provision_state, 'enroll');
     const listed = await ironicRequest('GET', '/v1/nodes?fields=uuid,name,owner', token);
     assert.equal(listed.status, 200, listed.text);
-    assert.ok(listed.body.nodes.some((n) => n.uuid === created.body.uuid && n.name === 'smoke-node'), listed.text);
+    assert.ok(
+      listed.body.nodes.some((n) => n.uuid === created.body.uuid && n.name === 'smoke-node'),
+      listed.text,
+    );
   });
 
   test('a revoked token is refused by Ironic at once, and only that token', async () => {

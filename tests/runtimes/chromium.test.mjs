@@ -35,14 +35,20 @@ before(async () => {
     return sim.handle(req, res);
   };
   const built = consumerProject('chromium', 'vite', {
-    'index.html': 'browser/index.html', 'main.js': 'browser/main.js', 'worker.js': 'browser/worker.js', 'vite.config.js': 'browser/vite.config.js',
+    'index.html': 'browser/index.html',
+    'main.js': 'browser/main.js',
+    'worker.js': 'browser/worker.js',
+    'vite.config.js': 'browser/vite.config.js',
   });
   await runToEnd(join(BIN, 'vite'), ['build', '--logLevel', 'warn'], { cwd: built });
   servers.vite = await servePage(join(built, 'dist'), { csp: CSP, mount });
 
   const mapped = consumerProject('chromium', 'importmap', {
-    'index.html': 'browser/importmap.html', 'main.js': 'browser/main.js', 'worker.js': 'browser/importmap-worker.js',
-    'resume.html': 'browser/resume.html', 'resume.js': 'browser/resume.js',
+    'index.html': 'browser/importmap.html',
+    'main.js': 'browser/main.js',
+    'worker.js': 'browser/importmap-worker.js',
+    'resume.html': 'browser/resume.html',
+    'resume.js': 'browser/resume.js',
   });
   const csp = allowImportMap(CSP, readFileSync(join(mapped, 'index.html'), 'utf8'));
   servers.importmap = await servePage(mapped, { csp, mount });
@@ -57,7 +63,10 @@ after(async () => {
   await sim?.close();
 });
 
-for (const [server, what] of [['vite', 'a page built by vite 8'], ['importmap', 'a page with an import map']]) {
+for (const [server, what] of [
+  ['vite', 'a page built by vite 8'],
+  ['importmap', 'a page with an import map'],
+]) {
   for (const where of ['page', 'worker']) {
     test(`Chromium: ${what}, in the ${where}, under the console's CSP, same as Node`, async (t) => {
       const url = `${servers[server].url}/${where === 'worker' ? '#worker' : ''}`;
@@ -77,38 +86,45 @@ test('Chromium: a page reloaded mid-wait resumes from its localStorage checkpoin
   const NO_IMAGE = 'Deploy step deploy.write_image failed: no image';
   const url = `${servers.importmap.url}/resume.html`;
   // b1, b2: deploying (1 s) -> wait call-back (1 s) -> deploying (1 s) -> active; b3 fails at 300 ms.
-  const load = () => sim.load({
-    seed: 7,
-    manualClock: true,
-    epoch: '2026-01-01T00:00:00Z',
-    timing: { deploying: 1000, 'wait call-back': 1000 },
-    nodes: [
-      { name: 'b1', provision_state: 'available' },
-      { name: 'b2', provision_state: 'available' },
-      { name: 'b3', provision_state: 'available', timing: { deploying: 100, 'wait call-back': 100 } },
-    ],
-    transitions: [{ node: 'b3', action: 'deploy', fail: NO_IMAGE }],
-  });
+  const load = () =>
+    sim.load({
+      seed: 7,
+      manualClock: true,
+      epoch: '2026-01-01T00:00:00Z',
+      timing: { deploying: 1000, 'wait call-back': 1000 },
+      nodes: [
+        { name: 'b1', provision_state: 'available' },
+        { name: 'b2', provision_state: 'available' },
+        { name: 'b3', provision_state: 'available', timing: { deploying: 100, 'wait call-back': 100 } },
+      ],
+      transitions: [{ node: 'b3', action: 'deploy', fail: NO_IMAGE }],
+    });
   const expected = {
     ok: false,
-    nodes: [['b1', 'reached', 'active', null], ['b2', 'reached', 'active', null], ['b3', 'failed', 'deploy failed', NO_IMAGE]],
+    nodes: [
+      ['b1', 'reached', 'active', null],
+      ['b2', 'reached', 'active', null],
+      ['b3', 'failed', 'deploy failed', NO_IMAGE],
+    ],
   };
   const putsByNode = () => {
     const counts = {};
-    for (const r of sim.log({ method: 'PUT', path: '/v1/nodes/*/states/provision' })) counts[r.path.split('/')[3]] = (counts[r.path.split('/')[3]] ?? 0) + 1;
+    for (const r of sim.log({ method: 'PUT', path: '/v1/nodes/*/states/provision' }))
+      counts[r.path.split('/')[3]] = (counts[r.path.split('/')[3]] ?? 0) + 1;
     return counts;
   };
   const dataset = (page) => page.evaluate(() => ({ ...document.body.dataset }));
   /** Waits until <body data-*> satisfies `fn` (run in the page). */
   const until = (page, fn) => page.waitForFunction(fn, null, { timeout: 30_000, polling: 20 });
   /** Everything the origin keeps in the browser, as text. */
-  const storage = (page) => page.evaluate(async () => ({
-    local: Object.fromEntries(Object.keys(localStorage).map((k) => [k, localStorage.getItem(k)])),
-    session: Object.fromEntries(Object.keys(sessionStorage).map((k) => [k, sessionStorage.getItem(k)])),
-    cookies: document.cookie,
-    indexedDB: (await indexedDB.databases()).map((d) => d.name),
-    caches: await caches.keys(),
-  }));
+  const storage = (page) =>
+    page.evaluate(async () => ({
+      local: Object.fromEntries(Object.keys(localStorage).map((k) => [k, localStorage.getItem(k)])),
+      session: Object.fromEntries(Object.keys(sessionStorage).map((k) => [k, sessionStorage.getItem(k)])),
+      cookies: document.cookie,
+      indexedDB: (await indexedDB.databases()).map((d) => d.name),
+      caches: await caches.keys(),
+    }));
   const watch = (page) => {
     const problems = [];
     page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
@@ -150,7 +166,11 @@ test('Chromium: a page reloaded mid-wait resumes from its localStorage checkpoin
     const kept = before.local['ironic-wait:deploy:checkpoint'];
     assert.equal(typeof kept, 'string', 'a checkpoint in localStorage');
     assert.ok(!JSON.stringify(before).includes(TOKEN), `no token in the browser's storage: ${JSON.stringify(before)}`);
-    assert.deepEqual(['b1', 'b2', 'b3'].map((n) => sim.node(n).provision_state), ['deploying', 'deploying', 'deploy failed'], 'cut mid-wait');
+    assert.deepEqual(
+      ['b1', 'b2', 'b3'].map((n) => sim.node(n).provision_state),
+      ['deploying', 'deploying', 'deploy failed'],
+      'cut mid-wait',
+    );
     assert.deepEqual(putsByNode(), { b1: 1, b2: 1, b3: 1 });
     assert.equal(await page.evaluate(() => document.body.dataset.report), undefined, 'the wait was still going');
 
@@ -166,7 +186,11 @@ test('Chromium: a page reloaded mid-wait resumes from its localStorage checkpoin
     assert.deepEqual(JSON.parse(data.report), whole, 'the same outcome as the uninterrupted wait');
     assert.deepEqual(putsByNode(), { b1: 1, b2: 1, b3: 1 }, 'no PUT sent twice');
     assert.equal(sim.log({ since, method: 'PUT' }).length, 0);
-    assert.deepEqual(sim.log({ since, node: 'b3' }).map((r) => `${r.method} ${r.path}`), [], 'b3, settled in the checkpoint, is not asked again');
+    assert.deepEqual(
+      sim.log({ since, node: 'b3' }).map((r) => `${r.method} ${r.path}`),
+      [],
+      'b3, settled in the checkpoint, is not asked again',
+    );
     assert.ok(sim.log({ since, node: 'b1' }).length > 0, 'the reloaded page asked about b1');
     // The resumed client sent its own token (the one it was made with): the checkpoint carried none.
     assert.ok(tokens.length > tokensBefore);

@@ -40,15 +40,18 @@ before(async () => {
   const disk = join(dir, 'objects');
   rmSync(disk, { recursive: true, force: true });
   mkdirSync(disk);
-  writeFileSync(join(dir, 'config.capnp'), workerdConfig(readdirSync(join(dir, 'dist')), {
-    bindings: [
-      '(name = "WAITS", durableObjectNamespace = "IronicWaits")',
-      `(name = "IRONIC_URL", text = "${sim.url}")`,
-      `(name = "IRONIC_TOKEN", text = "${TOKEN}")`,
-      `(name = "WAITS_SECRET", text = "${SECRET}")`,
-    ],
-    durableObjects: { className: 'IronicWaits', disk },
-  }));
+  writeFileSync(
+    join(dir, 'config.capnp'),
+    workerdConfig(readdirSync(join(dir, 'dist')), {
+      bindings: [
+        '(name = "WAITS", durableObjectNamespace = "IronicWaits")',
+        `(name = "IRONIC_URL", text = "${sim.url}")`,
+        `(name = "IRONIC_TOKEN", text = "${TOKEN}")`,
+        `(name = "WAITS_SECRET", text = "${SECRET}")`,
+      ],
+      durableObjects: { className: 'IronicWaits', disk },
+    }),
+  );
   workerd = await startWorkerd(dir);
 });
 
@@ -61,14 +64,18 @@ const { call, post, finished } = edgeApi({ base: () => `${workerd.url}/ironic`, 
 
 /** A WebSocket listener of wait `id`: its messages, and a promise of its close. */
 function listen(id) {
-  const ws = new WebSocket(`${workerd.url.replace('http', 'ws')}/ironic/waits/${id}/events`, { headers: { authorization: `Bearer ${SECRET}` } });
+  const ws = new WebSocket(`${workerd.url.replace('http', 'ws')}/ironic/waits/${id}/events`, {
+    headers: { authorization: `Bearer ${SECRET}` },
+  });
   const messages = [];
   ws.onmessage = (m) => messages.push(JSON.parse(m.data));
   const opened = new Promise((resolve, reject) => {
     ws.onopen = resolve;
     ws.onerror = () => reject(new Error(`the listener of ${id} could not connect`));
   });
-  const closed = new Promise((resolve) => { ws.onclose = (e) => resolve(e.code); });
+  const closed = new Promise((resolve) => {
+    ws.onclose = (e) => resolve(e.code);
+  });
   return { ws, messages, opened, closed };
 }
 
@@ -86,7 +93,10 @@ function rounds(since) {
 test('the Worker refuses a missing or wrong secret, and passes nothing on for it', async () => {
   const since = sim.requests().next;
   for (const secret of [null, 'wrong', `${SECRET}x`, '']) {
-    for (const [method, path, body] of [['GET', '/waits'], ['POST', '/waits', { method: 'provision', args: ['x', 'deploy'] }]]) {
+    for (const [method, path, body] of [
+      ['GET', '/waits'],
+      ['POST', '/waits', { method: 'provision', args: ['x', 'deploy'] }],
+    ]) {
       const res = await call(method, path, { body, secret });
       assert.equal(res.status, 401, `${method} ${path} with ${JSON.stringify(secret)}: ${res.status}`);
     }
@@ -114,9 +124,15 @@ test('hostile requests are refused with a clear 4xx, and nothing is sent', async
     assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.status} ${res.text}`);
     assert.match(res.body.error, message);
   }
-  const garbage = await fetch(`${workerd.url}/ironic/waits`, { method: 'POST', headers: { authorization: `Bearer ${SECRET}` }, body: '{"method":' });
+  const garbage = await fetch(`${workerd.url}/ironic/waits`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${SECRET}` },
+    body: '{"method":',
+  });
   assert.equal(garbage.status, 400);
-  const huge = await call('POST', '/waits', { body: { method: 'provision', args: ['n1', 'deploy', { configDrive: 'x'.repeat(2 * 1024 * 1024) }] } });
+  const huge = await call('POST', '/waits', {
+    body: { method: 'provision', args: ['n1', 'deploy', { configDrive: 'x'.repeat(2 * 1024 * 1024) }] },
+  });
   assert.equal(huge.status, 400);
   assert.equal((await call('GET', '/waits/no-such-wait')).status, 404);
   assert.equal((await call('DELETE', '/waits/no-such-wait')).status, 404);
@@ -134,7 +150,10 @@ const SCENARIO = {
     { name: 'b1', provision_state: 'available' },
     { name: 'c1', provision_state: 'deploying' },
   ],
-  transitions: [{ node: 'b1', action: 'deploy', fail: NO_IMAGE }, { node: 'c1', action: 'deploy', stall: true }],
+  transitions: [
+    { node: 'b1', action: 'deploy', fail: NO_IMAGE },
+    { node: 'c1', action: 'deploy', stall: true },
+  ],
 };
 
 test('waits that succeed, fail and time out end as in Node; 50 WebSocket listeners on overlapping waits cost one loop', async () => {
@@ -172,7 +191,10 @@ test('waits that succeed, fail and time out end as in Node; 50 WebSocket listene
     assert.deepEqual(end.report, done[i % ids.length].report);
   }
   // Settling events reached the listeners of the waits that polled.
-  const settled = listeners[0].messages.filter((m) => m.type === 'progress' && m.event.done).map((m) => m.event.node).sort();
+  const settled = listeners[0].messages
+    .filter((m) => m.type === 'progress' && m.event.done)
+    .map((m) => m.event.node)
+    .sort();
   assert.deepEqual(settled, ['a1', 'a2']);
 
   // One loop: in each round no node is asked for twice, whichever waits want it.
@@ -208,7 +230,9 @@ test('GET /watch: the nodes of the scope, then each change, as client.watch() yi
     const ws = new WebSocket(url(query), { headers: { authorization: `Bearer ${SECRET}` } });
     const messages = [];
     ws.onmessage = (m) => messages.push(JSON.parse(m.data));
-    const closed = new Promise((resolve) => { ws.onclose = (e) => resolve(e.code); });
+    const closed = new Promise((resolve) => {
+      ws.onclose = (e) => resolve(e.code);
+    });
     return { ws, messages, closed };
   };
   const watcher = open('pollInterval=0.5');
@@ -221,9 +245,17 @@ test('GET /watch: the nodes of the scope, then each change, as client.watch() yi
     }
   };
   await until(() => changes().length >= 4, 'the nodes at the start');
-  assert.deepEqual(changes().map((c) => [c.type, c.node.name, c.node.provision_state]).sort(), [
-    ['added', 'a1', 'available'], ['added', 'a2', 'available'], ['added', 'b1', 'available'], ['added', 'c1', 'deploying'],
-  ]);
+  assert.deepEqual(
+    changes()
+      .map((c) => [c.type, c.node.name, c.node.provision_state])
+      .sort(),
+    [
+      ['added', 'a1', 'available'],
+      ['added', 'a2', 'available'],
+      ['added', 'b1', 'available'],
+      ['added', 'c1', 'deploying'],
+    ],
+  );
   // a1 deploys: the watcher sees it move.
   await post('provision', ['a1'], 'deploy', { wait: false });
   await until(() => changes().some((c) => c.type === 'modified' && c.node.name === 'a1'), 'a1 deploying');
@@ -235,7 +267,9 @@ test('GET /watch: the nodes of the scope, then each change, as client.watch() yi
   assert.equal(await bad.closed, 1011);
   assert.equal(bad.messages[0].type, 'error');
   assert.match(bad.messages[0].error.message, /color/);
-  const res = await fetch(`${workerd.url}/ironic/watch?scope=%7B`, { headers: { authorization: `Bearer ${SECRET}`, upgrade: 'websocket' } }).catch((e) => e);
+  const res = await fetch(`${workerd.url}/ironic/watch?scope=%7B`, {
+    headers: { authorization: `Bearer ${SECRET}`, upgrade: 'websocket' },
+  }).catch((e) => e);
   assert.ok(res instanceof Error || res.status === 400, 'a scope that is not JSON is refused');
 });
 
@@ -243,7 +277,10 @@ test('Ironic down mid-wait: the wait goes on when it is back (its listeners told
   sim.load({
     seed: 7,
     timing: { deploying: 8000, 'wait call-back': 500 },
-    nodes: [{ name: 'o1', provision_state: 'available' }, { name: 'o2', provision_state: 'deploying' }],
+    nodes: [
+      { name: 'o1', provision_state: 'available' },
+      { name: 'o2', provision_state: 'deploying' },
+    ],
     transitions: [{ node: 'o2', action: 'deploy', stall: true }],
   });
   const id = await post('provision', ['o1'], 'deploy', { wait: 120, pollInterval: 0.5 });
@@ -261,7 +298,10 @@ test('Ironic down mid-wait: the wait goes on when it is back (its listeners told
   assert.equal(ended.report.nodes[0].outcome === 'timed-out' || ended.error.name === 'ConnectionError', true);
   const got = await finished(id, 60_000);
   assert.equal(got.error, null, JSON.stringify(got));
-  assert.deepEqual(got.report.nodes.map((n) => [n.node, n.outcome, n.state]), [['o1', 'reached', 'active']]);
+  assert.deepEqual(
+    got.report.nodes.map((n) => [n.node, n.outcome, n.state]),
+    [['o1', 'reached', 'active']],
+  );
   assert.equal(got.outages, 0, 'none lost in a row at the end');
   await listener.closed;
   const types = listener.messages.map((m) => m.type);

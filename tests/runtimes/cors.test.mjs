@@ -14,8 +14,9 @@ import { launchChromium, allowImportMap, servePage, runPage } from './pages.mjs'
 
 // What the README's "Browsers and CORS" section tells Ironic operators to set.
 const DOCUMENTED_CORS = {
-  expose_headers: 'X-OpenStack-Ironic-API-Minimum-Version,X-OpenStack-Ironic-API-Maximum-Version,X-OpenStack-Ironic-API-Version,'
-    + 'X-OpenStack-Request-Id,OpenStack-Request-Id,Retry-After',
+  expose_headers:
+    'X-OpenStack-Ironic-API-Minimum-Version,X-OpenStack-Ironic-API-Maximum-Version,X-OpenStack-Ironic-API-Version,' +
+    'X-OpenStack-Request-Id,OpenStack-Request-Id,Retry-After',
   allow_headers: 'Authorization,X-Auth-Token,X-OpenStack-Ironic-API-Version,X-OpenStack-Request-Id,Content-Type',
 };
 
@@ -67,7 +68,8 @@ async function reportWith(name, settings = {}) {
 // A refused preflight is a plain network failure to the page; the message says it may be CORS.
 const FAILED_FETCH = {
   error: 'ConnectionError',
-  message: "Error contacting Ironic server: Failed to fetch (in a browser this is also how a request refused by CORS looks: see the README's Browsers and CORS)",
+  message:
+    "Error contacting Ironic server: Failed to fetch (in a browser this is also how a request refused by CORS looks: see the README's Browsers and CORS)",
 };
 const WORKS = {
   microversion: { value: '1.115' },
@@ -89,7 +91,11 @@ test('stock [cors] (only allowed_origin): the API works, negotiated from the GET
 test('the documented [cors] settings: everything works, request ids included', async () => {
   assert.deepEqual(await reportWith('documented', DOCUMENTED_CORS), {
     ...WORKS,
-    missing: { error: 'IronicHttpError', message: 'Node ghost could not be found. (HTTP 404) (Request-ID: req-<uuid>)', requestId: 'req-<uuid>' },
+    missing: {
+      error: 'IronicHttpError',
+      message: 'Node ghost could not be found. (HTTP 404) (Request-ID: req-<uuid>)',
+      requestId: 'req-<uuid>',
+    },
     basicAuth: { value: 'cors-1' },
     requestIdHeader: { value: 'cors-1' },
   });

@@ -47,15 +47,31 @@ after(async () => {
  */
 function startServer() {
   return new Promise((resolve, reject) => {
-    const child = spawn(DENO, [
-      'run', '--unstable-kv', '--allow-net=127.0.0.1',
-      '--allow-env=WAITS_SECRET,WAITS_KV,WAITS_LISTEN,IRONIC_URL,IRONIC_TOKEN',
-      `--allow-read=${kvFile}`, `--allow-write=${kvFile}`, 'server.mjs',
-    ], {
-      cwd: dir,
-      env: { ...process.env, ...DENO_ENV, WAITS_SECRET: SECRET, WAITS_KV: kvFile, WAITS_LISTEN: '127.0.0.1:0', IRONIC_URL: sim.url, IRONIC_TOKEN: TOKEN },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      DENO,
+      [
+        'run',
+        '--unstable-kv',
+        '--allow-net=127.0.0.1',
+        '--allow-env=WAITS_SECRET,WAITS_KV,WAITS_LISTEN,IRONIC_URL,IRONIC_TOKEN',
+        `--allow-read=${kvFile}`,
+        `--allow-write=${kvFile}`,
+        'server.mjs',
+      ],
+      {
+        cwd: dir,
+        env: {
+          ...process.env,
+          ...DENO_ENV,
+          WAITS_SECRET: SECRET,
+          WAITS_KV: kvFile,
+          WAITS_LISTEN: '127.0.0.1:0',
+          IRONIC_URL: sim.url,
+          IRONIC_TOKEN: TOKEN,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     const exited = new Promise((done) => child.on('exit', done));
     const handle = {
@@ -128,7 +144,11 @@ const NO_IMAGE = 'Deploy step deploy.write_image failed: no image';
 test('the server refuses a missing or wrong secret, and passes nothing on for it', async () => {
   const since = sim.requests().next;
   for (const secret of [null, 'wrong', `${SECRET}x`, '']) {
-    for (const [method, path, body] of [['GET', '/waits'], ['POST', '/waits', { method: 'provision', args: ['x', 'deploy'] }], ['GET', '/waits/x/events']]) {
+    for (const [method, path, body] of [
+      ['GET', '/waits'],
+      ['POST', '/waits', { method: 'provision', args: ['x', 'deploy'] }],
+      ['GET', '/waits/x/events'],
+    ]) {
       const res = await call(method, path, { body, secret });
       assert.equal(res.status, 401, `${method} ${path} with ${JSON.stringify(secret)}: ${res.status}`);
     }
@@ -145,7 +165,13 @@ test('the server refuses a missing or wrong secret, and passes nothing on for it
 });
 
 test('records in KV: a 2 MB value in parts, rewritten and deleted with no part left behind, writes in order, orphans swept', async () => {
-  const out = lastJsonLine(await runToEnd(DENO, ['run', '--unstable-kv', `--allow-read=${dir}`, `--allow-write=${dir}`, 'storage-check.mjs', join(dir, 'storage-check.kv')], { cwd: dir, env: DENO_ENV }));
+  const out = lastJsonLine(
+    await runToEnd(
+      DENO,
+      ['run', '--unstable-kv', `--allow-read=${dir}`, `--allow-write=${dir}`, 'storage-check.mjs', join(dir, 'storage-check.kv')],
+      { cwd: dir, env: DENO_ENV },
+    ),
+  );
   assert.deepEqual(out, {
     big: { same: true, parts: 33 }, // 2,000,000 bytes in 60 KiB parts: more than one commit's worth
     multibyte: { same: true, parts: 4 },
@@ -168,7 +194,10 @@ const SCENARIO = {
     { name: 'c1', provision_state: 'deploying' },
     { name: 'e1', provision_state: 'available' },
   ],
-  transitions: [{ node: 'b1', action: 'deploy', fail: NO_IMAGE }, { node: 'c1', action: 'deploy', stall: true }],
+  transitions: [
+    { node: 'b1', action: 'deploy', fail: NO_IMAGE },
+    { node: 'c1', action: 'deploy', stall: true },
+  ],
 };
 
 test('waits that succeed, fail and time out end as in Node; SSE listeners get progress, then the end', async () => {
@@ -211,7 +240,11 @@ test('waits that succeed, fail and time out end as in Node; SSE listeners get pr
     assert.equal(l.messages.filter((m) => m.type === 'done').length, 1);
     for (const m of l.messages.slice(0, -1)) assert.equal(m.type, 'progress');
   }
-  const settled = (l) => l.messages.filter((m) => m.type === 'progress' && m.event.done).map((m) => `${m.event.node} ${m.event.outcome}`).sort();
+  const settled = (l) =>
+    l.messages
+      .filter((m) => m.type === 'progress' && m.event.done)
+      .map((m) => `${m.event.node} ${m.event.outcome}`)
+      .sort();
   assert.deepEqual(settled(listeners[0]), ['a1 reached', 'a2 reached']);
   assert.deepEqual(settled(listeners[1]), ['a1 reached', 'a2 reached']);
   assert.deepEqual(settled(listeners[2]), ['b1 failed']);
@@ -245,7 +278,12 @@ test('GET /watch: an event stream of client.watch(): the nodes, then each change
     }
   };
   await until(() => changes().length >= 5, 'the nodes at the start');
-  assert.deepEqual(changes().map((c) => [c.type, c.node.name]).sort(), ['a1', 'a2', 'b1', 'c1', 'e1'].map((n) => ['added', n]));
+  assert.deepEqual(
+    changes()
+      .map((c) => [c.type, c.node.name])
+      .sort(),
+    ['a1', 'a2', 'b1', 'c1', 'e1'].map((n) => ['added', n]),
+  );
   await post('provision', ['a1'], 'deploy', { wait: false });
   await until(() => changes().some((c) => c.type === 'modified' && c.node.name === 'a1'), 'a1 deploying');
   ended.abort();
@@ -315,7 +353,10 @@ test('deno killed (SIGKILL) mid-wait and started again on the same KV file: the 
   await listener.ended;
   assertSameOutcomes(done, expected);
   assert.equal(done[0].error, null);
-  assert.deepEqual(outcomes(done[0].report).map(([node, outcome]) => `${node} ${outcome}`), ['k1 reached', 'k2 reached', 'k3 failed']);
+  assert.deepEqual(
+    outcomes(done[0].report).map(([node, outcome]) => `${node} ${outcome}`),
+    ['k1 reached', 'k2 reached', 'k3 failed'],
+  );
   assert.deepEqual(listener.messages.at(-1), { type: 'done', report: done[0].report, error: done[0].error });
   assert.deepEqual(putsByNode(since), { k1: 1, k2: 1, k3: 1 }, 'each node one PUT');
 
@@ -340,7 +381,10 @@ function assertNoToken(answers, listeners) {
   }
   assert.ok(bytes > 0);
   // The check would find it: the KV file does hold the waits (the simulator's URL is in their checkpoints).
-  assert.ok(files.some((f) => readFileSync(join(dir, f)).includes(sim.url)), 'the records are in the KV file');
+  assert.ok(
+    files.some((f) => readFileSync(join(dir, f)).includes(sim.url)),
+    'the records are in the KV file',
+  );
 }
 
 /**

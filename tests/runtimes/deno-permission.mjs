@@ -6,10 +6,15 @@ import * as api from 'ironic-wait';
 
 const client = new api.IronicClient({ endpoint: Deno.args[0], maxRetries: 5, retryInterval: 2 });
 const started = performance.now();
-const error = await client.getNode('n1').then(() => null, (e) => e);
-console.log(JSON.stringify({
-  name: error?.name,
-  isConnectionError: error instanceof api.ConnectionError,
-  message: error?.message,
-  retried: performance.now() - started > 1500,
-}));
+const error = await client.getNode('n1').then(
+  () => null,
+  (e) => e,
+);
+console.log(
+  JSON.stringify({
+    name: error?.name,
+    isConnectionError: error instanceof api.ConnectionError,
+    message: error?.message,
+    retried: performance.now() - started > 1500,
+  }),
+);

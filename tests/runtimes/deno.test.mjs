@@ -18,7 +18,9 @@ let dir;
 before(async () => {
   sim = await startSim();
   dir = consumerProject('deno', 'deno', {
-    'cli.mjs': 'cli.mjs', 'deno-permission.mjs': 'deno-permission.mjs', 'resume-runner.mjs': 'resume-runner.mjs',
+    'cli.mjs': 'cli.mjs',
+    'deno-permission.mjs': 'deno-permission.mjs',
+    'resume-runner.mjs': 'resume-runner.mjs',
   });
 });
 after(() => sim?.close());
@@ -45,20 +47,23 @@ test('Deno: a fetch refused for lack of permission is a ConnectionError at once,
 // Checkpoints across Deno processes (resume-runner.mjs): the simulator on its
 // manual clock, so that where each call stands when it is cut is exact.
 const TOKEN = 'deno-resume-token-5a0c9e1f'; // resume-runner.mjs's clients are made with it
-const resumeRunner = async (mode, arg) => lastJsonLine(await deno(['resume-runner.mjs', mode, sim.url, typeof arg === 'string' ? arg : JSON.stringify(arg)]));
+const resumeRunner = async (mode, arg) =>
+  lastJsonLine(await deno(['resume-runner.mjs', mode, sim.url, typeof arg === 'string' ? arg : JSON.stringify(arg)]));
 const NO_IMAGE = 'Deploy step deploy.write_image failed: no image';
 /** d1, d2 walk deploying (1 s) -> wait call-back (1 s) -> deploying (1 s) -> active; `failing` fails at the end of its own walk. */
-const loadResume = (names, failing, failingTiming) => sim.load({
-  seed: 7,
-  manualClock: true,
-  epoch: '2026-01-01T00:00:00Z',
-  timing: { deploying: 1000, 'wait call-back': 1000 },
-  nodes: names.map((name) => ({ name, provision_state: 'available', ...(name === failing ? { timing: failingTiming } : {}) })),
-  transitions: [{ node: failing, action: 'deploy', fail: NO_IMAGE }],
-});
+const loadResume = (names, failing, failingTiming) =>
+  sim.load({
+    seed: 7,
+    manualClock: true,
+    epoch: '2026-01-01T00:00:00Z',
+    timing: { deploying: 1000, 'wait call-back': 1000 },
+    nodes: names.map((name) => ({ name, provision_state: 'available', ...(name === failing ? { timing: failingTiming } : {}) })),
+    transitions: [{ node: failing, action: 'deploy', fail: NO_IMAGE }],
+  });
 const putsByNode = () => {
   const counts = {};
-  for (const r of sim.log({ method: 'PUT', path: '/v1/nodes/*/states/provision' })) counts[r.path.split('/')[3]] = (counts[r.path.split('/')[3]] ?? 0) + 1;
+  for (const r of sim.log({ method: 'PUT', path: '/v1/nodes/*/states/provision' }))
+    counts[r.path.split('/')[3]] = (counts[r.path.split('/')[3]] ?? 0) + 1;
   return counts;
 };
 
@@ -68,7 +73,11 @@ test('Deno: a wait checkpointed mid-wait, its process aborted and gone, resumed 
   const load = () => loadResume(nodes, 'd3', { deploying: 100, 'wait call-back': 100 }); // d3 fails at 300 ms
   const expected = {
     ok: false,
-    nodes: [['d1', 'reached', 'active', null], ['d2', 'reached', 'active', null], ['d3', 'failed', 'deploy failed', NO_IMAGE]],
+    nodes: [
+      ['d1', 'reached', 'active', null],
+      ['d2', 'reached', 'active', null],
+      ['d3', 'failed', 'deploy failed', NO_IMAGE],
+    ],
   };
 
   // Uninterrupted: once the PUTs are sent, time jumps past every transition.
@@ -85,7 +94,11 @@ test('Deno: a wait checkpointed mid-wait, its process aborted and gone, resumed 
   assert.deepEqual(first.settledBeforeCheckpoint, [['d3', 'failed']]);
   assert.equal(typeof first.checkpoint, 'string');
   assert.ok(!first.checkpoint.includes(TOKEN), 'the checkpoint holds no token');
-  assert.deepEqual(nodes.map((n) => sim.node(n).provision_state), ['deploying', 'deploying', 'deploy failed'], 'cut mid-wait');
+  assert.deepEqual(
+    nodes.map((n) => sim.node(n).provision_state),
+    ['deploying', 'deploying', 'deploy failed'],
+    'cut mid-wait',
+  );
   assert.deepEqual(putsByNode(), { d1: 1, d2: 1, d3: 1 });
 
   // That process is gone; time goes on; a new client in a new process takes the checkpoint up.
@@ -95,8 +108,16 @@ test('Deno: a wait checkpointed mid-wait, its process aborted and gone, resumed 
   assert.deepEqual(resumed.result, whole.result, 'the same outcome as the uninterrupted call');
   assert.deepEqual(putsByNode(), { d1: 1, d2: 1, d3: 1 }, 'no PUT sent twice');
   assert.equal(sim.log({ since, method: 'PUT' }).length, 0);
-  assert.deepEqual(sim.log({ since, node: 'd3' }).map((r) => `${r.method} ${r.path}`), [], 'd3, settled in the checkpoint, is not asked again');
-  for (const n of ['d1', 'd2']) assert.ok(resumed.progress.some(([node, state, done, outcome]) => node === n && state === 'active' && done && outcome === 'reached'), n);
+  assert.deepEqual(
+    sim.log({ since, node: 'd3' }).map((r) => `${r.method} ${r.path}`),
+    [],
+    'd3, settled in the checkpoint, is not asked again',
+  );
+  for (const n of ['d1', 'd2'])
+    assert.ok(
+      resumed.progress.some(([node, state, done, outcome]) => node === n && state === 'active' && done && outcome === 'reached'),
+      n,
+    );
   assert.equal(resumed.tokenInCheckpoints, false);
 });
 
@@ -105,7 +126,11 @@ test('Deno: a step loop, each step by a new client in a new Deno process, ends a
   const spec = { nodes, action: 'deploy', options: { wait: 60, pollInterval: 0.2 } }; // settle: first failure
   const load = () => loadResume(nodes, 's3', { deploying: 1500, 'wait call-back': 1000 }); // s3 fails at 4000 ms
   const message = `Node s3 failed to reach state active. It's in state deploy failed, and has error: ${NO_IMAGE}`;
-  const nodesAtEnd = [['s1', 'reached', 'active', null], ['s2', 'reached', 'active', null], ['s3', 'failed', 'deploy failed', NO_IMAGE]];
+  const nodesAtEnd = [
+    ['s1', 'reached', 'active', null],
+    ['s2', 'reached', 'active', null],
+    ['s3', 'failed', 'deploy failed', NO_IMAGE],
+  ];
 
   load();
   const whole = await resumeRunner('run', { ...spec, advance: 10_000 });
@@ -121,7 +146,10 @@ test('Deno: a step loop, each step by a new client in a new Deno process, ends a
     const since = sim.requests().next;
     last = await resumeRunner('step', checkpoint);
     const sent = sim.log({ since });
-    steps.push({ puts: sent.filter((r) => r.method === 'PUT').length, gets: sent.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/')).length });
+    steps.push({
+      puts: sent.filter((r) => r.method === 'PUT').length,
+      gets: sent.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/nodes/')).length,
+    });
     if (!last.checkpoint) break;
     assert.ok(!last.checkpoint.includes(TOKEN), 'no token in a checkpoint');
     assert.equal(typeof last.wakeAt, 'number');
@@ -133,7 +161,12 @@ test('Deno: a step loop, each step by a new client in a new Deno process, ends a
   }
   // Rounds at 700, 1400, 2100, 2800 ms; 3500: s1 and s2 active; 4200: s3 failed, which ends the call.
   assert.deepEqual(steps, [
-    { puts: 3, gets: 0 }, { puts: 0, gets: 3 }, { puts: 0, gets: 3 }, { puts: 0, gets: 3 }, { puts: 0, gets: 3 }, { puts: 0, gets: 3 },
+    { puts: 3, gets: 0 },
+    { puts: 0, gets: 3 },
+    { puts: 0, gets: 3 },
+    { puts: 0, gets: 3 },
+    { puts: 0, gets: 3 },
+    { puts: 0, gets: 3 },
     { puts: 0, gets: 1 },
   ]);
   assert.equal(last.wakeAt, null);

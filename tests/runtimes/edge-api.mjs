@@ -64,7 +64,12 @@ export async function uninterrupted(reference, token, scenario, calls) {
   const running = [];
   for (const [method, ...args] of calls) {
     const puts = reference.log({ method: 'PUT' }).length + (method === 'provision' ? [args[0]].flat().length : 0);
-    running.push(client[method](...args).then((report) => ({ report, error: null }), (error) => ({ report: error.report ?? null, error })));
+    running.push(
+      client[method](...args).then(
+        (report) => ({ report, error: null }),
+        (error) => ({ report: error.report ?? null, error }),
+      ),
+    );
     while (reference.log({ method: 'PUT' }).length < puts) await new Promise((resolve) => setTimeout(resolve, 5));
   }
   return Promise.all(running);

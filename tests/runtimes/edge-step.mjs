@@ -16,9 +16,7 @@ export async function handleStep(api, request) {
   const body = await request.json();
   try {
     const client = new api.IronicClient({ endpoint: body.ironic, token: TOKEN });
-    const checkpoint = pathname === '/start'
-      ? client.checkpoint('provision', body.nodes, body.action, body.options)
-      : body.checkpoint;
+    const checkpoint = pathname === '/start' ? client.checkpoint('provision', body.nodes, body.action, body.options) : body.checkpoint;
     const { checkpoint: next, wakeAt, report, error } = await client.step(checkpoint);
     return Response.json({
       checkpoint: next,

@@ -3,8 +3,15 @@
 // promises them. UUIDs and request ids read `<uuid>`.
 
 const ERRORS = [
-  'IronicWaitError', 'InvalidArgumentError', 'InvalidResponseError', 'IronicHttpError', 'ConnectionError',
-  'AuthError', 'UnsupportedVersionError', 'StateTransitionFailed', 'StateTransitionTimeout',
+  'IronicWaitError',
+  'InvalidArgumentError',
+  'InvalidResponseError',
+  'IronicHttpError',
+  'ConnectionError',
+  'AuthError',
+  'UnsupportedVersionError',
+  'StateTransitionFailed',
+  'StateTransitionTimeout',
 ];
 
 /** An error described by the scenario's `describe`. */
@@ -41,7 +48,10 @@ export const EXPECTED = {
     puts: 1,
   },
   failureFirst: {
-    ...error('StateTransitionFailed', `Node n1 failed to reach state active. It's in state deploy failed, and has error: ${NO_DEPLOY_STEPS}`),
+    ...error(
+      'StateTransitionFailed',
+      `Node n1 failed to reach state active. It's in state deploy failed, and has error: ${NO_DEPLOY_STEPS}`,
+    ),
     node: 'n1',
     expected: 'active',
     state: 'deploy failed',
@@ -51,7 +61,10 @@ export const EXPECTED = {
   },
   failureAll: {
     ok: false,
-    nodes: [['good', 'reached', 'active', null], ['bad', 'failed', 'deploy failed', NO_DEPLOY_STEPS]],
+    nodes: [
+      ['good', 'reached', 'active', null],
+      ['bad', 'failed', 'deploy failed', NO_DEPLOY_STEPS],
+    ],
     errors: [null, null],
   },
   timeout: {
@@ -59,7 +72,10 @@ export const EXPECTED = {
     nodes: ['a', 'b'],
     expected: 'active',
     timeout: 1,
-    reportNodes: [['a', 'timed-out', 'deploying', 2], ['b', 'timed-out', 'deploying', 2]],
+    reportNodes: [
+      ['a', 'timed-out', 'deploying', 2],
+      ['b', 'timed-out', 'deploying', 2],
+    ],
     getsOfA: 2,
   },
   allocation: {
@@ -128,6 +144,9 @@ export const EXPECTED = {
     detailed: true,
     active: ['a1', 'a2'],
     limited: ['a1', 'm1'],
-    fields: [['a1', 'm1', 'a2', 'v1', 'e1'], ['links', 'name', 'provision_state']],
+    fields: [
+      ['a1', 'm1', 'a2', 'v1', 'e1'],
+      ['links', 'name', 'provision_state'],
+    ],
   },
 };

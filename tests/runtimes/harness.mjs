@@ -22,9 +22,16 @@ const tarballs = new Map();
 function packTarball(dir) {
   if (tarballs.has(dir)) return tarballs.get(dir);
   mkdirSync(dir, { recursive: true });
-  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const [{ filename, files }] = JSON.parse(out);
-  assert.ok(files.some((f) => f.path === 'pkg/ironic_wait_bg.wasm'), 'the tarball has no pkg/: run `npm run build`');
+  assert.ok(
+    files.some((f) => f.path === 'pkg/ironic_wait_bg.wasm'),
+    'the tarball has no pkg/: run `npm run build`',
+  );
   tarballs.set(dir, join(dir, filename));
   return tarballs.get(dir);
 }
@@ -70,7 +77,12 @@ function consumerLock(manifest, tarball) {
     '': { name: manifest.name, dependencies: manifest.dependencies },
     // npm ci links a package's commands from what its lock entry says.
     'node_modules/ironic-wait': {
-      version: own.version, resolved: `file:${tarball}`, license: own.license, dependencies: own.dependencies ?? {}, bin: own.bin, engines: own.engines,
+      version: own.version,
+      resolved: `file:${tarball}`,
+      license: own.license,
+      dependencies: own.dependencies ?? {},
+      bin: own.bin,
+      engines: own.engines,
     },
   };
   const pending = Object.keys(own.dependencies ?? {});
@@ -108,8 +120,12 @@ export function runToEnd(cmd, args, { cwd, env, ms = 120_000 } = {}) {
     const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), ms);
     child.on('error', reject);
     child.on('close', (code, signal) => {

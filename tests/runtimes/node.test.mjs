@@ -9,14 +9,16 @@ import { promisify } from 'node:util';
 import { CACHE, startSim, nodeReport, assertReport } from './harness.mjs';
 
 let sim;
-before(async () => { sim = await startSim(); });
+before(async () => {
+  sim = await startSim();
+});
 after(() => sim?.close());
 
 test('Node: the scenario from the packed package', async (t) => {
   await assertReport(t, await nodeReport('node', sim.url));
 });
 
-test('Node: the packed package\'s ironic-wait command runs (its files and its dependency are in the tarball)', async () => {
+test("Node: the packed package's ironic-wait command runs (its files and its dependency are in the tarball)", async () => {
   // The consumer project the test above installed.
   const bin = join(CACHE, 'node', 'node', 'node_modules', '.bin', 'ironic-wait');
   const run = (args) => promisify(execFile)(bin, args, { env: { PATH: process.env.PATH } }).catch((e) => e);

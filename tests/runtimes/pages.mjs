@@ -10,8 +10,13 @@ import { CHROMIUM } from '../../scripts/setup.mjs';
 import { listen } from '../../sim/http.mjs';
 
 const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
 ];
 const REPORT_TIMEOUT = 120_000;
 

@@ -21,12 +21,17 @@ const client = () => new IronicClient({ endpoint: url, token: TOKEN });
 
 const outcomes = (report) => report?.nodes.map((n) => [n.node, n.outcome, n.state, n.lastError ?? null]) ?? null;
 /** A report or an error, in words that compare across processes (no times, no counters). */
-const describe = (value) => (value instanceof Error
-  ? { error: value.name, message: value.message, nodes: outcomes(value.report) }
-  : { ok: value.ok, nodes: outcomes(value) });
+const describe = (value) =>
+  value instanceof Error
+    ? { error: value.name, message: value.message, nodes: outcomes(value.report) }
+    : { ok: value.ok, nodes: outcomes(value) };
 
 async function advance(ms) {
-  const res = await fetch(`${url}/__sim/clock`, { method: 'POST', body: JSON.stringify({ advance: ms }), headers: { 'Content-Type': 'application/json' } });
+  const res = await fetch(`${url}/__sim/clock`, {
+    method: 'POST',
+    body: JSON.stringify({ advance: ms }),
+    headers: { 'Content-Type': 'application/json' },
+  });
   if (!res.ok) throw new Error(`advancing the clock: ${res.status} ${await res.text()}`);
   await res.body?.cancel();
 }
@@ -53,11 +58,13 @@ const modes = {
     const { nodes, action, options, advance: ms } = JSON.parse(arg);
     const checkpoints = [];
     const move = afterFirstRound(nodes, ms);
-    const result = await client().provision(nodes, action, {
-      ...options,
-      onProgress: move.onProgress,
-      onCheckpoint: (cp) => checkpoints.push(cp),
-    }).catch((e) => e);
+    const result = await client()
+      .provision(nodes, action, {
+        ...options,
+        onProgress: move.onProgress,
+        onCheckpoint: (cp) => checkpoints.push(cp),
+      })
+      .catch((e) => e);
     await move.moved;
     return { result: describe(result), checkpoints: checkpoints.length, tokenInCheckpoints: checkpoints.some((cp) => cp.includes(TOKEN)) };
   },
@@ -69,21 +76,23 @@ const modes = {
     const settled = [];
     let checkpoints = 0;
     let kept = null;
-    const result = await client().provision(nodes, action, {
-      ...options,
-      signal: controller.signal,
-      onProgress: (e) => {
-        move.onProgress(e);
-        if (e.done && !controller.signal.aborted) settled.push([e.node, e.outcome]);
-      },
-      onCheckpoint: (cp) => {
-        checkpoints += 1;
-        if (settled.length && !kept) {
-          kept = cp;
-          controller.abort();
-        }
-      },
-    }).catch((e) => e);
+    const result = await client()
+      .provision(nodes, action, {
+        ...options,
+        signal: controller.signal,
+        onProgress: (e) => {
+          move.onProgress(e);
+          if (e.done && !controller.signal.aborted) settled.push([e.node, e.outcome]);
+        },
+        onCheckpoint: (cp) => {
+          checkpoints += 1;
+          if (settled.length && !kept) {
+            kept = cp;
+            controller.abort();
+          }
+        },
+      })
+      .catch((e) => e);
     await move.moved;
     return {
       checkpoint: kept,
@@ -97,11 +106,18 @@ const modes = {
   async resume() {
     const progress = [];
     const checkpoints = [];
-    const result = await client().resume(arg, {
-      onProgress: (e) => progress.push([e.node, e.state, e.done, e.outcome]),
-      onCheckpoint: (cp) => checkpoints.push(cp),
-    }).catch((e) => e);
-    return { result: describe(result), progress, checkpoints: checkpoints.length, tokenInCheckpoints: checkpoints.some((cp) => cp.includes(TOKEN)) };
+    const result = await client()
+      .resume(arg, {
+        onProgress: (e) => progress.push([e.node, e.state, e.done, e.outcome]),
+        onCheckpoint: (cp) => checkpoints.push(cp),
+      })
+      .catch((e) => e);
+    return {
+      result: describe(result),
+      progress,
+      checkpoints: checkpoints.length,
+      tokenInCheckpoints: checkpoints.some((cp) => cp.includes(TOKEN)),
+    };
   },
 
   async checkpoint() {

@@ -13,21 +13,38 @@
 
 /** Phases of 40 ms: quick, but every intermediate state is still walked. */
 const FAST = Object.fromEntries(
-  ['verifying', 'deploying', 'wait call-back', 'deleting', 'cleaning', 'inspecting', 'adopting', 'rescuing',
-    'unrescuing', 'servicing', 'allocating'].map((state) => [state, 40]),
+  [
+    'verifying',
+    'deploying',
+    'wait call-back',
+    'deleting',
+    'cleaning',
+    'inspecting',
+    'adopting',
+    'rescuing',
+    'unrescuing',
+    'servicing',
+    'allocating',
+  ].map((state) => [state, 40]),
 );
 
 const ERROR_CLASSES = [
-  'IronicWaitError', 'InvalidArgumentError', 'InvalidResponseError', 'IronicHttpError', 'ConnectionError',
-  'AuthError', 'UnsupportedVersionError', 'StateTransitionFailed', 'StateTransitionTimeout',
+  'IronicWaitError',
+  'InvalidArgumentError',
+  'InvalidResponseError',
+  'IronicHttpError',
+  'ConnectionError',
+  'AuthError',
+  'UnsupportedVersionError',
+  'StateTransitionFailed',
+  'StateTransitionTimeout',
 ];
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** UUIDs (request ids included) vary by run; the rest of a message must not. */
-const anonymise = (text) => (typeof text === 'string'
-  ? text.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
-  : text);
+const anonymise = (text) =>
+  typeof text === 'string' ? text.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>') : text;
 
 /**
  * @param {object} api the package's exports (`import * as api from 'ironic-wait'`)
@@ -86,7 +103,9 @@ export async function runScenario(api, { url }) {
       await load({ nodes: [{ name: 'n1', provision_state: 'available' }] });
       const progress = [];
       const report = await client().provision('n1', 'deploy', {
-        wait: 10, pollInterval: 0.02, onProgress: (e) => progress.push(e),
+        wait: 10,
+        pollInterval: 0.02,
+        onProgress: (e) => progress.push(e),
       });
       const last = progress.at(-1);
       return {
@@ -105,10 +124,12 @@ export async function runScenario(api, { url }) {
       });
       let reportOutcomes;
       const out = await rejection(
-        client().provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 }).catch((e) => {
-          reportOutcomes = e?.report && outcomes(e.report);
-          throw e;
-        }),
+        client()
+          .provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 })
+          .catch((e) => {
+            reportOutcomes = e?.report && outcomes(e.report);
+            throw e;
+          }),
         ['node', 'expected', 'state', 'lastError', 'unexpectedStable'],
       );
       return { ...out, reportOutcomes };
@@ -116,7 +137,10 @@ export async function runScenario(api, { url }) {
 
     async failureAll() {
       await load({
-        nodes: [{ name: 'good', provision_state: 'available' }, { name: 'bad', provision_state: 'available' }],
+        nodes: [
+          { name: 'good', provision_state: 'available' },
+          { name: 'bad', provision_state: 'available' },
+        ],
         transitions: [{ node: 'bad', action: 'deploy', fail: 'No deploy steps returned by the driver' }],
       });
       const report = await client().provision(['good', 'bad'], 'deploy', { wait: 10, pollInterval: 0.02, settle: 'all' });
@@ -125,15 +149,20 @@ export async function runScenario(api, { url }) {
 
     async timeout() {
       await load({
-        nodes: [{ name: 'a', provision_state: 'available' }, { name: 'b', provision_state: 'available' }],
+        nodes: [
+          { name: 'a', provision_state: 'available' },
+          { name: 'b', provision_state: 'available' },
+        ],
         transitions: [{ action: 'deploy', stall: true }],
       });
       let report;
       const out = await rejection(
-        client().provision(['a', 'b'], 'deploy', { wait: 1, pollInterval: 10 }).catch((e) => {
-          report = e?.report;
-          throw e;
-        }),
+        client()
+          .provision(['a', 'b'], 'deploy', { wait: 1, pollInterval: 10 })
+          .catch((e) => {
+            report = e?.report;
+            throw e;
+          }),
         ['nodes', 'expected', 'timeout'],
       );
       return {
@@ -146,9 +175,7 @@ export async function runScenario(api, { url }) {
 
     async allocation() {
       await load({
-        nodes: [
-          { name: 'g1', provision_state: 'available', resource_class: 'gold', power_state: 'power off' },
-        ],
+        nodes: [{ name: 'g1', provision_state: 'available', resource_class: 'gold', power_state: 'power off' }],
       });
       const c = client();
       const { allocation, report } = await c.createAllocation({ resourceClass: 'gold', name: 'alloc-1' }, { wait: 5, pollInterval: 0.02 });
@@ -171,9 +198,17 @@ export async function runScenario(api, { url }) {
       const controller = new AbortController();
       const progress = [];
       // The rejection is the signal's own reason, whose message is the runtime's (not compared).
-      const waiting = client().provision('n1', 'deploy', {
-        wait: true, pollInterval: 1, signal: controller.signal, onProgress: (e) => progress.push(e),
-      }).then(() => 'resolved', (e) => e);
+      const waiting = client()
+        .provision('n1', 'deploy', {
+          wait: true,
+          pollInterval: 1,
+          signal: controller.signal,
+          onProgress: (e) => progress.push(e),
+        })
+        .then(
+          () => 'resolved',
+          (e) => e,
+        );
       // Two checks answered: the client now sleeps for 1 s, with nothing in flight.
       await sim.until(async () => (await sim.log('GET', '/v1/nodes/n1')).filter((r) => r.status !== null).length >= 2);
       controller.abort();
@@ -186,14 +221,22 @@ export async function runScenario(api, { url }) {
       const reason = new Error('operator cancelled');
       const again = new AbortController();
       let same;
-      const second = client().waitForProvisionState('n1', 'active', { signal: again.signal, pollInterval: 0.05 })
-        .then(() => 'resolved', (e) => { same = e === reason; });
+      const second = client()
+        .waitForProvisionState('n1', 'active', { signal: again.signal, pollInterval: 0.05 })
+        .then(
+          () => 'resolved',
+          (e) => {
+            same = e === reason;
+          },
+        );
       await sleep(100);
       again.abort(reason);
       await second;
       // An already aborted signal sends nothing at all.
       const before = (await sim.log()).length;
-      const pre = await client().provision('n1', 'deploy', { signal: AbortSignal.abort() }).catch((e) => e);
+      const pre = await client()
+        .provision('n1', 'deploy', { signal: AbortSignal.abort() })
+        .catch((e) => e);
       return {
         rejection: thrown?.name,
         isSignalReason: thrown === controller.signal.reason,
@@ -214,10 +257,18 @@ export async function runScenario(api, { url }) {
       const controller = new AbortController();
       const aborted = new Set();
       // 4 at a time: below every runtime's own limit of connections per host (Chromium: 6).
-      const waiting = client().provision(names, 'manage', {
-        wait: true, concurrency: 4, pollInterval: 0.05, signal: controller.signal,
-        onProgress: (e) => e.outcome === 'aborted' && aborted.add(e.node),
-      }).then(() => 'resolved', (e) => e);
+      const waiting = client()
+        .provision(names, 'manage', {
+          wait: true,
+          concurrency: 4,
+          pollInterval: 0.05,
+          signal: controller.signal,
+          onProgress: (e) => e.outcome === 'aborted' && aborted.add(e.node),
+        })
+        .then(
+          () => 'resolved',
+          (e) => e,
+        );
       await sim.until(async () => (await sim.log('PUT')).length >= 4);
       controller.abort();
       const thrown = await waiting;
@@ -293,7 +344,13 @@ export async function runScenario(api, { url }) {
       const node = await c.getNode('n1', { fields: ['uuid', 'name', 'provision_state', 'resource_class'] });
       const [get] = await sim.log('GET', '/v1/nodes/n1');
       let error;
-      const missing = await rejection(c.getNode('ghost').catch((e) => { error = e; throw e; }), ['status', 'detail']);
+      const missing = await rejection(
+        c.getNode('ghost').catch((e) => {
+          error = e;
+          throw e;
+        }),
+        ['status', 'detail'],
+      );
       const [ghost] = await sim.log('GET', '/v1/nodes/ghost');
       return {
         keys: Object.keys(node).sort(),
@@ -308,8 +365,10 @@ export async function runScenario(api, { url }) {
     async listNodes() {
       await load({
         nodes: [
-          { name: 'a1', provision_state: 'active' }, { name: 'm1', provision_state: 'manageable' },
-          { name: 'a2', provision_state: 'active' }, { name: 'v1', provision_state: 'available' },
+          { name: 'a1', provision_state: 'active' },
+          { name: 'm1', provision_state: 'manageable' },
+          { name: 'a2', provision_state: 'active' },
+          { name: 'v1', provision_state: 'available' },
           { name: 'e1', provision_state: 'enroll' },
         ],
       });

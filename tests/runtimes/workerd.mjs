@@ -47,7 +47,7 @@ export function workerdConfig(files, { bindings = [], durableObjects = null } = 
     return []; // the source map and wrangler's README
   });
   // The entry module comes first.
-  modules.sort((a, b) => a.includes('"worker.js"') ? -1 : b.includes('"worker.js"') ? 1 : 0);
+  modules.sort((a, b) => (a.includes('"worker.js"') ? -1 : b.includes('"worker.js"') ? 1 : 0));
   // Durable Objects, SQLite-backed, their storage and alarms in files under `disk`.
   const objects = durableObjects && {
     service: `(name = "disk", disk = (path = "${durableObjects.disk}", writable = true)),`,
@@ -79,17 +79,23 @@ const worker :Workerd.Worker = (
 export function startWorkerd(dir) {
   return new Promise((resolve, reject) => {
     const child = spawn(join(BIN, 'workerd'), ['serve', 'config.capnp', '--control-fd=3'], {
-      cwd: dir, stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
     let output = '';
-    const collect = (d) => { output += d; };
+    const collect = (d) => {
+      output += d;
+    };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
     const exited = new Promise((done) => child.on('exit', done));
     const handle = {
       stop: () => child.kill(),
       /** SIGKILL: no chance to write anything more; resolves once it is gone. */
-      kill: () => { child.kill('SIGKILL'); return exited; },
+      kill: () => {
+        child.kill('SIGKILL');
+        return exited;
+      },
       output: () => output,
     };
     let control = '';
@@ -97,7 +103,8 @@ export function startWorkerd(dir) {
       control += d;
       for (const line of control.split('\n').slice(0, -1)) {
         const message = JSON.parse(line);
-        if (message.event === 'listen' && message.socket === 'http') resolve(Object.assign(handle, { url: `http://127.0.0.1:${message.port}` }));
+        if (message.event === 'listen' && message.socket === 'http')
+          resolve(Object.assign(handle, { url: `http://127.0.0.1:${message.port}` }));
       }
     });
     child.on('error', reject);

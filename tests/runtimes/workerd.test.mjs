@@ -73,9 +73,10 @@ test('workerd: a Worker making ONE step per request (as a Durable Object alarm w
   for (;;) {
     assert.ok(steps.length < 12, `no end after ${steps.length} requests`);
     const since = sim.requests().next;
-    answer = steps.length === 0
-      ? await post('/start', { ironic: sim.url, nodes, action: 'deploy', options: { wait: 120, pollInterval: 0.2, settle: 'all' } })
-      : await post('/step', { ironic: sim.url, checkpoint: answer.checkpoint });
+    answer =
+      steps.length === 0
+        ? await post('/start', { ironic: sim.url, nodes, action: 'deploy', options: { wait: 120, pollInterval: 0.2, settle: 'all' } })
+        : await post('/step', { ironic: sim.url, checkpoint: answer.checkpoint });
     const sent = sim.log({ since });
     steps.push({
       puts: sent.filter((r) => r.method === 'PUT').map((r) => r.path.split('/')[3]),

@@ -43,6 +43,10 @@ async function run() {
 }
 
 run().then(
-  (report) => { document.body.dataset.report = JSON.stringify(report); },
-  (e) => { document.body.dataset.error = String(e?.stack ?? e); },
+  (report) => {
+    document.body.dataset.report = JSON.stringify(report);
+  },
+  (e) => {
+    document.body.dataset.error = String(e?.stack ?? e);
+  },
 );

@@ -5,7 +5,9 @@ import * as api from './node_modules/ironic-wait/pkg/web.js';
 import { runScenario } from './scenario.mjs';
 
 const violations = [];
-self.addEventListener('securitypolicyviolation', (v) => violations.push(`${v.effectiveDirective} refused ${v.blockedURI || 'inline code'}`));
+self.addEventListener('securitypolicyviolation', (v) =>
+  violations.push(`${v.effectiveDirective} refused ${v.blockedURI || 'inline code'}`),
+);
 // The simulator shares the page's origin.
 runScenario(api, { url: self.location.origin }).then(
   (report) => self.postMessage({ report, violations }),

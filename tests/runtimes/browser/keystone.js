@@ -6,8 +6,13 @@ import { IronicClient } from 'ironic-wait';
 
 const given = Object.fromEntries(new URL(location.href).searchParams);
 const auth = (password) => ({
-  type: 'password', authUrl: given.auth, username: given.user, password,
-  userDomainName: 'Default', projectName: given.project, projectDomainName: 'Default',
+  type: 'password',
+  authUrl: given.auth,
+  username: given.user,
+  password,
+  userDomainName: 'Default',
+  projectName: given.project,
+  projectDomainName: 'Default',
 });
 
 async function outcome(fn) {
@@ -31,6 +36,10 @@ async function run() {
 }
 
 run().then(
-  (report) => { document.body.dataset.report = JSON.stringify(report); },
-  (e) => { document.body.dataset.error = String(e?.stack ?? e); },
+  (report) => {
+    document.body.dataset.report = JSON.stringify(report);
+  },
+  (e) => {
+    document.body.dataset.error = String(e?.stack ?? e);
+  },
 );

@@ -12,7 +12,9 @@ const done = (report) => {
   document.body.dataset.violations = JSON.stringify(violations);
   document.body.dataset.report = JSON.stringify(report);
 };
-const fail = (e) => { document.body.dataset.error = String(e?.stack ?? e); };
+const fail = (e) => {
+  document.body.dataset.error = String(e?.stack ?? e);
+};
 
 if (location.hash === '#worker') {
   const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });

@@ -46,5 +46,7 @@ call.then(
     localStorage.setItem('ironic-wait:deploy:report', JSON.stringify(report));
     data.report = JSON.stringify({ ok: report.ok, nodes: outcomes });
   },
-  (e) => { data.error = String(e?.stack ?? e); },
+  (e) => {
+    data.error = String(e?.stack ?? e);
+  },
 );
