@@ -170,7 +170,7 @@ pub(super) enum Phase<D> {
     Puts(Puts),
     Post {
         exchange: Exchange,
-        wait: Option<WaitOptions>,
+        wait: Option<Box<WaitOptions>>,
     },
     Wait(Box<Wait<D>>),
     /// A watcher, on the loop once the version is known.
@@ -339,7 +339,7 @@ impl<D: Document> Call<D> {
             CallSpec::CreateAllocation { request, wait } => {
                 call.deadline = deadline_of(&wait);
                 call.method = Some("createAllocation");
-                Phase::Post { exchange: call.exchange(request, true), wait }
+                Phase::Post { exchange: call.exchange(request, true), wait: wait.map(Box::new) }
             }
             CallSpec::Watch(options) => Phase::Watch(Box::new(options), None),
         };
@@ -768,7 +768,7 @@ impl<D: Document> Call<D> {
             return Some(Err(Error::InvalidResponse("The created allocation has no uuid".into())));
         };
         w.idents = vec![uuid];
-        self.phase = Phase::Wait(Box::new(Wait::new(w, Vec::new(), true)));
+        self.phase = Phase::Wait(Box::new(Wait::new(*w, Vec::new(), true)));
         self.began_waiting(session, out, poll, now);
         None
     }

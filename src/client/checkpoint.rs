@@ -697,7 +697,7 @@ impl<D: Document> Call<D> {
             }
             Phase::Post { exchange, wait } => {
                 cp.post = exchange.request.body.clone();
-                cp.wait = wait.as_ref().map(SavedWait::of);
+                cp.wait = wait.as_deref().map(SavedWait::of);
             }
             Phase::Wait(w) => {
                 cp.wait = Some(SavedWait::of(&w.options));
@@ -816,7 +816,7 @@ impl<D: Document> Call<D> {
                         let fields = D::parse(body).ok_or_else(|| invalid("post is not JSON"))?;
                         let request =
                             requests::create_allocation(&fields).map_err(|e| invalid(format_args!("post: {e}")))?;
-                        Phase::Post { exchange: call.exchange(request, true), wait }
+                        Phase::Post { exchange: call.exchange(request, true), wait: wait.map(Box::new) }
                     }
                     (None, Some(w)) => call.wait_phase(cp, w, Vec::new(), true, started)?,
                     (None, None) => return Err(invalid("a created allocation without a wait has nothing to do")),

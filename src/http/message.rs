@@ -57,8 +57,11 @@ pub fn status_text(status: u16) -> &'static str {
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
         505 => "HTTP Version Not Supported",
-        500.. => "HTTP Server Error",
-        400..=499 => "HTTP Client Error",
-        _ => "HTTP Error",
+        // Its fallbacks, for the statuses it has no class for.
+        _ => match status {
+            500.. => "HTTP Server Error",
+            400..=499 => "HTTP Client Error",
+            _ => "HTTP Error",
+        },
     }
 }

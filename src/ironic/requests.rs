@@ -247,7 +247,7 @@ pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs
     if args.runbook.is_some() && args.disable_ramdisk.is_some() {
         return Err(Error::InvalidArgument("You cannot supply runbook and disableRamdisk together".into()));
     }
-    if action.target == "rescue" && args.rescue_password.as_deref().map_or(true, str::is_empty) {
+    if action.target == "rescue" && args.rescue_password.as_deref().is_none_or(str::is_empty) {
         return Err(Error::InvalidArgument("rescue needs a rescuePassword".into()));
     }
     let mut body = vec![("target", document::quote(action.target))];

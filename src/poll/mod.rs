@@ -131,7 +131,7 @@ struct Listing {
 
 impl Listing {
     /// It starts over from its first page, a full-sized one.
-    fn from_the_top(&mut self) {
+    fn start_over(&mut self) {
         self.pager = Pager::default();
         self.next_page = Some(None);
         self.first_page = self.page_size;
@@ -1099,7 +1099,7 @@ impl<D: Document> Loop<D> {
             return false;
         }
         listing.restarts += 1;
-        listing.from_the_top();
+        listing.start_over();
         let listing = &*listing;
         for (_, w) in self.watches.iter_mut().filter(|(id, _)| listing.waits.contains(id)) {
             w.begin_full();
@@ -1142,7 +1142,7 @@ impl<D: Document> Loop<D> {
             let changes = matches!(listing.kind, ListKind::Changes { .. });
             listing.kind = ListKind::Full { early_stop: true };
             if changes {
-                listing.from_the_top();
+                listing.start_over();
                 return;
             }
         }
@@ -1209,7 +1209,7 @@ impl<D: Document> Loop<D> {
     /// by id: what moves between its pages does not move it).
     fn list_in_full(&mut self, listing: &mut Listing, now: Millis) {
         listing.kind = ListKind::Full { early_stop: false };
-        listing.from_the_top();
+        listing.start_over();
         self.groups[listing.group].feed.begin_full(now);
         for &id in &listing.waits {
             if let Some(w) = self.watcher_mut(id) {

@@ -451,7 +451,7 @@ fn report_to_js(r: CallReport<Json>, handle: &mut Handle) -> JsValue {
                 Slot::Settled(_) => None,
             };
             let entry = made.or_else(|| r.target(slot).map(|t| report::entry(t, subject))).unwrap_or(JsValue::NULL);
-            if let (Slot::Waited(i), true) = (slot, r.histories.len() > 0) {
+            if let (Slot::Waited(i), true) = (slot, !r.histories.is_empty()) {
                 if let Some(Some(history)) = r.histories.get(i) {
                     report::add_history(&entry, history);
                 }
