@@ -209,7 +209,7 @@ fn drive_until(options: WaitOptions, fake: &mut FakeIronic, mut abort_at: Option
                     .min()
                     .expect("the engine hangs: nothing to wait for");
                 assert!(wake >= now, "time goes forward");
-                if until.is_some_and(|u| u <= now) && next_reply.map_or(true, |r| r > now) {
+                if until.is_some_and(|u| u <= now) && next_reply.is_none_or(|r| r > now) {
                     panic!("busy loop: asked to sleep until {until:?} at {now}");
                 }
                 now = wake;

@@ -1055,7 +1055,7 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
     check_report(s, &idents, &report, ended_at, deadline, aborted, &settled, &truth, &not_found)?;
     check!(report.requests == fetched, "the report counts {} requests, {fetched} were fetched", report.requests);
     check!(report.retries <= report.requests, "more retries than requests");
-    if aborted.map_or(true, |(_, done)| done) {
+    if aborted.is_none_or(|(_, done)| done) {
         if let Some(d) = deadline {
             // The request in flight at the deadline, then each of the final
             // check's requests after it, one after another at worst. A late
@@ -1351,7 +1351,7 @@ proptest! {
                 for seconds in [timeout, poll_interval, request_timeout] {
                     prop_assert!(seconds.is_finite() && (0.0..=MAX_SECONDS).contains(&seconds), "{seconds} accepted");
                 }
-                prop_assert!(engine.deadline().map_or(true, |d| d - origin <= max_ms + 1 || d == u64::MAX));
+                prop_assert!(engine.deadline().is_none_or(|d| d - origin <= max_ms + 1 || d == u64::MAX));
                 // Its first step, whatever the clock says, is a fetch.
                 let step = engine.step(origin);
                 prop_assert!(matches!(step, Step::Fetch(_)), "{:?}", step);
@@ -1597,7 +1597,7 @@ fn a_retry_left_unsent_at_the_deadline_ends_the_wait_then() {
     let c = fetches(&mut engine, 0); // c's answer takes 5 s, holding the only slot
     assert_eq!(c.len(), 1);
     let Step::Sleep { until } = engine.step(1000) else { panic!("c is in flight") };
-    for early in [1001, 3000].into_iter().filter(|&t| until.map_or(true, |u| t < u)) {
+    for early in [1001, 3000].into_iter().filter(|&t| until.is_none_or(|u| t < u)) {
         let again = format!("{:?}", engine.step(early));
         assert_eq!(again, format!("{:?}", Step::Sleep { until }), "woken early at {early} ms");
     }

@@ -425,7 +425,7 @@ fn read_value(v: &Value) -> Result<(), TestCaseError> {
                 let ident = |key| entry.body.get(key).and_then(Value::as_str).map(str::to_string);
                 check!(entry.uuid == ident("uuid") && entry.name == ident("name"), "identifiers of {entry:?}");
             }
-            check!(marker.as_ref().map_or(true, |m| !m.is_empty()), "an empty marker");
+            check!(marker.as_ref().is_none_or(|m| !m.is_empty()), "an empty marker");
             check!(marker.is_none() || v.get("next").is_some(), "a marker without a next link");
         }
         Err(e) => check_server_error(&e)?,
@@ -732,7 +732,7 @@ trait MarkerCheck {
 
 impl MarkerCheck for Option<String> {
     fn is_none_or_nonempty(&self) -> bool {
-        self.as_ref().map_or(true, |m| !m.is_empty())
+        self.as_ref().is_none_or(|m| !m.is_empty())
     }
 }
 

@@ -145,7 +145,7 @@ impl Fleet {
             rows.sort_by_key(|&i| std::cmp::Reverse(key(i)));
         }
         if let Some(marker) = q.get("marker") {
-            let Some(m) = self.nodes.iter().position(|n| n.uuid == *marker && true) else { return not_found() };
+            let Some(m) = self.nodes.iter().position(|n| n.uuid == *marker) else { return not_found() };
             if !self.exists(m, now) {
                 return not_found();
             }
