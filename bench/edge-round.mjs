@@ -10,8 +10,8 @@
 // Not a test: nothing here passes or fails on a figure.
 import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { IronicClient } from '../pkg/node.js';
 import { Waits } from '../edge/waits.mjs';
+import { IronicClient } from '../pkg/node.js';
 
 const FLEET = 10_000;
 if (process.argv[2] === '--sim') {

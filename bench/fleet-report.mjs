@@ -3,8 +3,9 @@
 // number per cell, so that tests/node/bench.test.mjs can read it back. The
 // section sits between FLEET_BEGIN and FLEET_END: a run without the fleet
 // keeps the one already in the file, and `--fleet` replaces only it.
-import { CHURN, CHURN_TICK_MS, FLEET_K, quietUntil, window } from './schedule.mjs';
+
 import { PAGE, ROUND_GAP_MS } from './fleet.mjs';
+import { CHURN, CHURN_TICK_MS, FLEET_K, quietUntil, window } from './schedule.mjs';
 
 export const FLEET_BEGIN = '<!-- fleet: made by `npm run bench -- --fleet` (or --quick); a run without the fleet keeps it -->';
 export const FLEET_END = '<!-- /fleet -->';

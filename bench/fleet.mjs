@@ -88,12 +88,15 @@ export function fleetFigures(uuids, client, server) {
   // change feed's second is its full listing), no node changed from the
   // previous round's start to this round's last answer.
   let k = 0;
-  rounds.forEach((round, i) => {
-    if (i < 2) return void (round.quiet = false);
+  for (const [i, round] of rounds.entries()) {
+    if (i < 2) {
+      round.quiet = false;
+      continue;
+    }
     const from = rounds[i - 1].start;
     while (k < changes.length && changes[k][0] <= from) k++;
     round.quiet = !(k < changes.length && changes[k][0] <= round.end);
-  });
+  }
 
   // CPU per round: the process's CPU when it called fetch for the round's
   // first request, to the same for the next round (the last: to the end).
@@ -162,7 +165,7 @@ export function fleetFigures(uuids, client, server) {
       at: +((r.start - client.started) / 1000).toFixed(3),
       ms: +(r.end - r.start).toFixed(1),
       requests: r.requests,
-      kinds: requests.slice(r.first, r.first + r.requests).reduce((o, q) => ({ ...o, [kindOf(q)]: (o[kindOf(q)] ?? 0) + 1 }), {}),
+      kinds: countBy(requests.slice(r.first, r.first + r.requests), kindOf),
       firstQuery: requests[r.first].query.replace(/marker=[^&]*/, 'marker=…'),
       changes: r.changes,
       quiet: r.quiet,
@@ -203,4 +206,11 @@ export async function measureFleet({ command, fleet, waited, schedule, timeoutMs
     sim.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** How many of `items` there are of each `keyOf(item)`. */
+function countBy(items, keyOf) {
+  const counts = {};
+  for (const item of items) counts[keyOf(item)] = (counts[keyOf(item)] ?? 0) + 1;
+  return counts;
 }

@@ -2,11 +2,11 @@
 // pkg/, as the size test counts them) and the start-up (import and first
 // client, in fresh processes).
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants as zlib } from 'node:zlib';
-import { PKG, WASM_FILE, gzipSize } from '../scripts/lib.mjs';
+import { gzipSize, PKG, WASM_FILE } from '../scripts/lib.mjs';
 
 const here = (file) => fileURLToPath(new URL(file, import.meta.url));
 

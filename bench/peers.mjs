@@ -2,7 +2,7 @@
 // bench/peer.py in a Python of their own. `BENCH_PY` names a Python that has
 // them; `--peers` makes (or reuses) a venv with them under .cache/ (git-ignored).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../scripts/lib.mjs';
 

@@ -12,18 +12,18 @@
 //
 // See bench/README.md. Not a test: nothing here passes or fails on a figure.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ROOT, PKG, WASM_FILE, main } from '../scripts/lib.mjs';
-import { SEED, TIMING, window, FLEET_SIZES, FLEET_SCHEDULE, kGroups } from './schedule.mjs';
+import { main, PKG, ROOT, WASM_FILE } from '../scripts/lib.mjs';
 import { measureFleet } from './fleet.mjs';
-import { FLEET_CLIENTS, K_CLIENTS, fleetMarkdown, fleetSectionOf, withFleetSection } from './fleet-report.mjs';
-import { measureWait, clientCommand } from './wait.mjs';
-import { sizes, nodeColdStart, pythonColdStart } from './footprint.mjs';
+import { FLEET_CLIENTS, fleetMarkdown, fleetSectionOf, K_CLIENTS, withFleetSection } from './fleet-report.mjs';
+import { nodeColdStart, pythonColdStart, sizes } from './footprint.mjs';
 import { ensurePeersVenv, peerVersions } from './peers.mjs';
 import { markdown, svg } from './report.mjs';
+import { FLEET_SCHEDULE, FLEET_SIZES, kGroups, SEED, TIMING, window } from './schedule.mjs';
+import { clientCommand, measureWait } from './wait.mjs';
 
 const PEERS = ['python-ironicclient', 'openstacksdk'];
 
@@ -260,6 +260,6 @@ function build() {
     version: JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
     commit: git('rev-parse', '--short', 'HEAD') || 'unknown',
     dirty: git('status', '--porcelain', '--', 'src', 'js', 'Cargo.toml', 'Cargo.lock') !== '',
-    pkgBuilt: statSync(join(PKG, WASM_FILE)).mtime.toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+    pkgBuilt: `${statSync(join(PKG, WASM_FILE)).mtime.toISOString().replace('T', ' ').slice(0, 16)} UTC`,
   };
 }

@@ -112,15 +112,17 @@ export class Parser {
     // `=value` if any), or an argument (A). After `--` everything is A.
     const kinds = [];
     let dashdash = -1;
-    args.forEach((word, i) => {
-      if (dashdash >= 0) return kinds.push({ kind: 'A' });
-      if (word === '--') {
+    for (const [i, word] of args.entries()) {
+      if (dashdash >= 0) {
+        kinds.push({ kind: 'A' });
+      } else if (word === '--') {
         dashdash = i;
-        return kinds.push({ kind: '--' });
+        kinds.push({ kind: '--' });
+      } else {
+        const option = this.classify(word);
+        kinds.push(option ? { kind: 'O', ...option } : { kind: 'A' });
       }
-      const option = this.classify(word);
-      kinds.push(option ? { kind: 'O', ...option } : { kind: 'A' });
-    });
+    }
 
     const take = (action, raw, optionName) => {
       let value = raw;
@@ -186,7 +188,7 @@ export class Parser {
         continue;
       }
       // An option.
-      const { action, explicit, word } = k;
+      const { action, explicit } = k;
       if (!action) {
         extras.push(args[i]);
         i++;
@@ -289,7 +291,7 @@ export class Parser {
       if (a.hidden || a.usageHidden || grouped.has(a)) continue;
       if (a.group) {
         const members = a.group.actions.filter((m) => !m.hidden);
-        members.forEach((m) => grouped.add(m));
+        for (const m of members) grouped.add(m);
         const inner = members.map((m) => optionUsage(m)).join(' | ');
         optParts.push(...splitParts(a.group.required ? `(${inner})` : `[${inner}]`));
         continue;

@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { parse as parseYaml } from 'yaml';
 import { tables } from 'ironic-wait';
+import { parse as parseYaml } from 'yaml';
 import { Parser } from './args.mjs';
 import { ALLOCATION_FIELDS, FORMATS, formatShowOne } from './output.mjs';
 
@@ -676,7 +676,7 @@ async function runNodeWatch(ctx, v) {
       }
       const node = change.node ?? {};
       const shown = columns.filter((c) => node[c] !== undefined && node[c] !== null).map((c) => `${c}=${JSON.stringify(node[c])}`);
-      ctx.out(`${change.type.padEnd(8)} ${node.name ?? change.uuid} ${shown.join(' ')}`.trimEnd() + '\n');
+      ctx.out(`${`${change.type.padEnd(8)} ${node.name ?? change.uuid} ${shown.join(' ')}`.trimEnd()}\n`);
     }
   } catch (e) {
     if (!ctx.signal.aborted) throw e;

@@ -10,7 +10,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
-import { BY_KEY, ConfigError, OS_FLAGS, buildClientOptions } from './settings.mjs';
+import { BY_KEY, buildClientOptions, ConfigError, OS_FLAGS } from './settings.mjs';
 
 export { ConfigError, OS_FLAGS };
 

@@ -3,7 +3,7 @@
 // run of leading words naming one, and the rest goes to its own parser.
 // `-h` anywhere shows the command's help (cliff's deferred help).
 import { IronicClient, IronicWaitError, version } from 'ironic-wait';
-import { Parser, UsageError, helpWidth, maskSecrets } from './args.mjs';
+import { helpWidth, maskSecrets, Parser, UsageError } from './args.mjs';
 import { COMMANDS, CommandError } from './commands.mjs';
 import { ConfigError, OS_FLAGS, resolveConfig } from './config.mjs';
 import { Progress } from './output.mjs';

@@ -19,9 +19,10 @@
 // (or OS_ENDPOINT) with IRONIC_TOKEN (or OS_TOKEN), or Keystone settings as
 // OS_* variables, as the CLI reads them; they never reach storage, a
 // checkpoint, a report or a message.
-import { IronicClient } from '../pkg/worker.js';
+
 import { optionsFromEnvironment } from '../cli/settings.mjs';
-import { Waits, plain, watchOptions } from './waits.mjs';
+import { IronicClient } from '../pkg/worker.js';
+import { plain, Waits, watchOptions } from './waits.mjs';
 
 /** While a round fails for a reason of the object's own (its storage, say), rounds back off up to this. */
 const MAX_BACKOFF_MS = 5 * 60 * 1000;

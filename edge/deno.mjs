@@ -42,8 +42,9 @@ import { IronicClient } from '../pkg/deno.js';
 
 // The package's API too: `ironic-wait/deno` is the Deno entry and its runner.
 export * from '../pkg/deno.js';
+
 import { OS_FLAGS, optionsFromEnvironment } from '../cli/settings.mjs';
-import { Waits, plain, watchOptions } from './waits.mjs';
+import { plain, Waits, watchOptions } from './waits.mjs';
 
 const ROOT = 'ironic-wait';
 const ALARM = [ROOT, 'alarm'];

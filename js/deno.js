@@ -1,3 +1,4 @@
 // Entry for the `deno` export condition.
 import './init-deno.js';
+
 export * from './index.js';

@@ -12,7 +12,7 @@
 // quoting its value (it may be a secret).
 // Do not call into the wasm at module top level: under top-level await
 // (web.js) this module may be evaluated before the wasm is instantiated.
-import { RawClient, version, tables as rawTables } from './ironic_wait.js';
+import { RawClient, tables as rawTables, version } from './ironic_wait.js';
 
 export { version };
 

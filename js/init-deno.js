@@ -3,7 +3,8 @@
 // a Deno user grants --allow-net for Ironic and nothing else. Fetching the
 // file instead (init-web.js) would need --allow-read for node_modules.
 // Only Deno resolves the `deno` condition, so bundlers never parse this syntax.
-import source wasm from './ironic_wait_bg.wasm';
+
 import { initSync } from './ironic_wait.js';
+import source wasm from './ironic_wait_bg.wasm';
 
 initSync({ module: wasm });

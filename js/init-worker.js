@@ -1,7 +1,8 @@
 // Cloudflare workerd (and bundlers for workers): there is no fetch of local
 // files; the wasm is imported as a compiled WebAssembly.Module, which
 // wrangler/workerd provide for `.wasm` imports.
-import wasm from './ironic_wait_bg.wasm';
+
 import { initSync } from './ironic_wait.js';
+import wasm from './ironic_wait_bg.wasm';
 
 initSync({ module: wasm });

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, PKG, WASM_FILE, BUDGET_GZIP, run, main, gzipSize, pkgSizes, kb } from './lib.mjs';
+import { BUDGET_GZIP, gzipSize, kb, main, PKG, pkgSizes, ROOT, run, WASM_FILE } from './lib.mjs';
 import { setup, WASM_BINDGEN, wasmBindgenVersion } from './setup.mjs';
 
 const TARGET = 'wasm32-unknown-unknown';

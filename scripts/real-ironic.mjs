@@ -24,7 +24,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
-import { ROOT, main } from './lib.mjs';
+import { main, ROOT } from './lib.mjs';
 
 export const DIR = join(ROOT, '.cache', 'real-ironic');
 export const VENV = join(DIR, 'venv');

@@ -6,11 +6,11 @@
 // check, `install()` runs only when it returns false. Steps marked `tests`
 // are only for `npm test` (`node scripts/setup.mjs --tests`), so that
 // `npm start` on a fresh machine installs no browser.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
-import { ROOT, run, capture, main } from './lib.mjs';
+import { capture, main, ROOT, run } from './lib.mjs';
 
 const WASM_TARGET = 'wasm32-unknown-unknown';
 const TOOLS = join(ROOT, '.tools'); // git-ignored, reused across builds

@@ -11,9 +11,10 @@
 //                 reads (cli/config.mjs): the server logs in to Keystone, finds
 //                 Ironic in the catalog and proxies with the token, renewed as
 //                 the package renews it
-import { ROOT, run, main } from './lib.mjs';
-import { startConsoleServer } from '../www/server.mjs';
+
 import { demoFleet } from '../www/demo-fleet.mjs';
+import { startConsoleServer } from '../www/server.mjs';
+import { main, ROOT, run } from './lib.mjs';
 
 await main('start', async () => {
   // Arguments first: a mistake shows before the build runs.

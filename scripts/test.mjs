@@ -6,7 +6,7 @@
 // Every part runs even when an earlier one failed; the exit code is 1 if any
 // failed. Parts add their own set-up (a venv, npm packages) to their `run`.
 import { spawnSync } from 'node:child_process';
-import { ROOT, main } from './lib.mjs';
+import { main, ROOT } from './lib.mjs';
 import { setup } from './setup.mjs';
 
 const node = (...args) => ({ cmd: process.execPath, args });

@@ -3,10 +3,10 @@
 // microversion, and Ironic's error bodies. Texts and orders follow
 // ironic master (api/controllers/v1) and a real Ironic 39.0 run.
 
-import { ApiError, notAcceptable, NODE_FIELDS, TIMESTAMP_FIELDS, SORT_COLUMNS, conductorOf, MIN_MINOR, MAX_MINOR } from './ironic.mjs';
-import { ALL_STATES } from './states.mjs';
-import { UUID_RE } from './rng.mjs';
 import { pyFormat } from './history.mjs';
+import { ApiError, conductorOf, MAX_MINOR, MIN_MINOR, NODE_FIELDS, notAcceptable, SORT_COLUMNS, TIMESTAMP_FIELDS } from './ironic.mjs';
+import { UUID_RE } from './rng.mjs';
+import { ALL_STATES } from './states.mjs';
 
 const MAX_LIMIT = 1000;
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+
 // Figures for the console's large demo fleet (not a test): the simulator
 // with demoFleet({ size }) runs in a child process, as `npm start -- --fleet N`
 // runs it, and this process reads it as a console would, with Node's HTTP
@@ -10,10 +11,10 @@
 // the console's fields), the same by two filters, a quiet change-feed page,
 // and the cost of churn rounds.
 
-import http from 'node:http';
 import { spawn } from 'node:child_process';
-import { parseArgs } from 'node:util';
+import http from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
   options: {

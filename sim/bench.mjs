@@ -1,16 +1,17 @@
 #!/usr/bin/env node
+
 // Load benchmark of the simulator (not a test): starts `node sim/server.mjs`
 // with 10,000 nodes in a child process and drives it over keep-alive HTTP
 // from this process, so server and load generator each get a core.
 //
 //   node sim/bench.mjs [--nodes 10000] [--seconds 5] [--concurrency 32] [--url URL] [--only LABEL]
 
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { readFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
   options: {
@@ -157,7 +158,7 @@ async function pages(url) {
         .on('error', reject);
     });
     markers.push(body.nodes.at(-1)?.uuid);
-    next = body.next && body.next.slice(url.length);
+    next = body.next?.slice(url.length);
   }
   for (const k of [0, 4, 8, 50, 99].filter((k) => k === 0 || markers[k - 1])) {
     const marker = k ? `&marker=${markers[k - 1]}` : '';
@@ -202,7 +203,7 @@ async function listing(url) {
     let pages = 0;
     for (let next = `/v1/nodes?fields=${FEED_FIELDS}&limit=1000`; next; pages++) {
       const body = await getJson(url, next);
-      next = body.next && body.next.slice(url.length);
+      next = body.next?.slice(url.length);
     }
     const ms = performance.now() - t0;
     console.log(

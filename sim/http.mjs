@@ -3,10 +3,10 @@
 // fault injection around the Ironic API (api.mjs) and the control API.
 
 import http from 'node:http';
-import { handleApi, faultBody, versionHeaders, rangeHeaders, requestedVersion } from './api.mjs';
-import { faultAnswer, faultRequest, globToRegExp } from './faults.mjs';
+import { faultBody, handleApi, rangeHeaders, requestedVersion, versionHeaders } from './api.mjs';
 import { handleControl } from './control.mjs';
-import { lockedText, conductorOf } from './ironic.mjs';
+import { faultAnswer, faultRequest, globToRegExp } from './faults.mjs';
+import { conductorOf, lockedText } from './ironic.mjs';
 
 const LOCAL_ORIGIN = /^https?:\/\/(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 const EXPOSE = [

@@ -5,20 +5,20 @@
 // nothing and a run is a pure function of the seed, the scenario and the
 // timing of the requests.
 
-import { rng, uuidFrom, draw, UUID_RE } from './rng.mjs';
+import { Budget, FAILURE_EVENT_TYPE, flowEvent, NodeHistory, POWER_EVENT_TYPE, pyFormat } from './history.mjs';
 import { SortedIndex } from './order.mjs';
-import { NodeHistory, Budget, FAILURE_EVENT_TYPE, POWER_EVENT_TYPE, flowEvent, pyFormat } from './history.mjs';
+import { draw, rng, UUID_RE, uuidFrom } from './rng.mjs';
 import {
-  STABLE,
-  ALL_STATES,
-  VERBS,
-  FAIL_STATE,
   ABORT_ERROR,
+  ALL_STATES,
+  FAIL_STATE,
   FAULT_OF,
-  TARGET_OF,
-  TARGET_MIN_VERSION,
   LATE_TARGET_MIN_VERSION,
   nextState,
+  STABLE,
+  TARGET_MIN_VERSION,
+  TARGET_OF,
+  VERBS,
 } from './states.mjs';
 
 /** Sim milliseconds each working state lasts: a number, or [min, max] drawn per transition. 0 skips a wait state. */
@@ -893,7 +893,7 @@ export class World {
       index.walk(first, dir, (e) => take(e.node));
       return out;
     }
-    const value = index.valueOf(marker);
+    const value = index.sortValueOf(marker);
     const id = marker.id;
     if (value == null) {
       index.walk(first, dir, (e) => (desc ? e.id < id : e.id > id) && take(e.node));
@@ -1331,7 +1331,6 @@ export class World {
     node.plan = null;
     const powering = node.power !== null;
     this.cancelPower(node);
-    const from = r.provision_state;
     Object.assign(r, fields, stamps);
     if (powering && !('target_power_state' in fields)) r.target_power_state = null; // the cancelled action will not end it
     if (fields.provision_state !== undefined && !('target_provision_state' in fields)) {

@@ -30,15 +30,15 @@ const sameValue = (a, b) => a === b || (a == null && b == null);
 
 export class SortedIndex {
   /**
-   * @param {(node) => any} valueOf the node's sort value
+   * @param {(node) => any} sortValueOf the node's sort value
    * @param {Iterable} nodes the nodes to file at once
    */
-  constructor(valueOf, nodes = []) {
-    this.valueOf = valueOf;
+  constructor(sortValueOf, nodes = []) {
+    this.sortValueOf = sortValueOf;
     this.entries = new Map(); // node -> { v, id, node }
     const all = [];
     for (const node of nodes) {
-      const e = { v: valueOf(node), id: node.id, node };
+      const e = { v: sortValueOf(node), id: node.id, node };
       this.entries.set(node, e);
       all.push(e);
     }
@@ -80,7 +80,7 @@ export class SortedIndex {
   }
 
   insert(node) {
-    const e = { v: this.valueOf(node), id: node.id, node };
+    const e = { v: this.sortValueOf(node), id: node.id, node };
     this.entries.set(node, e);
     this.place(e);
   }
@@ -120,7 +120,7 @@ export class SortedIndex {
   update(node) {
     const e = this.entries.get(node);
     if (!e) return;
-    const v = this.valueOf(node);
+    const v = this.sortValueOf(node);
     if (sameValue(v, e.v)) return;
     this.unplace(e);
     e.v = v;

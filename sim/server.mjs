@@ -1,15 +1,16 @@
 #!/usr/bin/env node
+
 // The Ironic simulator: `node sim/server.mjs --port P --nodes N --seed S`,
 // or `import { startSimulator } from './sim/server.mjs'`. See sim/README.md.
 
-import http from 'node:http';
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import http from 'node:http';
 import { pathToFileURL } from 'node:url';
-import { World } from './ironic.mjs';
-import { Faults } from './faults.mjs';
-import { RequestLog, createHandler, listen } from './http.mjs';
+import { parseArgs } from 'node:util';
 import { notFoundRoute } from './api.mjs';
+import { Faults } from './faults.mjs';
+import { createHandler, listen, RequestLog } from './http.mjs';
+import { World } from './ironic.mjs';
 
 /**
  * A simulator without a listening socket: mount `sim.handle` on any node:http server.

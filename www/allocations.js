@@ -2,7 +2,7 @@
 // wait until Ironic makes it active or gives up with an error. The hub runs
 // the wait (so it is kept across reloads like the others); this panel shows
 // the allocation waits of every tab.
-import { el, byId, shortId, seconds, badge } from './dom.js';
+import { badge, byId, el, seconds, shortId } from './dom.js';
 import { errorBlock } from './errors.js';
 
 const ALLOCATION_KIND = { allocating: 'working', active: 'active', error: 'failed' };

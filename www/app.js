@@ -3,13 +3,14 @@
 // hub in this page): this page draws the node table, the action form, the
 // wait panels, allocations and a node's detail, and talks to the hub. The
 // console server's token, read from this page, goes to the hub in memory.
+
+import { createAllocations } from './allocations.js';
+import { connect } from './connection.js';
+import { createDetail } from './detail.js';
 import { byId, setText } from './dom.js';
 import { catchStrays, report } from './errors.js';
-import { connect } from './connection.js';
 import { createNodeTable } from './nodes.js';
 import { createRunPanel } from './run.js';
-import { createAllocations } from './allocations.js';
-import { createDetail } from './detail.js';
 import { useStateRules } from './states.js';
 
 catchStrays();

@@ -83,7 +83,7 @@ function speak(port, token, tab) {
       if (pending) msg.ok ? pending.resolve(msg.value) : pending.reject(msg.error);
       return;
     }
-    if (msg?.t) listeners.get(msg.t)?.forEach((fn) => fn(msg));
+    for (const fn of listeners.get(msg?.t) ?? []) fn(msg);
   };
   const send = (t, body = {}) => port.postMessage({ ...body, t });
   const request = (t, body = {}) =>

@@ -3,7 +3,7 @@
 // timeline: each event with its time, severity, type and text, errors
 // marked, and the time the node spent in each state, as far as the history
 // tells. Everything from the server is set as text.
-import { el, setText, byId, shortId, seconds, badge } from './dom.js';
+import { badge, byId, el, seconds, setText, shortId } from './dom.js';
 import { errorBlock } from './errors.js';
 import { stateKind } from './states.js';
 

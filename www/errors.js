@@ -1,7 +1,7 @@
 // Errors as people read them: what went wrong, Ironic's own words, and the
 // request id to find it in Ironic's logs. Everything the client raises is an
 // Error subclass with a `name` (see the package's index.d.ts).
-import { el, byId } from './dom.js';
+import { byId, el } from './dom.js';
 
 /** `{ title, detail, requestId }` for any thrown value. */
 export function describe(err) {

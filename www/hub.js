@@ -12,9 +12,10 @@
 //   reload or a browser restart takes it up again with `client.resume()`.
 // The console server's token comes from a tab's message and lives in this
 // hub's memory only: not in IndexedDB, not in a checkpoint.
-import { openStore, recordWriter } from './store.js';
-import { OUTCOMES } from './states.js';
+
 import { inScope, normalScope, scopeKey } from './scope.js';
+import { OUTCOMES } from './states.js';
+import { openStore, recordWriter } from './store.js';
 
 // A module SharedWorker gets its first `connect` event as soon as its script
 // has run; a listener added after an await would miss it. So: no top-level
@@ -116,7 +117,9 @@ export function createHub({ mode }) {
     }
   }
 
-  const everyone = (message) => tabs.forEach((tab) => post(tab, message));
+  const everyone = (message) => {
+    for (const tab of tabs) post(tab, message);
+  };
 
   function drop(tab) {
     if (!tabs.delete(tab)) return;
@@ -679,7 +682,7 @@ export function createHub({ mode }) {
     let method;
     let args;
     let options;
-    let kind = msg.kind;
+    const kind = msg.kind;
     if (kind === 'provision') {
       method = 'provision';
       args = [uuids, msg.action];

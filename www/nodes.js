@@ -6,11 +6,12 @@
 // 60 do in the DOM. A round's changes (1% of 100,000 nodes: 1,000) move only
 // the rows whose sort key or filter match changed; the rest are replaced in
 // place. Selection is kept by UUID, in this tab.
-import { el, setText, byId, shortId, badge } from './dom.js';
-import { describe } from './errors.js';
-import { stateKind } from './states.js';
-import { SCOPE_FILTERS, normalScope, scopeKey } from './scope.js';
+
 import { drawStacked, legend, stateOrder } from './chart.js';
+import { badge, byId, el, setText, shortId } from './dom.js';
+import { describe } from './errors.js';
+import { normalScope, SCOPE_FILTERS, scopeKey } from './scope.js';
+import { stateKind } from './states.js';
 
 /** Rows drawn above and below the ones in view. */
 const OVERSCAN = 12;
@@ -84,7 +85,6 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
   let hubStatus = { at: null, error: null };
   let loaded = false;
   let series = [];
-  let microversion = null;
   let rowHeight = 0;
   let frame = 0;
   let resolveReady;
@@ -121,7 +121,6 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
 
   /** Filters a microversion does not have are disabled, saying which one they need. */
   function setMicroversion(v) {
-    microversion = v;
     const minor = Number(/^1\.(\d+)$/.exec(v ?? '')?.[1] ?? 0);
     for (const [name, id] of Object.entries(FILTER_INPUTS)) {
       const need = SCOPE_FILTERS[name][1];
@@ -503,7 +502,7 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
   hub.on('table', (msg) => {
     if (msg.key !== key) return; // a scope left since
     inbox.push(msg);
-    pumping ??= setTimeout(pump, 0);
+    if (pumping === null) pumping = setTimeout(pump, 0);
   });
 
   function pump() {

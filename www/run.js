@@ -4,10 +4,11 @@
 // tab has a panel per wait, several at once, each with its counts, its chart
 // of outcomes over time, Cancel, and a row per node (or, past ROWS_MAX
 // nodes, its failures).
-import { el, setText, byId, shortId, seconds, badge } from './dom.js';
-import { errorBlock } from './errors.js';
-import { ACTIONS, EXAMPLE_STEPS, OUTCOMES, stepOf, stateKind } from './states.js';
+
 import { drawStacked, legend } from './chart.js';
+import { badge, byId, el, seconds, setText, shortId } from './dom.js';
+import { errorBlock } from './errors.js';
+import { ACTIONS, EXAMPLE_STEPS, OUTCOMES, stateKind, stepOf } from './states.js';
 
 // Summary counters; those after the first four only show when not zero.
 const GROUPS = [

@@ -11,15 +11,16 @@
 // fetch metadata),
 // forwards only normalised /v1 paths, limits request bodies, and puts the
 // security headers on every answer. See the README, "The console", Security.
-import http from 'node:http';
-import https from 'node:https';
+
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
 import { extname, join, normalize, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { createSimulator } from '../sim/server.mjs';
 import { listen } from '../sim/http.mjs';
+import { createSimulator } from '../sim/server.mjs';
 import { demoFleet } from './demo-fleet.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -1,6 +1,7 @@
 // Allocations: allocating -> active (a node is reserved) or error with Ironic's text.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { startSimulator } from '../server.mjs';
 import { client, faultstring } from '../testkit.mjs';
 

@@ -1,11 +1,12 @@
 // The change feed: timestamps, sorting and paging as the database does them,
 // list filters and their microversions, and the controls that make a feed
 // hard to follow (late commits, a skewed server clock, churn).
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { startSimulator, createSimulator } from '../server.mjs';
+import { after, test } from 'node:test';
 import { compareValues } from '../order.mjs';
-import { client, provision, faultstring, request } from '../testkit.mjs';
+import { createSimulator, startSimulator } from '../server.mjs';
+import { client, faultstring, provision, request } from '../testkit.mjs';
 
 const EPOCH = '2026-01-01T00:00:00Z';
 const FEED = 'sort_key=provision_updated_at&sort_dir=desc';
@@ -26,7 +27,7 @@ async function walk(sim, api, path, key = 'name') {
     const res = await api.get(url);
     assert.equal(res.status, 200, res.text);
     seen.push(...res.json.nodes.map((n) => n[key]));
-    url = res.json.next && res.json.next.slice(sim.url.length);
+    url = res.json.next?.slice(sim.url.length);
     assert.ok(pages < 10_000, 'the list ends');
   }
   return { seen, pages };

@@ -1,9 +1,10 @@
 // The control API under /__sim/, the request log, state histories, and
 // mounting the simulator on another server.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startSimulator, createSimulator } from '../server.mjs';
+import { after, before, test } from 'node:test';
+import { createSimulator, startSimulator } from '../server.mjs';
 import { client, provision, request } from '../testkit.mjs';
 
 let sim;

@@ -1,7 +1,8 @@
 // A seed makes every run the same: UUIDs, request ids, drawn durations,
 // histories and bodies, for the same requests at the same instants.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { startSimulator } from '../server.mjs';
 import { client, provision } from '../testkit.mjs';
 

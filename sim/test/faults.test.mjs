@@ -1,10 +1,11 @@
 // Fault injection: each kind, how rules address requests, and their counters.
-import { test, beforeEach, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { afterEach, beforeEach, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { startSimulator } from '../server.mjs';
-import { client, provision, faultstring, request } from '../testkit.mjs';
+import { client, faultstring, provision, request } from '../testkit.mjs';
 
 let sim;
 let api;

@@ -2,14 +2,15 @@
 // the simulator: a seeded data centre, the list filters a console uses on it,
 // the background churn of provision actions (about 1 % of the fleet a round,
 // the mix of states holding), and the speed of listing 100,000 nodes.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { afterEach, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { demoFleet } from '../../www/demo-fleet.mjs';
 import { startSimulator } from '../server.mjs';
 import { client, faultstring } from '../testkit.mjs';
-import { demoFleet } from '../../www/demo-fleet.mjs';
 
 let sim;
 let api;

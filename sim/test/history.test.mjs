@@ -3,11 +3,12 @@
 // INFO events at the start and end of deploy, cleaning and servicing step
 // flows), the fields per microversion, the list's arguments, order and
 // paging, and its refusals. A manual clock makes every instant exact.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { startSimulator } from '../server.mjs';
-import { client, provision, faultstring } from '../testkit.mjs';
+import { afterEach, test } from 'node:test';
 import { UUID_RE } from '../rng.mjs';
+import { startSimulator } from '../server.mjs';
+import { client, faultstring, provision } from '../testkit.mjs';
 
 const TIMING = {
   verifying: 100,

@@ -1,10 +1,11 @@
 // Provision actions: every target, the intermediate states real Ironic walks,
 // locks, refusals, and scripted failures, holds and deletions. A manual clock
 // makes every instant exact.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { afterEach, test } from 'node:test';
 import { startSimulator } from '../server.mjs';
-import { client, provision, faultstring } from '../testkit.mjs';
+import { client, faultstring, provision } from '../testkit.mjs';
 
 const TIMING = {
   verifying: 100,

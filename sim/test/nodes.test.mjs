@@ -1,6 +1,7 @@
 // Nodes: create, get, fields, list pagination and filters.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { startSimulator } from '../server.mjs';
 import { client, faultstring } from '../testkit.mjs';
 
@@ -155,7 +156,7 @@ test('following next visits every node exactly once; a short page has no next', 
   for (; url; pages++) {
     const { json } = await api.get(url);
     seen.push(...json.nodes.map((n) => n.uuid));
-    url = json.next && json.next.slice(sim.url.length);
+    url = json.next?.slice(sim.url.length);
   }
   assert.equal(pages, 3);
   assert.equal(seen.length, sim.summary().nodes);

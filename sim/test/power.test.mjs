@@ -2,10 +2,11 @@
 // it accepts, its refusals in their order and texts, the states a node shows
 // while the action runs and after, the conductor's lock, and scripted
 // failures and hangs. A manual clock makes every instant exact.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { afterEach, test } from 'node:test';
 import { startSimulator } from '../server.mjs';
-import { client, provision, faultstring } from '../testkit.mjs';
+import { client, faultstring, provision } from '../testkit.mjs';
 
 const NODES = [
   { name: 'off', provision_state: 'available' }, // loaded powered off

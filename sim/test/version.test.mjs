@@ -1,8 +1,9 @@
 // Microversion negotiation, version documents, common headers, CORS.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { startSimulator } from '../server.mjs';
-import { request, faultstring } from '../testkit.mjs';
+import { faultstring, request } from '../testkit.mjs';
 
 let sim;
 before(async () => {

@@ -7,16 +7,17 @@
 //
 // The mid-wait screenshot goes to target/console/console.png; with
 // UPDATE_SCREENSHOTS=1 also to docs/console.png (the README's picture).
-import { test, before, after, beforeEach, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, afterEach, before, beforeEach, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { CHROMIUM } from '../../scripts/setup.mjs';
-import { startConsoleServer, CSP } from '../../www/server.mjs';
 import { demoFleet } from '../../www/demo-fleet.mjs';
+import { CSP, startConsoleServer } from '../../www/server.mjs';
 import { startIronic } from '../node/harness.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

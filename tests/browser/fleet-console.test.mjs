@@ -13,16 +13,17 @@
 // docs/console-history.png (the README's pictures), as console.test.mjs does
 // with docs/console.png. Frame times go to
 // target/console/frames.json and the test's diagnostics.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { CHROMIUM } from '../../scripts/setup.mjs';
-import { startConsoleServer } from '../../www/server.mjs';
 import { demoFleet } from '../../www/demo-fleet.mjs';
+import { startConsoleServer } from '../../www/server.mjs';
 import { collectProblems } from '../runtimes/pages.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -5,16 +5,17 @@
 // last_error texts and allocation names is rendered by the console. What
 // reached Ironic is read from the simulator's request log or a recording
 // server standing in as IRONIC_URL.
-import { test, before, after, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, afterEach, before, test } from 'node:test';
 import { chromium } from 'playwright-core';
 import { CHROMIUM } from '../../scripts/setup.mjs';
-import { startConsoleServer } from '../../www/server.mjs';
 import { listen } from '../../sim/http.mjs';
+import { startConsoleServer } from '../../www/server.mjs';
 import { startIronic } from '../node/harness.mjs';
 import { collectProblems } from '../runtimes/pages.mjs';
 
@@ -259,6 +260,7 @@ const XSS = [
   '<a href="javascript:window.__pwned=6">click me</a>',
   '</title><script>window.__pwned=7</script>',
   '</textarea></style></script><script>window.__pwned=8</script>',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template injection attempt, as text, is the test.
   '{{constructor.constructor("window.__pwned=9")()}}${window.__pwned=10}',
   '&lt;b&gt;entities stay entities&lt;/b&gt; &amp;',
   '\u202Etxt.exe\u202C evil \u2066rtl\u2069 \u200Bzero-width',

@@ -4,15 +4,16 @@
 // and headers the client got, and that nothing reached Ironic (the requests
 // a recording server standing in as IRONIC_URL saw, or the embedded
 // simulator's request log and state).
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { startConsoleServer, CSP, MAX_BODY_BYTES } from '../../www/server.mjs';
-import { startIronic } from '../node/harness.mjs';
+import http from 'node:http';
+import net from 'node:net';
+import { after, test } from 'node:test';
 import { listen } from '../../sim/http.mjs';
+import { CSP, MAX_BODY_BYTES, startConsoleServer } from '../../www/server.mjs';
+import { startIronic } from '../node/harness.mjs';
 
 const open = [];
 after(() => Promise.all(open.map((s) => s.close())));

@@ -2,12 +2,13 @@
 // the CSP, nothing outside www/ and pkg/, the embedded simulator and its demo
 // fleet, and the IRONIC_URL proxy (token added server-side, never shown).
 // Its defences against other origins are in security.test.mjs.
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { after, test } from 'node:test';
 import { IronicClient, IronicHttpError } from 'ironic-wait';
-import { startConsoleServer, CSP } from '../../www/server.mjs';
 import { demoFleet } from '../../www/demo-fleet.mjs';
+import { CSP, startConsoleServer } from '../../www/server.mjs';
 import { startIronic } from '../node/harness.mjs';
 
 const open = [];

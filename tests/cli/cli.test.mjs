@@ -140,7 +140,7 @@ test('progress on a real terminal (util-linux script): live lines with the final
     assert.equal(r.code, 0, r.stdout);
     // stdout and stderr share the terminal: the Waiting line, then the live block drawn in place.
     assert.match(r.stdout, /^Waiting for provision state active on node\(s\) n1, n2\r\n/);
-    assert.match(r.stdout, /\x1b\[2Kn1: active \(reached\)  \d+\.\ds\r\n\x1b\[2Kn2: active \(reached\)  \d+\.\ds\r\n$/);
+    assert.match(r.stdout, /\x1b\[2Kn1: active \(reached\) {2}\d+\.\ds\r\n\x1b\[2Kn2: active \(reached\) {2}\d+\.\ds\r\n$/);
     assert.doesNotMatch(r.stdout, /^ *\d+\.\ds n1:/m, 'no plain progress lines on a terminal');
   });
 });
@@ -293,7 +293,7 @@ test('help names the program as called, lists the commands and says what differs
     assert.equal(unknown.code, 2);
     assert.match(
       unknown.stderr,
-      /^ironic-wait: 'node frobnicate n1' is not an ironic-wait command\. See 'ironic-wait --help'\.\nDid you mean one of these\?\n  node manage\n/,
+      /^ironic-wait: 'node frobnicate n1' is not an ironic-wait command\. See 'ironic-wait --help'\.\nDid you mean one of these\?\n {2}node manage\n/,
     );
   });
 });

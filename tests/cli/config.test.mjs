@@ -3,14 +3,16 @@
 // explicit env object: the real environment and home are never read. The last group runs python's own
 // loader (osc-lib's OSC_Config on openstacksdk, from the real-ironic venv, made if missing) on the
 // same files and variables and compares, so the precedence is python's and not a guess.
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { resolveConfig, ConfigError, OS_FLAGS } from '../../cli/config.mjs';
+import { after, test } from 'node:test';
+import { ConfigError, OS_FLAGS, resolveConfig } from '../../cli/config.mjs';
 import { ensureVenv, PYTHON } from '../../scripts/real-ironic.mjs';
+
 const SECRET = 'S3cret-never-shown';
 
 const sandboxes = [];
@@ -167,8 +169,7 @@ test('secure.yaml is found on its own search path and deep-merged (OS_CLIENT_SEC
 
 test('clouds-public.yaml: a profile is laid under the cloud; an unknown profile is an error', async () => {
   const box = await sandbox({
-    'cwd/clouds.yaml':
-      `clouds:\n  mine:\n    profile: acme\n    auth: {username: u, password: ${SECRET}}\n` + '  lost:\n    profile: nowhere\n',
+    'cwd/clouds.yaml': `clouds:\n  mine:\n    profile: acme\n    auth: {username: u, password: ${SECRET}}\n  lost:\n    profile: nowhere\n`,
     'home/.config/openstack/clouds-public.yaml':
       'public-clouds:\n  acme:\n    auth: {auth_url: "https://acme/v3"}\n' + '    regions: [east, west]\n    interface: internal\n',
   });

@@ -19,14 +19,15 @@
 //
 // ABORT_SEED, ABORT_TRIALS and ABORT_BUDGET_MS (the time after which no new
 // trial starts) change the run.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { Worker } from 'node:worker_threads';
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import net from 'node:net';
-import { startIronic, nodes } from './harness.mjs';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { rng } from '../../sim/rng.mjs';
+import { nodes, startIronic } from './harness.mjs';
 
 const SEED = process.env.ABORT_SEED ?? '1';
 const TRIALS = Number(process.env.ABORT_TRIALS ?? 240);

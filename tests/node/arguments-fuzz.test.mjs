@@ -12,12 +12,13 @@
 // and the module must stay healthy: the same client and a fresh one still
 // finish a real wait. FUZZ_SEED changes the order of the trials (and the
 // shared client's history); FUZZ_TRIALS (per method) adds seeded repeats.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
+import { after, before, test } from 'node:test';
 import * as api from 'ironic-wait';
-import { startIronic, nodes, sleep } from './harness.mjs';
 import { rng } from '../../sim/rng.mjs';
+import { nodes, sleep, startIronic } from './harness.mjs';
 
 const {
   IronicClient,
@@ -587,7 +588,7 @@ function settleWithin(promise, ms) {
 /** Every string an error shows: message, stack, own fields. */
 function errorText(e) {
   try {
-    return [e.message, e.stack, JSON.stringify(e, (k, v) => (typeof v === 'bigint' ? String(v) : v))].join('\n');
+    return [e.message, e.stack, JSON.stringify(e, (_k, v) => (typeof v === 'bigint' ? String(v) : v))].join('\n');
   } catch {
     return String(e?.message);
   }

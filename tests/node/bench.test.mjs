@@ -2,12 +2,13 @@
 // a table per N with a row of numbers for every client, the fleet table (its
 // small variant), the size and start-up tables, and an SVG. A benchmark, not a timed test: no figure is
 // judged, only that each is there and is a number.
-import test from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import test from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -155,7 +156,7 @@ test('npm run bench -- --quick writes a table per N with every client, and the c
   // What keeping checkpoints costs, beside the wait without.
   assert.match(
     md,
-    /\| CPU with onCheckpoint, N = 100; \d+ checkpoints, the largest [\d.]+ KB \| [\d.]+ s \|  \| [\d.]+x of the wait without \|/,
+    /\| CPU with onCheckpoint, N = 100; \d+ checkpoints, the largest [\d.]+ KB \| [\d.]+ s \| {2}\| [\d.]+x of the wait without \|/,
   );
   checkFleet(md, [...FLEET_JS, 'floor']);
 });

@@ -9,17 +9,18 @@
 // The kill trials draw some of their instants from a seeded generator:
 // CHECKPOINT_TRIAL_SEED=N reruns them with other instants (the seed and the
 // instants are printed as diagnostics).
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { IronicClient, InvalidArgumentError, StateTransitionFailed, StateTransitionTimeout } from 'ironic-wait';
-import { startIronic, nodes, sleep, until } from './harness.mjs';
+import { InvalidArgumentError, IronicClient, StateTransitionFailed, StateTransitionTimeout } from 'ironic-wait';
 import { listen } from '../../sim/http.mjs';
+import { nodes, sleep, startIronic, until } from './harness.mjs';
 
 const CHILD = fileURLToPath(new URL('./checkpoint-child.mjs', import.meta.url));
 const TMP = mkdtempSync(path.join(os.tmpdir(), 'ironic-wait-checkpoints-'));

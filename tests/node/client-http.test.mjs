@@ -1,17 +1,18 @@
 // Ironic's HTTP semantics through the built package: microversions, retries,
 // auth headers, path encoding, error bodies.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { afterEach, test } from 'node:test';
 import {
+  AuthError,
+  ConnectionError,
+  InvalidArgumentError,
   IronicClient,
   IronicHttpError,
-  ConnectionError,
   UnsupportedVersionError,
-  InvalidArgumentError,
-  AuthError,
   version,
 } from 'ironic-wait';
-import { startIronic, nodes } from './harness.mjs';
+import { nodes, startIronic } from './harness.mjs';
 
 let ironic;
 afterEach(() => ironic?.close());

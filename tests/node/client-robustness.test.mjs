@@ -1,17 +1,18 @@
 // Every malformed answer the simulator can give ends in a rejected promise
 // with a typed error, and the same module instance keeps working after it:
 // no panic reaches JS.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import {
-  IronicClient,
-  InvalidResponseError,
-  IronicHttpError,
   ConnectionError,
-  StateTransitionTimeout,
+  InvalidResponseError,
+  IronicClient,
+  IronicHttpError,
   StateTransitionFailed,
+  StateTransitionTimeout,
 } from 'ironic-wait';
-import { startIronic, nodes } from './harness.mjs';
+import { nodes, startIronic } from './harness.mjs';
 
 let ironic;
 let client;

@@ -1,11 +1,12 @@
 // The built package against the simulator: provision actions with wait,
 // failures, timeouts, aborts, allocations, settle modes and many nodes.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { IronicClient, StateTransitionFailed, StateTransitionTimeout, InvalidArgumentError, IronicHttpError } from 'ironic-wait';
+import { afterEach, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { startIronic, nodes, sleep, until } from './harness.mjs';
+import { InvalidArgumentError, IronicClient, IronicHttpError, StateTransitionFailed, StateTransitionTimeout } from 'ironic-wait';
+import { nodes, sleep, startIronic, until } from './harness.mjs';
 
 let ironic;
 afterEach(() => ironic?.close());

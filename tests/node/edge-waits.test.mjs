@@ -3,11 +3,12 @@
 // POST's PUTs are sent), with a storage whose writes take time, as Deno
 // KV's do. The runners themselves are tested in their runtimes
 // (tests/runtimes/cloudflare.test.mjs, deno-kv.test.mjs).
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { afterEach, test } from 'node:test';
 import { IronicClient } from 'ironic-wait';
 import { Waits } from '../../edge/waits.mjs';
-import { startIronic, nodes, sleep } from './harness.mjs';
+import { nodes, sleep, startIronic } from './harness.mjs';
 
 let ironic;
 afterEach(() => ironic?.close());

@@ -1,7 +1,8 @@
 // The README's example runs as shown.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { test } from 'node:test';
 
 test("examples/quickstart.mjs deploys one node and reports the other's failure", () => {
   const out = execFileSync(process.execPath, [new URL('../../examples/quickstart.mjs', import.meta.url).pathname], {

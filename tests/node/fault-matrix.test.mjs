@@ -14,20 +14,21 @@
 //   - that the same client still works afterwards (a real wait on a healthy
 //     node).
 // A case that fails lists every difference from the contract at once.
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
 import {
-  IronicClient,
+  AuthError,
+  ConnectionError,
   InvalidArgumentError,
   InvalidResponseError,
+  IronicClient,
   IronicHttpError,
-  ConnectionError,
-  AuthError,
-  UnsupportedVersionError,
   StateTransitionTimeout,
+  UnsupportedVersionError,
 } from 'ironic-wait';
-import { startIronic, sleep, until } from './harness.mjs';
-import { startRecorder, startFront, startSimProcess, recordFetches, memorySample, MiB } from './hostile-servers.mjs';
+import { sleep, startIronic, until } from './harness.mjs';
+import { MiB, memorySample, recordFetches, startFront, startRecorder, startSimProcess } from './hostile-servers.mjs';
 
 const TIMEOUT = 4; // s, the waits' default timeout here
 const REQUEST_TIMEOUT = 1; // s
@@ -120,7 +121,7 @@ function reached(mode, outcome) {
 /** The call rejected with one of `kinds`, its message matching `message`, with these fields. */
 const fails =
   (kinds, message, fields = {}) =>
-  (mode, outcome) => {
+  (_mode, outcome) => {
     const list = [kinds].flat();
     const want = `${list.map((k) => k.name).join(' or ')}${fields.status ? ` ${fields.status}` : ''}${message ? ` ${message}` : ''}`;
     if (!('error' in outcome)) return `expected ${want}, got success: ${JSON.stringify(outcome.value)?.slice(0, 200)}`;
@@ -132,7 +133,7 @@ const fails =
   };
 
 /** settle 'all': these nodes have `outcome` (with an error of `kind`), every other one is reached. */
-const settledAll = (nodes, outcome, kind) => (mode, result) => {
+const settledAll = (nodes, outcome, kind) => (_mode, result) => {
   if ('error' in result) return `expected a report, got ${describe(result.error)}`;
   const problems = [];
   for (const n of result.value.nodes) {
@@ -243,7 +244,7 @@ function secretsIn(outcome, secrets) {
         ? [
             e.message,
             e.stack,
-            JSON.stringify({ ...e }, (k, v) => (v instanceof Error ? { ...v, message: v.message, stack: v.stack } : v)),
+            JSON.stringify({ ...e }, (_k, v) => (v instanceof Error ? { ...v, message: v.message, stack: v.stack } : v)),
           ].join('\n')
         : JSON.stringify(outcome.value ?? String(e));
   } catch (err) {
@@ -706,7 +707,7 @@ for (const [name, fault, pages] of NOT_ADVANCING) {
 matrix('non-advancing pages with settle all: the nodes never listed get error', ['list'], {
   fault: [{ kind: 'page', limit: 10, next: 'same', skip: 1 }, TENS],
   wait: { settle: 'all' },
-  expect: (mode, o) => {
+  expect: (_mode, o) => {
     if ('error' in o) return `expected a report, got ${describe(o.error)}`;
     const wrong = o.value.nodes.filter((n) =>
       LIST.indexOf(n.node) < 10 && n.outcome === 'reached' ? false : n.outcome !== 'error' || !(n.error instanceof InvalidResponseError),
@@ -785,7 +786,7 @@ matrix('20 concurrent waits on one client, with random 503s, resets and latency'
     { method: 'GET', path: '/v1/nodes/c*', kind: 'reset', fraction: 0.05 },
   ],
   run: (client, o) => Promise.all(MANY.map((name) => client.waitForProvisionState(name, 'active', o))),
-  expect: (mode, o) => {
+  expect: (_mode, o) => {
     if ('error' in o) return `expected 20 reports, got ${describe(o.error)}`;
     const off = o.value.filter((r) => !r.ok);
     return off.length ? `${off.length} of 20 waits not ok` : undefined;
@@ -807,7 +808,7 @@ matrix('100k identifiers, first-failure', ['single'], {
 matrix('100k identifiers, settle all', ['single'], {
   timeout: 2,
   run: (client, o) => client.waitForProvisionState(HUGE, 'active', { ...o, settle: 'all' }),
-  expect: (mode, o) => {
+  expect: (_mode, o) => {
     if ('error' in o)
       return o.error instanceof InvalidArgumentError ? undefined : `expected a report or InvalidArgumentError, got ${describe(o.error)}`;
     const nodes = o.value.nodes;

@@ -3,8 +3,8 @@
 // client hung up before the answer (the simulator's log keeps method, path
 // and timing, not these).
 import http from 'node:http';
-import { createSimulator } from '../../sim/server.mjs';
 import { listen } from '../../sim/http.mjs';
+import { createSimulator } from '../../sim/server.mjs';
 
 /** Fast transitions: every phase takes 40 ms of simulator time. */
 export const FAST = Object.fromEntries(

@@ -2,15 +2,16 @@
 // second origin that records whatever reaches it, a front whose port can go
 // away and come back (a restarting server), the simulator in a child process
 // (so that memory measured here is the client's alone), and memory probes.
-import http from 'node:http';
-import net from 'node:net';
-import v8 from 'node:v8';
-import vm from 'node:vm';
+
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { initSync } from '../../pkg/ironic_wait.js';
 import { listen } from '../../sim/http.mjs';
 

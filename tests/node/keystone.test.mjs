@@ -4,15 +4,15 @@
 // (a token, a refusal, garbage, silence, a dead port), when it logs in again,
 // and that no secret reaches an error, a report, an event or a URL.
 // tests/real-keystone/ does the same against a real Keystone.
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { IronicClient, AuthError, InvalidArgumentError, InvalidResponseError } from 'ironic-wait';
-import { startIronic } from './harness.mjs';
+import { after, test } from 'node:test';
+import { AuthError, InvalidArgumentError, InvalidResponseError, IronicClient } from 'ironic-wait';
 import { listen } from '../../sim/http.mjs';
+import { startIronic } from './harness.mjs';
 
 const SECRET = 'S3CRET-pw-\u00e9';
-const TOKEN = 'gAAAA-token-1';
 
 const ironic = await startIronic({ nodes: [{ name: 'n1', provision_state: 'available' }] });
 after(() => ironic.close());
@@ -191,7 +191,7 @@ test('a Keystone token is renewed halfway through a short life, and once after a
 
 test('concurrent calls share one login; a failed login fails them all and the next call tries again', async () => {
   let fail = true;
-  const keystone = await startKeystone((req, body, n) =>
+  const keystone = await startKeystone((_req, _body, n) =>
     fail && n === 1
       ? {
           status: 401,
@@ -270,7 +270,7 @@ test('what Keystone answers that is no token is a typed error; 503 and resets ar
     assert.ok(!visible(error).includes(SECRET), what);
   }
   // Retried as any request is: 503, then a reset, then the token.
-  const flaky = await startKeystone((req, body, n) => (n === 1 ? { status: 503, body: '' } : n === 2 ? 'reset' : {}));
+  const flaky = await startKeystone((_req, _body, n) => (n === 1 ? { status: 503, body: '' } : n === 2 ? 'reset' : {}));
   after(() => flaky.close());
   const client = new IronicClient({ auth: password(flaky.url), retryInterval: 0.01 });
   assert.equal((await client.getNode('n1')).name, 'n1');

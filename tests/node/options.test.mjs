@@ -3,10 +3,11 @@
 // every method, is an InvalidArgumentError naming the option, and nothing
 // is sent (the simulator's request log says so). Hostile objects are still
 // refused by js/index.js before the wasm sees anything.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { IronicClient, InvalidArgumentError } from 'ironic-wait';
-import { startIronic, nodes } from './harness.mjs';
+import { after, before, test } from 'node:test';
+import { InvalidArgumentError, IronicClient } from 'ironic-wait';
+import { nodes, startIronic } from './harness.mjs';
 
 let ironic;
 let client;

@@ -1,10 +1,11 @@
 // The built package, imported by name as a user would (the root package.json
 // names it and maps its `exports`; Node picks the `node` condition), runs
 // the real wasm.
-import test from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import test from 'node:test';
 import { version } from 'ironic-wait';
 
 test('version() is the Rust crate version', () => {

@@ -2,10 +2,11 @@
 // simulator (which powers nodes as Ironic 39 does: sim/README.md, "Power
 // actions" and "Node history"): what is sent, when a wait ends, how a failed
 // action reads, and what a failed node's history says.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { IronicClient, StateTransitionFailed, StateTransitionTimeout, InvalidArgumentError } from 'ironic-wait';
-import { startIronic, nodes } from './harness.mjs';
+import { afterEach, test } from 'node:test';
+import { InvalidArgumentError, IronicClient, StateTransitionFailed, StateTransitionTimeout } from 'ironic-wait';
+import { nodes, startIronic } from './harness.mjs';
 
 let ironic;
 afterEach(() => ironic?.close());

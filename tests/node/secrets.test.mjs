@@ -1,12 +1,13 @@
 // Secrets never leave: not for another origin (redirects), not into any
 // message, stack, error property, report or progress event, whatever fails.
 // Every output a caller can see is captured and searched for every secret.
-import { test, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { IronicClient, IronicHttpError, InvalidArgumentError } from 'ironic-wait';
+import { after, test } from 'node:test';
+import { InvalidArgumentError, IronicClient, IronicHttpError } from 'ironic-wait';
 import { listen } from '../../sim/http.mjs';
-import { startIronic, nodes } from './harness.mjs';
+import { nodes, startIronic } from './harness.mjs';
 
 const TOKEN = 'tok-SECRET-1f3a';
 const FRESH_TOKEN = 'tok-SECRET-fresh-77';

@@ -2,11 +2,12 @@
 // waits on one client cost what one wait on their union costs (counted at
 // the simulator), the change feed and the list mode, the scope, and the
 // options' errors.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { IronicClient, InvalidArgumentError, UnsupportedVersionError } from 'ironic-wait';
+import { afterEach, test } from 'node:test';
+import { InvalidArgumentError, IronicClient, UnsupportedVersionError } from 'ironic-wait';
+import { provision, client as simClient } from '../../sim/testkit.mjs';
 import { startIronic } from './harness.mjs';
-import { client as simClient, provision } from '../../sim/testkit.mjs';
 
 let ironic;
 afterEach(() => ironic?.close());

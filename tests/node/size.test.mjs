@@ -1,9 +1,10 @@
 // Size budget: what a JS user downloads (the wasm plus the JS in pkg/) must
 // stay within the budget in scripts/lib.mjs. Reads the built pkg/ (npm test builds it first).
-import test from 'node:test';
+
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { PKG, BUDGET_GZIP, pkgSizes, kb } from '../../scripts/lib.mjs';
+import test from 'node:test';
+import { BUDGET_GZIP, kb, PKG, pkgSizes } from '../../scripts/lib.mjs';
 
 test('wasm + JS glue fit the gzip budget', () => {
   assert.ok(existsSync(PKG), 'pkg/ is missing: run `npm run build`');

@@ -20,11 +20,12 @@
 //
 // SOAK_SECONDS (default 180) sets the length. The simulator runs in a child
 // process, so that the memory sampled here is the client's.
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { IronicClient } from 'ironic-wait';
-import { startSimProcess, memorySample, MiB } from './hostile-servers.mjs';
 import { rng } from '../../sim/rng.mjs';
+import { MiB, memorySample, startSimProcess } from './hostile-servers.mjs';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 180);
 const COUNT = 2000;

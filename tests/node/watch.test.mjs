@@ -3,11 +3,12 @@
 // the latest state of each node; break, an abort and a failing listing each
 // end it with nothing sent after; fields beyond the provision state; the
 // options' errors.
-import { test, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { IronicClient, InvalidArgumentError, IronicHttpError, UnsupportedVersionError } from 'ironic-wait';
+import { afterEach, test } from 'node:test';
+import { InvalidArgumentError, IronicClient, IronicHttpError, UnsupportedVersionError } from 'ironic-wait';
+import { provision, client as simClient } from '../../sim/testkit.mjs';
 import { startIronic } from './harness.mjs';
-import { client as simClient, provision } from '../../sim/testkit.mjs';
 
 let ironic;
 afterEach(() => ironic?.close());

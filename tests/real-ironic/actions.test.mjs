@@ -1,8 +1,9 @@
 // Every waitable action against a real Ironic 39 (fake-hardware, slowed so
 // that the working states are seen), with python-ironicclient 6.3 doing the
 // same on a twin node at the same time; and allocations that become active.
-import { describe, test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
 import { IronicClient } from 'ironic-wait';
 import { realIronic } from './support.mjs';
 

@@ -4,8 +4,9 @@
 // same outcomes, and the requests counted. And a scope (`owner`) on the real
 // API. Each client names itself by its User-Agent, so the proxy tells their
 // requests apart.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { IronicClient } from 'ironic-wait';
 import { realIronic } from './support.mjs';
 

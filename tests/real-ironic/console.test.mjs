@@ -4,9 +4,10 @@
 // page lists the real nodes, runs a wait, and shows a refusal with Ironic's
 // own words and request id; Ironic's REST API is the judge of where the
 // nodes ended. No console errors and no CSP violations on the page.
-import { test, before, after, beforeEach, afterEach } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { startConsoleServer, CSP } from '../../www/server.mjs';
+import { after, afterEach, before, beforeEach, test } from 'node:test';
+import { CSP, startConsoleServer } from '../../www/server.mjs';
 import { launchChromium } from '../runtimes/pages.mjs';
 import { realIronic } from './support.mjs';
 

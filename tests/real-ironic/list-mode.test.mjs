@@ -7,8 +7,9 @@
 // unsettled node was found (never reaching the last page, which holds only
 // the other nodes); per-node GETs only once fewer than listThreshold remain
 // and no more than the last list's pages.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { IronicClient } from 'ironic-wait';
 import { realIronic } from './support.mjs';
 

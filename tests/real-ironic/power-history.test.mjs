@@ -2,8 +2,9 @@
 // (fake-hardware powers nodes on and off; its power delay is set to 1 s so
 // the action is seen under way), and `diagnose` on a deploy that fails the
 // way real-ironic.md's recipe makes it fail.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { IronicClient, StateTransitionFailed } from 'ironic-wait';
 import { realIronic } from './support.mjs';
 

@@ -4,8 +4,9 @@
 // client from that checkpoint, beside the same deploy uninterrupted on three
 // twin nodes; and a step loop, a new client per step, to the end. Every
 // provision PUT is counted in the recording proxy's log: one per node.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { IronicClient } from 'ironic-wait';
 import { realIronic, sleep } from './support.mjs';
 

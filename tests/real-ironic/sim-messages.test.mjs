@@ -11,8 +11,9 @@
 // used only if the Content-Type starts with `application/json`; otherwise, and
 // when there is none, the status's own name ("Not Found"), "HTTP Client Error"
 // for another 4xx, "HTTP Server Error" for another 5xx.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { IronicClient } from 'ironic-wait';
 import { startSimulator } from '../../sim/server.mjs';
 import { oracle, withRequestId } from './support.mjs';

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startIronic, ensureVenv, request, DIR, PYTHON } from '../../scripts/real-ironic.mjs';
+import { DIR, ensureVenv, PYTHON, request, startIronic } from '../../scripts/real-ironic.mjs';
 
 const ORACLE = fileURLToPath(new URL('oracle.py', import.meta.url));
 const API_VERSION = '1.115'; // what the helpers speak; the clients under test negotiate their own

@@ -2,14 +2,15 @@
 // driving the real Ironic 39 its catalog names (behind Keystone) on a third:
 // the package's login works in a browser when Keystone's and Ironic's CORS
 // allow the page, as the README's "Browsers and CORS" says.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { ironicApi, issueToken, passwordAuth, startIronicBehindKeystone, startKeystone } from '../../scripts/real-keystone.mjs';
 import { CSP } from '../../www/server.mjs';
-import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth, ironicApi } from '../../scripts/real-keystone.mjs';
 import { consumerProject } from '../runtimes/harness.mjs';
-import { launchChromium, allowImportMap, servePage, runPage } from '../runtimes/pages.mjs';
+import { allowImportMap, launchChromium, runPage, servePage } from '../runtimes/pages.mjs';
 
 const PROJECT = 'browser';
 const USER = 'frank';

@@ -4,23 +4,24 @@
 // same way (clouds.yaml with secure.yaml, OS_* variables, --os-* flags). Same
 // stdout, stderr and exit code for the same command (node names and request
 // ids aside); ironic-wait alone for what they lack (`node wait`).
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import { ROOT } from '../../scripts/lib.mjs';
+import { VENV as IRONIC_VENV } from '../../scripts/real-ironic.mjs';
 import {
-  startKeystone,
-  startIronicBehindKeystone,
+  ironicApi,
   issueToken,
   passwordAuth,
-  ironicApi,
+  startIronicBehindKeystone,
+  startKeystone,
   writeCloudConfig,
 } from '../../scripts/real-keystone.mjs';
-import { VENV as IRONIC_VENV } from '../../scripts/real-ironic.mjs';
-import { ROOT } from '../../scripts/lib.mjs';
 
 const run = promisify(execFile);
 const PROJECT = 'cli';

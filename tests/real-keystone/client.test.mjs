@@ -3,10 +3,11 @@
 // application credential and token auth, Ironic's endpoint from the catalog,
 // a token renewed before it expires and after it was revoked, Keystone's
 // refusals as AuthError, and no secret in anything the package hands back.
-import { describe, test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { IronicClient, AuthError, InvalidArgumentError } from 'ironic-wait';
-import { startKeystone, startIronicBehindKeystone, issueToken, passwordAuth, ironicApi, REGION } from '../../scripts/real-keystone.mjs';
+import { after, before, describe, test } from 'node:test';
+import { AuthError, InvalidArgumentError, IronicClient } from 'ironic-wait';
+import { ironicApi, issueToken, passwordAuth, REGION, startIronicBehindKeystone, startKeystone } from '../../scripts/real-keystone.mjs';
 
 // Tokens live this long, so that renewal shows within a test: the package
 // renews halfway through a life this short.

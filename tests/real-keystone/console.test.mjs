@@ -2,22 +2,23 @@
 // behind it: the console server reads clouds.yaml (secure.yaml merged) like
 // the CLI, logs in, finds Ironic in the catalog and proxies /v1 with the
 // token, which never reaches the page, an answer or the terminal.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { after, before, test } from 'node:test';
+import { ROOT } from '../../scripts/lib.mjs';
 import {
-  startKeystone,
-  startIronicBehindKeystone,
+  ironicApi,
   issueToken,
   passwordAuth,
-  ironicApi,
+  startIronicBehindKeystone,
+  startKeystone,
   writeCloudConfig,
 } from '../../scripts/real-keystone.mjs';
-import { ROOT } from '../../scripts/lib.mjs';
 
 const PROJECT = 'console';
 const USER = 'dave';

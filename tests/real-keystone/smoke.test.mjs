@@ -4,17 +4,18 @@
 // behind it (`auth_strategy = keystone`) listed in its catalog as `baremetal`.
 // Keystone's and Ironic's answers are the judges: every token is checked by
 // what Ironic does with it, and Keystone's own validation where that says more.
-import { describe, test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { request } from '../../scripts/real-ironic.mjs';
 import {
-  startKeystone,
-  startIronicBehindKeystone,
+  applicationCredentialAuth,
   issueToken,
   passwordAuth,
-  applicationCredentialAuth,
+  startIronicBehindKeystone,
+  startKeystone,
   tokenAuth,
 } from '../../scripts/real-keystone.mjs';
-import { request } from '../../scripts/real-ironic.mjs';
 
 // Every token lives this long, so that the expiry test waits no more; long
 // enough for any other test to use its token on a busy machine.

@@ -10,13 +10,14 @@
 // no other), by a static server that mounts the simulator's handler. And a
 // page of the import-map project reloaded mid-wait, which resumes from the
 // checkpoint it kept in localStorage (browser/resume.js).
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before, test } from 'node:test';
 import { CSP } from '../../www/server.mjs';
-import { BIN, startSim, consumerProject, runToEnd, nodeReport, assertReport } from './harness.mjs';
-import { launchChromium, allowImportMap, servePage, runPage } from './pages.mjs';
+import { assertReport, BIN, consumerProject, nodeReport, runToEnd, startSim } from './harness.mjs';
+import { allowImportMap, launchChromium, runPage, servePage } from './pages.mjs';
 
 // Chromium logs every 4xx answer to fetch; the scenario asks for a missing node on purpose.
 const expected404 = (text) => text === 'Failed to load resource: the server responded with a status of 404 (Not Found)';

@@ -5,13 +5,14 @@
 // simulator. The test is the Worker's caller: HTTP with the bearer secret,
 // and WebSocket listeners (Node 20's WebSocket: this part runs with
 // --experimental-websocket).
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, startSim, consumerProject } from './harness.mjs';
-import { COMPATIBILITY_DATE, installToolchain, bundle, workerdConfig, startWorkerd } from './workerd.mjs';
-import { edgeApi, outcomes, uninterrupted, assertSameOutcomes } from './edge-api.mjs';
+import { after, before, test } from 'node:test';
+import { assertSameOutcomes, edgeApi, outcomes, uninterrupted } from './edge-api.mjs';
+import { consumerProject, ROOT, startSim } from './harness.mjs';
+import { bundle, COMPATIBILITY_DATE, installToolchain, startWorkerd, workerdConfig } from './workerd.mjs';
 
 const SECRET = 'waits-secret-5e1f0b7d';
 const TOKEN = 'ironic-token-9c2a44e1';

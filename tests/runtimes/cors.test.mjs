@@ -3,14 +3,15 @@
 // `allowed_origin`), once with the settings the README documents. The page
 // (browser/cors.js, the package through an import map) runs under the
 // console's CSP plus its import map's hash and Ironic's origin in connect-src.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CSP } from '../../www/server.mjs';
+import { after, before, test } from 'node:test';
 import { startIronic } from '../../scripts/real-ironic.mjs';
+import { CSP } from '../../www/server.mjs';
 import { consumerProject } from './harness.mjs';
-import { launchChromium, allowImportMap, servePage, runPage } from './pages.mjs';
+import { allowImportMap, launchChromium, runPage, servePage } from './pages.mjs';
 
 // What the README's "Browsers and CORS" section tells Ironic operators to set.
 const DOCUMENTED_CORS = {

@@ -4,13 +4,14 @@
 // simulator. The test is the server's caller: HTTP with the bearer secret,
 // and Server-Sent Events listeners. Outcomes are compared with the same
 // calls in Node, uninterrupted, on a second simulator.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, CACHE, ROOT, startSim, consumerProject, runToEnd, lastJsonLine } from './harness.mjs';
-import { edgeApi, outcomes, uninterrupted, assertSameOutcomes } from './edge-api.mjs';
+import { after, before, test } from 'node:test';
+import { assertSameOutcomes, edgeApi, outcomes, uninterrupted } from './edge-api.mjs';
+import { BIN, CACHE, consumerProject, lastJsonLine, ROOT, runToEnd, startSim } from './harness.mjs';
 
 const DENO = join(BIN, 'deno');
 const SECRET = 'waits-secret-3d9a61c4';

@@ -4,10 +4,11 @@
 // simulator's host:port: the package's wasm needs no --allow-read. And a
 // wait's checkpoint carried from one Deno process to the next
 // (resume-runner.mjs): resume() and a step() loop.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { BIN, CACHE, startSim, consumerProject, runToEnd, lastJsonLine, nodeReport, assertReport } from './harness.mjs';
+import { after, before, test } from 'node:test';
+import { assertReport, BIN, CACHE, consumerProject, lastJsonLine, nodeReport, runToEnd, startSim } from './harness.mjs';
 
 const DENO = join(BIN, 'deno');
 // Deno's caches stay in the git-ignored folder; no update check.

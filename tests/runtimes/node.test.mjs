@@ -1,12 +1,13 @@
 // The runtime matrix, Node: the scenario in this Node (20), from a consumer
 // project with the package installed from its `npm pack` tarball; and the
 // `ironic-wait` command that tarball installs.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { CACHE, startSim, nodeReport, assertReport } from './harness.mjs';
+import { assertReport, CACHE, nodeReport, startSim } from './harness.mjs';
 
 let sim;
 before(async () => {

@@ -2,8 +2,8 @@
 // playwright-core, a static page server, and a page's report.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import http from 'node:http';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import { extname, join, normalize } from 'node:path';
 import { chromium } from 'playwright-core';
 import { CHROMIUM } from '../../scripts/setup.mjs';

@@ -88,6 +88,7 @@ export async function runScenario(api, { url }) {
         version: /^\d+\.\d+\.\d+$/.test(api.version()),
         microversion: await client().microversion(),
         deploy: api.tables().actionsByName.deploy,
+        // biome-ignore lint/suspicious/noSelfCompare: two calls give the same frozen object.
         frozen: Object.isFrozen(api.tables().limits) && api.tables() === api.tables(),
       };
     },

@@ -2,8 +2,8 @@
 // wrangler from a consumer project; GET /?ironic=URL runs the scenario and
 // answers the report; POST /start and /step are edge-step.mjs's.
 import * as api from 'ironic-wait';
-import { runScenario } from './scenario.mjs';
 import { handleStep } from './edge-step.mjs';
+import { runScenario } from './scenario.mjs';
 
 export default {
   async fetch(request) {

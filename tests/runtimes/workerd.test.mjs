@@ -6,12 +6,13 @@
 // Worker makes one step() of a wait per request (edge-step.mjs), the test
 // playing the alarm that brings it the checkpoint again. The Durable Object
 // of `ironic-wait/cloudflare` is cloudflare.test.mjs's.
-import { test, before, after } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSim, consumerProject, nodeReport, assertReport } from './harness.mjs';
-import { COMPATIBILITY_DATE, installToolchain, bundle, workerdConfig, startWorkerd } from './workerd.mjs';
+import { after, before, test } from 'node:test';
+import { assertReport, consumerProject, nodeReport, startSim } from './harness.mjs';
+import { bundle, COMPATIBILITY_DATE, installToolchain, startWorkerd, workerdConfig } from './workerd.mjs';
 
 let sim;
 let workerd;
