@@ -3,9 +3,11 @@
 // every `npm run build` / `npm test` runs it first.
 //
 // Adding a requirement = adding one entry to STEPS: `present()` is a cheap
-// check, `install()` runs only when it returns false. Steps marked `tests`
-// are only for `npm test` (`node scripts/setup.mjs --tests`), so that
-// `npm start` on a fresh machine installs no browser.
+// check, `install()` runs only when it returns false. `setup()` runs the
+// steps the build needs; a step marked `tests` runs only when named
+// (`node scripts/setup.mjs --step chromium`), as `npm test` does for the
+// parts that need it, so that `npm start` on a fresh machine installs no
+// browser.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,17 +21,20 @@ export const CHROMIUM = '/usr/bin/chromium';
 
 const STEPS = [
   {
+    id: 'npm',
     name: 'npm packages',
     present: npmInstalled,
     // `npm ci` installs exactly the lock; without a lock, make one.
     install: () => run('npm', [existsSync(join(ROOT, 'package-lock.json')) ? 'ci' : 'install', '--no-audit', '--no-fund']),
   },
   {
+    id: 'wasm-target',
     name: `Rust target ${WASM_TARGET}`,
     present: () => (capture('rustup', ['target', 'list', '--installed']) ?? '').split('\n').includes(WASM_TARGET),
     install: () => run('rustup', ['target', 'add', WASM_TARGET]),
   },
   {
+    id: 'wasm-bindgen',
     name: 'wasm-bindgen-cli',
     present: wasmBindgenInstalled,
     install: installWasmBindgen,
@@ -37,6 +42,7 @@ const STEPS = [
   {
     // The console's browser tests drive Debian's Chromium with playwright-core
     // (a browser download of Playwright's own cannot reach its host).
+    id: 'chromium',
     name: 'Chromium (Debian package)',
     tests: true,
     present: () => existsSync(CHROMIUM),
@@ -44,9 +50,12 @@ const STEPS = [
   },
 ];
 
-export async function setup({ tests = false } = {}) {
-  for (const step of STEPS) {
-    if ((step.tests && !tests) || step.present()) continue;
+/** Installs what is missing of `ids` (default: every step the build needs). */
+export async function setup(ids = STEPS.filter((s) => !s.tests).map((s) => s.id)) {
+  const unknown = ids.filter((id) => !STEPS.some((s) => s.id === id));
+  if (unknown.length) throw new Error(`no set-up step ${unknown.join(', ')}; the steps: ${STEPS.map((s) => s.id).join(', ')}`);
+  for (const step of STEPS.filter((s) => ids.includes(s.id))) {
+    if (step.present()) continue;
     console.error(`setup: installing ${step.name}`);
     await step.install();
     if (!step.present()) throw new Error(`${step.name}: still missing after installing it`);
@@ -120,5 +129,7 @@ function otherCargoInstall() {
 
 // Run when invoked as a script (`node scripts/setup.mjs`), not when imported.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main('setup', () => setup({ tests: process.argv.includes('--tests') }));
+  const argv = process.argv.slice(2);
+  const named = argv.flatMap((arg, i) => (argv[i - 1] === '--step' ? [arg] : []));
+  main('setup', () => setup(named.length ? named : undefined));
 }
