@@ -48,6 +48,15 @@ const SETUP = [
     cpu: 1,
     seconds: 150,
   },
+  {
+    // Node 22 and wrangler for the two workerd parts, installed once before either runs.
+    name: 'wrangler',
+    what: 'wrangler and its Node 22 (tests/runtimes/wrangler)',
+    needs: ['npm'],
+    cmd: node('--input-type=module', '-e', "import { installToolchain } from './tests/runtimes/workerd.mjs'; installToolchain();"),
+    cpu: 0.5,
+    seconds: 40,
+  },
   { name: 'keystone-venv', what: 'Keystone 30 from PyPI', cmd: node('scripts/real-keystone.mjs', 'install'), cpu: 1, seconds: 120 },
 ];
 
@@ -126,7 +135,7 @@ const PARTS = [
   {
     name: 'workerd',
     what: 'the runtime scenario in a wrangler-bundled Worker under workerd',
-    needs: ['build'],
+    needs: ['build', 'wrangler'],
     cmd: node('--test', 'tests/runtimes/workerd.test.mjs'),
     cpu: 1,
     seconds: 30,
@@ -134,7 +143,7 @@ const PARTS = [
   {
     name: 'cloudflare',
     what: "ironic-wait/cloudflare's Durable Object in examples/cloudflare's Worker under workerd: storage and alarms on disk, WebSocket listeners, SIGKILL",
-    needs: ['build'],
+    needs: ['build', 'wrangler'],
     cmd: node('--experimental-websocket', '--test', 'tests/runtimes/cloudflare.test.mjs'),
     cpu: 0.5,
     seconds: 90,
