@@ -61,7 +61,8 @@ test('PUTs go out concurrently, within the cap', async () => {
   const names = Array.from({ length: 20 }, (_, i) => `p${i}`);
   const client = await start({
     nodes: names.map((name) => ({ name, provision_state: 'enroll' })),
-    faults: [{ kind: 'latency', ms: 100, method: 'PUT' }],
+    // Long enough that all eight are in flight at once at the server, however late a loaded machine reads them.
+    faults: [{ kind: 'latency', ms: 500, method: 'PUT' }],
   });
   const report = await client.provision(names, 'manage');
   assert.deepEqual(
@@ -77,8 +78,8 @@ test('after a PUT fails no new one starts, and the first failure in order is the
   const names = Array.from({ length: 20 }, (_, i) => `p${i}`);
   const client = await start({
     nodes: names.map((name) => ({ name, provision_state: name === 'p2' ? 'active' : 'enroll' })),
-    // p2 is refused at once, while the others are still in flight.
-    faults: [{ kind: 'latency', ms: 100, method: 'PUT', node: names.filter((n) => n !== 'p2') }],
+    // p2 is refused at once, while the others are still in flight (for far longer than a loaded machine lags).
+    faults: [{ kind: 'latency', ms: 1000, method: 'PUT', node: names.filter((n) => n !== 'p2') }],
   });
   await assert.rejects(client.provision(names, 'manage', { wait: true }), (e) => {
     assert.ok(e instanceof IronicHttpError);
@@ -139,10 +140,13 @@ test('an unexpected stable state fails, unless failOnUnexpectedState is off', as
   );
 });
 
-test("a timeout rejects with python-ironicclient's message and a final check at the deadline", async () => {
+// python-ironicclient would sleep the whole interval before its last check;
+// we make that check at the deadline. With an interval 400 times the
+// timeout, the order decides it: a second check that comes at all before
+// the test's own timeout came at the deadline, not after the interval.
+test("a timeout rejects with python-ironicclient's message and a final check at the deadline", { timeout: 120_000 }, async () => {
   const client = await start({ nodes: nodes({ a: 'available', b: 'available' }), transitions: [{ action: 'deploy', stall: true }] });
-  const started = performance.now();
-  await assert.rejects(client.provision(['a', 'b'], 'deploy', { wait: 1.5, pollInterval: 10 }), (e) => {
+  await assert.rejects(client.provision(['a', 'b'], 'deploy', { wait: 1.5, pollInterval: 600 }), (e) => {
     assert.ok(e instanceof StateTransitionTimeout);
     assert.equal(e.message, 'Node(s) a, b failed to reach state active in 1.5 seconds');
     assert.deepEqual(e.nodes, ['a', 'b']);
@@ -153,11 +157,15 @@ test("a timeout rejects with python-ironicclient's message and a final check at 
         ['timed-out', 'deploying', 2],
       ],
     );
+    // The library's own clock: the wait ended long before one interval had passed.
+    assert.ok(e.report.elapsed < 600, `settled ${e.report.elapsed} s in`);
     return true;
   });
-  // python-ironicclient would sleep the whole 10 s interval; we end at the deadline.
-  assert.ok(performance.now() - started < 5000);
+  const [first, last] = ironic.sim.log({ method: 'GET', path: '/v1/nodes/a' });
+  assert.ok(last, 'checks at 0 and at the deadline');
   assert.equal(ironic.requests('GET', '/v1/nodes/a').length, 2, 'checks at 0 and at the deadline');
+  // On the simulator's clock: the final check came at the deadline (not before it), not after the interval.
+  assert.ok(last.t - first.t >= 1000 && last.t - first.t < 600_000, `the final check ${last.t - first.t} ms after the first`);
 });
 
 test('aborting mid-wait rejects with the signal reason and nothing is sent after', async () => {
@@ -197,7 +205,12 @@ test('abort cancels the request in flight', async () => {
 });
 
 // python-ironicclient's wait starts its clock on entry; checking a huge
-// list of identifiers (100,000 take 100-300 ms) must not lengthen it.
+// list of identifiers (100,000 take 100-300 ms) must not lengthen it. The
+// checking here takes a second (a busy loop on the wall clock, so a loaded
+// machine cannot make it shorter), twice the timeout: counted from the
+// call, the deadline has passed when the checks end, and the wait times out
+// without a round of its own (at most the one final check); counted from
+// the end of the checks, it would check at 0 and again at the deadline.
 test("a wait's deadline runs from the method's call, not from the end of its argument checks", async () => {
   const client = await start({ nodes: nodes({ n1: 'deploying' }), transitions: [{ node: 'n1', action: 'deploy', stall: true }] });
   const slow = new Proxy(['n1'], {
@@ -207,10 +220,16 @@ test("a wait's deadline runs from the method's call, not from the end of its arg
       return Reflect.getOwnPropertyDescriptor(target, key);
     },
   });
-  const called = performance.now();
-  await assert.rejects(client.waitForProvisionState(slow, 'active', { timeout: 1, pollInterval: 0.1 }), StateTransitionTimeout);
-  const took = performance.now() - called;
-  assert.ok(took < 1600, `settled ${took.toFixed(0)} ms after the call: the second of checking was not counted in the timeout`);
+  await assert.rejects(client.waitForProvisionState(slow, 'active', { timeout: 0.5, pollInterval: 0.1 }), (e) => {
+    assert.ok(e instanceof StateTransitionTimeout);
+    const [entry] = e.report.nodes;
+    assert.equal(entry.outcome, 'timed-out');
+    assert.ok(entry.polls <= 1, `${entry.polls} checks: the second of checking was not counted in the timeout`);
+    // The wait's own clock started at the call: the second of checking is in it.
+    assert.ok(e.report.elapsed >= 1, `elapsed ${e.report.elapsed} s`);
+    return true;
+  });
+  assert.ok(ironic.requests('GET', '/v1/nodes/n1').length <= 1, 'no round but the final check');
 });
 
 // Node's fetch follows the caller's signal through a weak reference only: a
