@@ -15,13 +15,36 @@ const now = () => performance.timeOrigin + performance.now();
 // Every fetch the package starts, with the instant it started: a fetch that
 // starts after the abort is a request sent after the abort, however fast the
 // server is. (The package calls the global fetch at each request, with a
-// Request object.)
+// Request object.) Each also keeps the signal it was made with and whether
+// its promise had settled: a fetch still unsettled at the abort is a request
+// in flight, which the abort must cancel (its signal aborted: Node's fetch
+// then hangs up on the server). The settling is seen in order, not timed:
+// this callback is the promise's first, so it runs before the package sees
+// the answer.
 const fetches = [];
 const platformFetch = globalThis.fetch;
 globalThis.fetch = function recordedFetch(input, init) {
-  fetches.push({ t: now(), url: String(input?.url ?? input), method: init?.method ?? input?.method ?? 'GET' });
-  return Reflect.apply(platformFetch, this, [input, init]);
+  const entry = {
+    t: now(),
+    url: String(input?.url ?? input),
+    method: init?.method ?? input?.method ?? 'GET',
+    signal: init?.signal ?? input?.signal ?? null,
+    settled: false,
+  };
+  fetches.push(entry);
+  const promise = Reflect.apply(platformFetch, this, [input, init]);
+  Promise.resolve(promise).then(
+    () => {
+      entry.settled = true;
+    },
+    () => {
+      entry.settled = true;
+    },
+  );
+  return promise;
 };
+/** A fetch as the result carries it (plain JSON). */
+const plain = ({ t, url, method }) => ({ t, url, method });
 
 const escaped = [];
 process.on('uncaughtException', (e) => escaped.push(`uncaught exception: ${text(e)}`));
@@ -77,6 +100,11 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  *   k-th progress event aborts, from inside onProgress;
  * - `reason`: see makeReason; `settleWithin`: ms to wait after the abort.
  * `hooks.aborting(at)` is told the instant just before the abort.
+ * Judged by order, not by time: `settledInTurn` says the promise had settled
+ * when the event loop's next turn began after the abort (the package
+ * rejects within the abort's own task); `inFlight` are the fetches to
+ * `spec.url` unsettled at the abort, each with whether its signal was
+ * aborted by the end of the trial.
  * @returns the result, plain JSON: instants are ms since the epoch.
  */
 export async function runTrial(spec, hooks = {}) {
@@ -90,16 +118,24 @@ export async function runTrial(spec, hooks = {}) {
     settledFirst: false,
     reasonMatches: false,
     error: null,
+    settledInTurn: null,
     fetches: [],
+    inFlight: [],
     escaped: [],
   };
+  let inFlight = [];
   const abort = () => {
     if (result.abortAt !== null) return;
     result.settledFirst = result.outcome !== 'pending';
     result.abortAt = now();
+    inFlight = fetchesTo(spec.url).filter((f) => !f.settled);
     hooks.aborting?.(result.abortAt);
     if (spec.reason === 'undefined') controller.abort();
     else controller.abort(reason);
+    // After this task and its microtasks, before anything else the loop does.
+    setImmediate(() => {
+      result.settledInTurn = result.outcome !== 'pending';
+    });
   };
 
   const clientOptions = { endpoint: spec.url, ...spec.client };
@@ -155,6 +191,8 @@ export async function runTrial(spec, hooks = {}) {
   if (result.abortAt !== null && result.outcome === 'pending') {
     await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, spec.settleWithin ?? 1000).unref())]);
   }
+  if (result.abortAt !== null && result.settledInTurn === null) await new Promise((resolve) => setImmediate(resolve));
+  result.inFlight = inFlight.map((f) => ({ ...plain(f), hungUp: f.signal?.aborted === true }));
   return result;
 }
 
@@ -168,7 +206,7 @@ if (!isMainThread && parentPort) {
     // What the call still does after settling (a late fetch, a stray
     // rejection) is this trial's too.
     await sleep(spec.grace ?? 150);
-    result.fetches = fetchesTo(spec.url);
+    result.fetches = fetchesTo(spec.url).map(plain);
     result.escaped = escaped.slice(mark);
     parentPort.postMessage({ type: 'result', result });
   });
@@ -182,7 +220,7 @@ if (!isMainThread && parentPort) {
   }).then((settled) => Object.assign(result, settled));
   // Reported when Node exits by itself (stdout is synchronous for a pipe).
   process.on('exit', () => {
-    Object.assign(result, { fetches: fetchesTo(spec.url), escaped, exitAt: now() });
+    Object.assign(result, { fetches: fetchesTo(spec.url).map(plain), escaped, exitAt: now() });
     process.stdout.write(`${JSON.stringify(result)}\n`);
   });
 }
