@@ -221,6 +221,7 @@ test('onCheckpoint: a round in which nothing changed makes no checkpoint', async
 test('checkpoint() is synchronous, sends nothing, and refuses what the method would refuse', async () => {
   const ironic = await sim({ nodes: nodes({ n1: 'available', n2: 'active' }) });
   const client = new IronicClient({ endpoint: ironic.url });
+  const madeFrom = Date.now();
   const texts = [
     client.checkpoint('provision', ['n1'], 'deploy', { wait: 30, pollInterval: 1, configDrive: { user_data: 'x' } }),
     client.checkpoint('provision', 'n1', 'deploy'),
@@ -229,13 +230,16 @@ test('checkpoint() is synchronous, sends nothing, and refuses what the method wo
     client.checkpoint('createAllocation', { resourceClass: 'gold' }),
     client.checkpoint('waitForAllocation', 'alloc-1', { timeout: 5 }),
   ];
+  const madeBy = Date.now();
   for (const text of texts) {
     assert.equal(typeof text, 'string');
     const cp = JSON.parse(text);
     assert.equal(cp.ironicWaitCheckpoint, 1);
     assert.equal(cp.requests, 0);
     assert.equal(cp.microversion, null, 'not even the version was asked for');
-    assert.ok(Math.abs(cp.startedAt - Date.now()) < 5000, 'started now, by the wall clock');
+    // Started now, by the wall clock: between the instants read around the calls (by order, not by a
+    // margin; a few ms either way for the wall clock the client keeps beside its monotonic one).
+    assert.ok(cp.startedAt >= madeFrom - 50 && cp.startedAt <= madeBy + 50, `startedAt ${cp.startedAt}, made in [${madeFrom}, ${madeBy}]`);
   }
   assert.equal(JSON.parse(texts[0]).puts[0].body.configdrive.user_data, 'x', 'the PUT body, unsent, is in the plan');
   assert.equal(JSON.parse(texts[3]).post.resource_class, 'gold');
@@ -509,8 +513,10 @@ test('a step loop, each step in a new process, sleeping until wakeAt: the same o
   for (let i = 0; i < 100 && checkpoint; i++) {
     writeFileSync(file, checkpoint);
     const before = ironic.sim.log().length;
+    const stepFrom = Date.now();
     const run = runChild({ mode: 'step', url: ironic.url, file });
     const result = await run.result();
+    const stepBy = Date.now();
     assert.equal(result?.ok, true, `step ${i}: ${JSON.stringify(result)} ${run.stderr}`);
     const answer = result.value;
     const sent = ironic.sim
@@ -521,7 +527,11 @@ test('a step loop, each step in a new process, sleeping until wakeAt: the same o
     checkpoint = answer.checkpoint;
     if (checkpoint) {
       assert.equal(typeof answer.wakeAt, 'number');
-      assert.ok(answer.wakeAt > Date.now() - 1000 && answer.wakeAt < Date.now() + 1000, `wakeAt ${answer.wakeAt - Date.now()} ms from now`);
+      // Due after the step began and no later than one interval after it ended (by order, not by a margin).
+      assert.ok(
+        answer.wakeAt >= stepFrom - 50 && answer.wakeAt <= stepBy + options.pollInterval * 1000 + 50,
+        `wakeAt ${answer.wakeAt - stepFrom} ms after the step began, which took ${stepBy - stepFrom} ms`,
+      );
       await sleep(Math.max(0, answer.wakeAt - Date.now()));
     }
   }
