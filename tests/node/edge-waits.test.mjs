@@ -43,8 +43,12 @@ test('a round while a POST stores its wait leaves the PUTs to the POST: each nod
     release = resolve;
   });
   const posting = post(waits, 'provision', [['n1', 'n2'], 'deploy', { wait: 10, pollInterval: 0.1 }]);
-  await sleep(20);
-  // The record is readable, its write not yet over: a round now must not step it.
+  // Once the record is readable (its write not yet over), a round must not step it. Waited for, not slept
+  // for: the bound is for a POST that never stores, far past what a loaded machine takes.
+  for (const giveUp = Date.now() + 30_000; (await storage.list('wait:')).length === 0; ) {
+    assert.ok(Date.now() < giveUp, 'the POST never stored its wait');
+    await sleep(5);
+  }
   assert.equal((await storage.list('wait:')).length, 1);
   const rounding = waits.round();
   await sleep(50);

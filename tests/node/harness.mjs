@@ -68,8 +68,11 @@ export const nodes = (spec) => Object.entries(spec).map(([name, provision_state]
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Resolves once `condition()` holds, checking every 10 ms; fails after `ms`. */
-export async function until(condition, ms = 10_000) {
+/**
+ * Resolves once `condition()` holds, checking every 10 ms; fails after `ms`: a bound for a condition that
+ * never comes, far past what a loaded machine takes for one that does (they take milliseconds).
+ */
+export async function until(condition, ms = 30_000) {
   const deadline = performance.now() + ms;
   while (!condition()) {
     if (performance.now() > deadline) throw new Error(`condition not met in ${ms} ms: ${condition}`);
