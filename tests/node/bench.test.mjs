@@ -117,10 +117,12 @@ function checkFleet(md, clients) {
     }
   }
   assert.equal(rows.length, clients.length, `fleet: rows ${rows.map((r) => r[0])}`);
-  // The changes client had its quiet round (after the lone change) and churn rounds.
+  // The changes client's quiet round (after the lone change) and churn rounds: columns of the table. Whether
+  // a round fell in the quiet phase depends on the machine's load (the schedule is on the wall clock, a
+  // loaded run has shown none), so a figure or '—'; which figure is no test's to judge.
   const changes = rows.find((r) => r[0] === 'ironic-wait changes');
-  assert.match(changes[head.indexOf('quiet round: requests')], NUMBER);
-  assert.match(changes[head.indexOf('churn rounds: requests')], NUMBER);
+  assert.match(changes[head.indexOf('quiet round: requests')], /^(\d+(\.\d+)?|—)$/);
+  assert.match(changes[head.indexOf('churn rounds: requests')], /^(\d+(\.\d+)?|—)$/);
   const [targetsHead, ...targets] = tableAfter(md, '### Targets');
   assert.deepEqual(targetsHead, ['target', 'F', 'N', 'measured (ironic-wait changes)', 'met?']);
   for (const row of targets) assert.match(row[4], /^(met|missed|not measured)$/, `target "${row[0]}": "${row[4]}"`);

@@ -202,10 +202,18 @@ test('onCheckpoint: a round in which nothing changed makes no checkpoint', async
   });
   const client = new IronicClient({ endpoint: ironic.url });
   const checkpoints = [];
-  await assert.rejects(
-    client.provision(['s1', 's2'], 'deploy', { wait: 0.6, pollInterval: 0.03, onCheckpoint: (c) => checkpoints.push(c) }),
-    StateTransitionTimeout,
-  );
+  // Eight rounds at least, counted, then an abort ends the wait (a timeout would end it after a time in
+  // which a loaded machine makes fewer rounds: it once made 3 in 0.6 s).
+  const controller = new AbortController();
+  const waiting = client.provision(['s1', 's2'], 'deploy', {
+    wait: 60,
+    pollInterval: 0.03,
+    signal: controller.signal,
+    onCheckpoint: (c) => checkpoints.push(c),
+  });
+  await until(() => ironic.requests('GET', '/v1/nodes/s1').length >= 8);
+  controller.abort();
+  await assert.rejects(waiting, (e) => e.name === 'AbortError');
   const rounds = ironic.requests('GET', '/v1/nodes/s1').length;
   assert.ok(rounds >= 8, `${rounds} rounds`);
   assert.equal(checkpoints.length, 2, `after the PUTs and after the first round, none of the ${rounds - 1} rounds after`);
@@ -273,7 +281,9 @@ function thousandNodes() {
   thousand ??= (async () => {
     const names = Array.from({ length: 1000 }, (_, i) => `node-${String(i).padStart(4, '0')}`);
     const ironic = await sim({
-      nodes: names.map((name, i) => ({ name, provision_state: 'available', timing: { deploying: 400 + (i % 10) * 150 } })),
+      // Deploys of 2-9 s (two deploying phases): a quarter of the nodes still under way well after the PUTs, however
+      // long a loaded machine takes over them.
+      nodes: names.map((name, i) => ({ name, provision_state: 'available', timing: { deploying: 1000 + (i % 10) * 400 } })),
       transitions: [{ node: names.filter((_, i) => i % 97 === 5), action: 'deploy', fail: 'Deploy step failed: no image' }],
     });
     const client = new IronicClient({ endpoint: ironic.url });
@@ -504,7 +514,8 @@ test('settled outcomes survive a checkpoint exactly: a refused PUT, a node gone,
 
 test('a step loop, each step in a new process, sleeping until wakeAt: the same outcomes, no PUT twice', async () => {
   const expected = await uninterrupted();
-  const ironic = await sim(killScenario());
+  // Deploys of 4-6.5 s: steps enough however long a loaded machine takes to start each step's process.
+  const ironic = await sim({ ...killScenario(), timing: { deploying: [1500, 2500], 'wait call-back': [1000, 1500] } });
   const file = path.join(TMP, 'steps.json');
   const options = { ...KILL_OPTIONS, pollInterval: 0.25 };
   let checkpoint = new IronicClient({ endpoint: ironic.url }).checkpoint('provision', KILL_NODES, 'deploy', options);
