@@ -28,7 +28,7 @@ const NODES = [{ name: 'n1', provision_state: 'available', resource_class: 'gold
  * connection or a whole answer is in: `{ status, headers, body, text }`
  * (headers: lowercase name -> array of values).
  */
-function exchange(port, head, { body = '', halfOpen = false, timeout = 10_000, ended = true } = {}) {
+function exchange(port, head, { body = '', halfOpen = false, timeout = 60_000, ended = true } = {}) {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: halfOpen });
     let data = Buffer.alloc(0);
@@ -532,7 +532,11 @@ test('preflights get no CORS headers, and other methods are refused', async () =
 
 test('request bodies: the limit is exact, larger ones are refused at once, slow ones time out', async () => {
   for (const mode of ['proxy', 'simulator']) {
-    const c = await consoleIn(mode, { bodyTimeout: 600, headersTimeout: 800 });
+    // The server's own time limits for the bodies that do come (a loaded
+    // machine may take a while over a 1 MiB body); a second server with
+    // short ones for the body and the headers that never come.
+    const c = await consoleIn(mode);
+    const slowServer = await consoleIn(mode, { bodyTimeout: 600, headersTimeout: 800 });
     const write = (body, extra = {}) =>
       c.send(
         'POST',
@@ -591,25 +595,35 @@ test('request bodies: the limit is exact, larger ones are refused at once, slow 
     );
     assert.equal(chunked.status, 413);
 
-    // A body that stops coming: 408 after the body time limit, the connection closed.
-    const started = performance.now();
-    const slow = await c.send(
+    // A body that stops coming: 408 by the body's own timer (its message names its limit; Node's
+    // request timeout, the backstop, would answer a bare 408 later), the connection closed.
+    const slow = await slowServer.send(
       'POST',
       '/v1/allocations',
       {
-        'X-Console-Token': c.token,
+        'X-Console-Token': slowServer.token,
         'Content-Type': 'application/json',
         'Content-Length': 100,
       },
-      { body: '{"resource_class": ', timeout: 15_000 },
+      { body: '{"resource_class": ', timeout: 60_000 },
     );
     assert.equal(slow.status, 408);
     assertSecurityHeaders(slow, '408');
-    assert.ok(performance.now() - started < 10_000, 'the slow body was cut');
+    assert.equal(
+      JSON.parse(JSON.parse(slow.body).error_message).faultstring,
+      'The request body did not arrive within 0.6 s.',
+      'the slow body was cut',
+    );
+    assert.equal(slow.headers.connection[0], 'close');
     // Headers that never end: Node's headers timeout, answered with the security headers.
-    const slowHead = await exchange(c.port, `GET /v1/nodes HTTP/1.1\r\nHost: ${c.host}\r\nX-Slow: 1`, { ended: false, timeout: 15_000 });
+    const slowHead = await exchange(slowServer.port, `GET /v1/nodes HTTP/1.1\r\nHost: ${slowServer.host}\r\nX-Slow: 1`, {
+      ended: false,
+      timeout: 60_000,
+    });
     assert.equal(slowHead.status, 408);
     assertSecurityHeaders(slowHead, 'headers timeout');
+    assert.deepEqual(slowServer.reached(), [], `${mode}: neither slow request reached Ironic`);
+    assert.equal(slowServer.allocations(), 0);
 
     // Too many or too large headers.
     const many = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`X-H${i}`, 'x']));
@@ -626,7 +640,7 @@ test('request bodies: the limit is exact, larger ones are refused at once, slow 
   }
 });
 
-test("a 50 MB body is refused with 413 without growing the server's memory", { timeout: 60_000 }, async () => {
+test("a 50 MB body is refused with 413 without growing the server's memory", { timeout: 300_000 }, async () => {
   // The server in a process of its own, so its RSS is its alone.
   const code = `
     import { startConsoleServer } from ${JSON.stringify(new URL('../../www/server.mjs', import.meta.url).href)};
