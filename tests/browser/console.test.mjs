@@ -31,7 +31,10 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
   '--no-first-run',
 ];
-const TEST_TIMEOUT = 30_000;
+// Bounds, not budgets: a test takes 2 to 10 s, a wait in it a few seconds at most; a loaded
+// machine running other suites beside this one must not reach them by chance.
+const TEST_TIMEOUT = 120_000;
+const STEP_TIMEOUT = 60_000;
 // Quick phases for the scripted scenarios (the demo fleet keeps its own).
 const TIMING = Object.fromEntries(
   ['verifying', 'deploying', 'wait call-back', 'deleting', 'cleaning', 'inspecting', 'adopting', 'rescuing', 'unrescuing', 'servicing'].map(
@@ -53,7 +56,7 @@ before(async () => {
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1280, height: 800 },
-    timeout: 20_000,
+    timeout: 60_000,
   });
 });
 
@@ -66,7 +69,7 @@ after(async () => {
 beforeEach(async () => {
   problems = [];
   page = await context.newPage();
-  page.setDefaultTimeout(10_000);
+  page.setDefaultTimeout(STEP_TIMEOUT);
   page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('dialog', (d) => {
@@ -81,11 +84,20 @@ afterEach(async () => {
   if (page && !page.isClosed()) {
     for (const button of await page.locator('#waits .wait-cancel:visible').all()) await button.click().catch(() => {});
     await page
-      .waitForFunction(() => !document.querySelector('#waits .wait-panel[data-status="running"]'), null, { timeout: 5000 })
+      .waitForFunction(() => !document.querySelector('#waits .wait-panel[data-status="running"]'), null, { timeout: 30_000 })
       .catch(() => {});
   }
   await page?.close();
 });
+
+/** Resolves once `condition()` (on this side: the simulator's log, say) holds; fails after `ms`. */
+async function until(condition, what, ms = STEP_TIMEOUT) {
+  const deadline = performance.now() + ms;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`${what}: not so after ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 /** Loads `scenario` into the simulator and opens the page; resolves when the table is filled. */
 async function open(scenario) {
@@ -136,7 +148,9 @@ const summary = () =>
   );
 
 test('manage with wait takes three nodes to manageable, through verifying', { timeout: TEST_TIMEOUT }, async () => {
+  // The simulator's clock moves by hand: the nodes stay in verifying until the page has seen them there.
   await open({
+    manualClock: true,
     timing: TIMING,
     nodes: [
       { name: 'e1', provision_state: 'enroll' },
@@ -149,6 +163,14 @@ test('manage with wait takes three nodes to manageable, through verifying', { ti
   assert.equal(await page.textContent('#selection'), 'No nodes selected: tick them in the table.');
 
   await runAction(['e1', 'e2', 'e3'], 'manage');
+  await page.waitForFunction(
+    (ids) =>
+      ids.every(
+        (id) => document.querySelector(`#waits > .wait-panel:first-child .run-rows > li[data-uuid="${id}"]`)?.dataset.state === 'verifying',
+      ),
+    ['e1', 'e2', 'e3'].map(uuidOf),
+  );
+  server.sim.advance(TIMING.verifying);
   assert.deepEqual(await settled(['e1', 'e2', 'e3']), { e1: 'reached', e2: 'reached', e3: 'reached' });
 
   for (const name of ['e1', 'e2', 'e3']) {
@@ -181,7 +203,7 @@ test("the table is fed by the hub's watches (no refresh timer, no request per no
     ],
   });
   const lists = () => server.sim.log({ method: 'GET', path: '/v1/nodes' });
-  while (lists().length < 3) await page.waitForTimeout(100);
+  await until(() => lists().length >= 3, 'three listings');
   // Two watches of the scope on the client's loop: the change feed (its
   // fields, stamp included), and one of the other columns, listed in full.
   const feed = ['uuid', 'name', 'provision_state', 'target_provision_state', 'last_error', 'provision_updated_at'].sort();
@@ -210,22 +232,42 @@ test("the table is fed by the hub's watches (no refresh timer, no request per no
   server.sim.setNode('n1', { provision_state: 'manageable' });
   await page.waitForFunction(() => document.querySelector('#node-rows tr[data-name="n1"]').dataset.state === 'manageable');
 
-  await page.evaluate(() => {
-    Object.defineProperty(document, 'hidden', { value: true, configurable: true });
-    document.dispatchEvent(new Event('visibilitychange'));
-  });
-  await page.waitForFunction(() => document.querySelector('#refresh-status').textContent === 'Paused while the page is hidden');
-  await page.waitForTimeout(300); // the hub hears of it
-  const before = lists().length;
-  const since = server.sim.now();
-  while (server.sim.now() < since + 3000) await page.waitForTimeout(100); // longer than the 2 s rounds
-  assert.equal(lists().length, before, 'no listing while the only tab showing the scope is hidden');
-  await page.evaluate(() => {
-    Object.defineProperty(document, 'hidden', { value: false, configurable: true });
-    document.dispatchEvent(new Event('visibilitychange'));
-  });
-  await page.waitForFunction(() => /^Updated /.test(document.querySelector('#refresh-status').textContent));
-  assert.ok(lists().length > before, 'lists again once visible');
+  // A second tab on another scope (the available nodes) keeps the hub's loop going: the rounds
+  // of its change feed are the clock by which this tab's silence is measured.
+  const hasState = (e) => new URLSearchParams(e.query).has('provision_state');
+  const ours = () => lists().filter((e) => !hasState(e));
+  const otherRounds = () =>
+    lists().filter(
+      (e) => new URLSearchParams(e.query).get('provision_state') === 'available' && e.query.includes('sort_key=provision_updated_at'),
+    ).length;
+  const other = await context.newPage();
+  try {
+    await other.goto(server.url);
+    await other.waitForSelector('body[data-ready="true"]');
+    await other.selectOption('#state-filter', 'available');
+    await until(() => otherRounds() >= 1, "the other tab's scope listed");
+
+    await page.evaluate(() => {
+      Object.defineProperty(document, 'hidden', { value: true, configurable: true });
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    await page.waitForFunction(() => document.querySelector('#refresh-status').textContent === 'Paused while the page is hidden');
+    // Two rounds of the hub's loop: it has heard of it, and a listing that was under way is over.
+    let rounds = otherRounds();
+    await until(() => otherRounds() >= rounds + 2, 'two rounds of the other scope');
+    const before = ours().length;
+    rounds = otherRounds();
+    await until(() => otherRounds() >= rounds + 2, 'two more rounds of the other scope');
+    assert.equal(ours().length, before, 'no listing while the only tab showing the scope is hidden, over two rounds of the loop');
+    await page.evaluate(() => {
+      Object.defineProperty(document, 'hidden', { value: false, configurable: true });
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    await until(() => ours().length > before, 'lists again once visible');
+    await page.waitForFunction(() => /^Updated /.test(document.querySelector('#refresh-status').textContent));
+  } finally {
+    await other.close();
+  }
   assert.deepEqual(problems, []);
 });
 
@@ -271,7 +313,7 @@ test('Cancel aborts the wait: no request for the node after it, and the action g
   await page.waitForFunction(() => document.querySelector('#waits .run-rows > li')?.dataset.state === 'verifying');
   // Let it poll a few times, so the check below means something.
   const polls = () => server.sim.log({ method: 'GET', node: 'slow' });
-  while (polls().length < 3) await page.waitForTimeout(50);
+  await until(() => polls().length >= 3, 'three checks of the node');
 
   await page.click(`${PANEL} .wait-cancel`);
   await page.waitForFunction(() => document.querySelector('#waits .run-rows > li').dataset.outcome === 'aborted');
@@ -280,8 +322,13 @@ test('Cancel aborts the wait: no request for the node after it, and the action g
   assert.equal(await slow.locator('.outcome').textContent(), 'cancelled');
   assert.equal(await page.isHidden(`${PANEL} .wait-cancel`), true, 'nothing left to cancel');
 
-  // Fifteen poll intervals of silence; the table's own listings go on.
-  while (server.sim.now() < cancelledAt + 1500) await page.waitForTimeout(100);
+  // The table's own listings go on, on the same client's loop: over two rounds of its change
+  // feed (2 s apart; the wait checked every 0.1 s), no request for the node.
+  const feedRounds = () =>
+    server.sim
+      .log({ method: 'GET', path: '/v1/nodes' })
+      .filter((e) => e.t > cancelledAt && e.query.includes('sort_key=provision_updated_at'));
+  await until(() => feedRounds().length >= 2, "two rounds of the table's change feed");
   const late = polls().filter((e) => e.t > cancelledAt);
   assert.deepEqual(late, [], 'no request for the node after Cancel');
   assert.equal(server.sim.node('slow').provision_state, 'verifying', 'Ironic is still verifying');
@@ -319,7 +366,8 @@ test('a wait that runs out of time says so per node', { timeout: TEST_TIMEOUT },
     timing: TIMING,
     nodes: [
       { name: 'slow', provision_state: 'enroll' },
-      { name: 'quick', provision_state: 'enroll' },
+      // Manageable at its PUT: the check at the deadline finds it there, however late the page's checks come.
+      { name: 'quick', provision_state: 'enroll', timing: { verifying: 0 } },
     ],
     transitions: [{ node: 'slow', action: 'manage', stall: true }],
   });
@@ -424,7 +472,8 @@ test('allocations: one becomes active on a gold node, one fails with a readable 
 test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow screens; screenshot mid-wait', {
   timeout: TEST_TIMEOUT,
 }, async () => {
-  const response = await open(demoFleet());
+  // The simulator's clock moves by hand (below): the screenshot is taken with the deploys stopped mid-way.
+  const response = await open({ ...demoFleet(), manualClock: true });
   assert.equal(response.headers()['content-security-policy'], CSP);
   assert.equal(await page.locator('#node-rows tr').count(), 24);
   assert.equal(await page.textContent('#microversion'), '1.115');
@@ -448,6 +497,13 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
   await page.fill('#poll', '0.5');
   await page.focus('#run');
   await page.keyboard.press('Enter');
+  // Time moves until one deploy is in wait call-back (a phase of 1.5 s at least, so not stepped over),
+  // then stands still: none of the three can have ended while the page catches up and is shot.
+  const deploying = ['compute-05', 'compute-06', 'compute-08'];
+  await until(() => server.sim.log({ method: 'PUT' }).length === deploying.length, 'the PUTs');
+  const calledBack = () => deploying.some((name) => server.sim.node(name).provision_state === 'wait call-back');
+  for (let i = 0; i < 200 && !calledBack(); i++) server.sim.advance(100);
+  assert.ok(calledBack(), 'a deploy reached wait call-back');
   await page.waitForFunction(() =>
     [...document.querySelectorAll('#waits .run-rows > li')].some((li) => li.dataset.state === 'wait call-back'),
   );
@@ -471,8 +527,11 @@ test('the demo fleet: connection, CSP, labelled controls, keyboard use, narrow s
     'compute-12',
     'compute-11',
   ]);
-  assert.ok(
-    server.sim.log({ method: 'GET', path: '/v1/nodes' }).some((e) => new URLSearchParams(e.query).get('provision_state') === 'enroll'),
+  // The page filtered what it had at once; the watch of the new scope lists it (however late that comes).
+  await until(
+    () =>
+      server.sim.log({ method: 'GET', path: '/v1/nodes' }).some((e) => new URLSearchParams(e.query).get('provision_state') === 'enroll'),
+    'a listing of the enroll scope',
   );
   await page.selectOption('#state-filter', '');
 
