@@ -11,7 +11,9 @@ import { CSP, startConsoleServer } from '../../www/server.mjs';
 import { launchChromium } from '../runtimes/pages.mjs';
 import { realIronic } from './support.mjs';
 
-const TEST_TIMEOUT = 90_000;
+// Bounds, not budgets: a test takes 10 to 30 s against a real Ironic; other suites run beside
+// this one on a loaded machine.
+const TEST_TIMEOUT = 300_000;
 // The nodes, as made through Ironic's REST API before the page opens.
 const NODES = [
   ['manageable-1', 'manageable', {}],
@@ -71,7 +73,7 @@ after(async () => {
 beforeEach(async () => {
   problems = [];
   page = await browser.newPage();
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(60_000);
   page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('dialog', (d) => {
@@ -121,7 +123,7 @@ async function settled(names) {
           'waiting',
       ),
     names.map((name) => uuids[name]),
-    { timeout: 60_000 },
+    { timeout: 180_000 },
   );
   const out = {};
   for (const name of names) out[name] = await runRow(name).getAttribute('data-outcome');

@@ -13,6 +13,18 @@ const API_VERSION = '1.115'; // what the helpers speak; the clients under test n
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * Resolves once `condition()` holds (checked every 50 ms); fails after `ms`, a bound far above
+ * the time it normally takes (a loaded machine runs other suites beside this one).
+ */
+export async function until(condition, what, ms = 180_000) {
+  const deadline = performance.now() + ms;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`${typeof what === 'function' ? what() : what}: not so after ${ms} ms`);
+    await sleep(50);
+  }
+}
+
+/**
  * Starts a real Ironic named `name` (its folder is .cache/real-ironic/run/<name>)
  * and a recording proxy in front of it.
  * @returns the Ironic: `url` (the proxy: what ironic-wait uses), `directUrl`,
@@ -59,7 +71,7 @@ export async function realIronic(name, options = {}) {
     },
 
     /** Polls (every 200 ms, REST) until the node rests in `state` or `until(node)` holds; fails on a failure state. */
-    async reach(node, state, { ms = 60_000, until } = {}) {
+    async reach(node, state, { ms = 180_000, until } = {}) {
       const deadline = performance.now() + ms;
       for (;;) {
         const n = await self.node(node);
