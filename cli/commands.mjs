@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { tables } from 'ironic-wait';
+import { StateTransitionTimeout, tables } from 'ironic-wait';
 import { parse as parseYaml } from 'yaml';
 import { Parser } from './args.mjs';
 import { ALLOCATION_FIELDS, FORMATS, formatShowOne } from './output.mjs';
@@ -697,6 +697,9 @@ function waitingLine(ctx, view) {
  * `onCheckpoint`): progress on stderr, baremetal's "Waiting for" line at
  * the first checkpoint of a provision (its PUTs are sent), and with
  * --checkpoint each checkpoint saved with what the output needs (`view`).
+ * The library's deadline counts the PUTs, baremetal's starts after them: a
+ * wait whose time ran out while its PUTs were answered has no checkpoint,
+ * but baremetal printed the line before timing out, so it is printed then.
  */
 async function runWait(ctx, view, start) {
   const progress = ctx.progress(view.nodes);
@@ -712,6 +715,7 @@ async function runWait(ctx, view, start) {
     if (!begun) waitingLine(ctx, view);
     return report;
   } catch (e) {
+    if (!begun && e instanceof StateTransitionTimeout) waitingLine(ctx, view);
     printReport(ctx, e?.report);
     // --diagnose: the failed node's history under the message (exit 1 all the same).
     if (ctx.diagnose && e?.report && !ctx.signal.aborted) {
