@@ -40,7 +40,7 @@ const SETUP = [
   { name: 'wasm-target', what: 'the wasm32 Rust target', cmd: setupStep('wasm-target'), cpu: 0.5, seconds: 20 },
   { name: 'wasm-bindgen', what: 'wasm-bindgen-cli, built by cargo', cmd: setupStep('wasm-bindgen'), cpu: 2, seconds: 200 },
   { name: 'build', what: 'pkg/', needs: ['npm', 'wasm-target', 'wasm-bindgen'], cmd: node('scripts/build.mjs'), cpu: 2, seconds: 70 },
-  { name: 'chromium', what: "Debian's Chromium", cmd: setupStep('chromium'), cpu: 1, seconds: 60 },
+  { name: 'chromium-deb', what: "Debian's Chromium", cmd: setupStep('chromium'), cpu: 1, seconds: 60 },
   {
     name: 'ironic-venv',
     what: 'Ironic 39 and python-ironicclient from PyPI',
@@ -94,7 +94,7 @@ const PARTS = [
   {
     name: 'browser',
     what: 'the console and its server, in Chromium',
-    needs: ['build', 'chromium'],
+    needs: ['build', 'chromium-deb'],
     cmd: nodeTests('tests/browser'),
     cpu: 1,
     seconds: 200,
@@ -102,7 +102,7 @@ const PARTS = [
   {
     name: 'real-ironic',
     what: 'the package and python-ironicclient 6.3 side by side against a real Ironic 39',
-    needs: ['build', 'ironic-venv', 'chromium'],
+    needs: ['build', 'ironic-venv', 'chromium-deb'],
     cmd: nodeTests('tests/real-ironic'),
     cpu: 1,
     seconds: 220,
@@ -110,7 +110,7 @@ const PARTS = [
   {
     name: 'real-keystone',
     what: 'the package, the CLI and the console logging in to a real Keystone 30, a real Ironic 39 behind it',
-    needs: ['build', 'ironic-venv', 'keystone-venv', 'chromium'],
+    needs: ['build', 'ironic-venv', 'keystone-venv', 'chromium-deb'],
     cmd: nodeTests('tests/real-keystone'),
     cpu: 1,
     seconds: 160,
@@ -159,7 +159,7 @@ const PARTS = [
   {
     name: 'chromium',
     what: 'the runtime scenario in Chromium: vite and import-map pages, and module workers',
-    needs: ['build', 'chromium'],
+    needs: ['build', 'chromium-deb'],
     cmd: node('--test', 'tests/runtimes/chromium.test.mjs'),
     cpu: 1,
     seconds: 45,
@@ -167,7 +167,7 @@ const PARTS = [
   {
     name: 'cors',
     what: 'a page calling a real Ironic 39 across origins, stock and documented [cors]',
-    needs: ['build', 'chromium', 'ironic-venv'],
+    needs: ['build', 'chromium-deb', 'ironic-venv'],
     cmd: node('--test', 'tests/runtimes/cors.test.mjs'),
     cpu: 0.5,
     seconds: 30,
@@ -239,6 +239,8 @@ await main('test', async () => {
 
 /** Runs `parts` and the set-up they need; resolves to name -> { ok, seconds } for every task. */
 async function runGraph(parts) {
+  const names = [...SETUP, ...PARTS].map((t) => t.name);
+  if (new Set(names).size !== names.length) throw new Error('a part and a set-up step share a name');
   const tasks = new Map();
   const add = (t) => {
     if (tasks.has(t.name)) return;
