@@ -25,17 +25,22 @@ export const FAST = Object.fromEntries(
 
 /**
  * Starts a simulator with `scenario` (fast timing unless it says otherwise).
- * @returns {{ url, sim, seen: {method, url, headers, cancelled}[], close() }}
+ * `options.onRequest(entry, res)`, if given, is called as each request arrives, before the simulator
+ * answers it (e.g. to move a manual clock by the client's rounds rather than by the wall clock); an
+ * entry is `open` until its response closes.
+ * @returns {{ url, sim, seen: {method, url, headers, cancelled, open}[], close() }}
  */
-export async function startIronic(scenario = {}, options = {}) {
+export async function startIronic(scenario = {}, { onRequest, ...options } = {}) {
   const sim = createSimulator({ seed: 7, ...options, scenario: { ...scenario, timing: { ...FAST, ...scenario.timing } } });
   const seen = [];
   const server = http.createServer((req, res) => {
-    const entry = { method: req.method, url: req.url, headers: req.headers, cancelled: false };
+    const entry = { method: req.method, url: req.url, headers: req.headers, cancelled: false, open: true };
     seen.push(entry);
     res.on('close', () => {
+      entry.open = false;
       entry.cancelled = !res.writableFinished;
     });
+    onRequest?.(entry, res);
     if (!sim.handle(req, res)) {
       res.writeHead(404).end();
     }

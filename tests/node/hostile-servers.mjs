@@ -121,7 +121,8 @@ export async function startSimProcess(scenario) {
  * Records when each fetch() starts, as the client sees it: the package calls
  * the global fetch at each request, so a pass-through wrapper gives the exact
  * instant a request started, where the server only sees when it arrived.
- * Returns the list of { at (performance.now()), method, url }, appended to.
+ * Returns the list of { at (performance.now()), method, url, answeredAt (when
+ * its promise resolved: the answer's headers came) }, appended to.
  */
 export function recordFetches() {
   if (!globalThis.fetch.starts) {
@@ -129,8 +130,17 @@ export function recordFetches() {
     const starts = [];
     globalThis.fetch = Object.assign(
       function fetch(input, init) {
-        starts.push({ at: performance.now(), method: init?.method ?? input?.method ?? 'GET', url: String(input?.url ?? input) });
-        return original(input, init);
+        const entry = { at: performance.now(), method: init?.method ?? input?.method ?? 'GET', url: String(input?.url ?? input) };
+        starts.push(entry);
+        const promise = original(input, init);
+        // When the answer's headers came (before the caller reads the body and decides what is next).
+        promise.then(
+          () => {
+            entry.answeredAt = performance.now();
+          },
+          () => {},
+        );
+        return promise;
       },
       { starts },
     );

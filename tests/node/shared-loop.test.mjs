@@ -17,15 +17,36 @@ const FLEET = 300;
 const WAITED = 120;
 const name = (i) => `n${String(i).padStart(4, '0')}`;
 
-/** A fleet of available nodes (owners alternate), the first WAITED of them deploying. */
-async function deployingFleet(size = FLEET, timing = { deploying: 900, 'wait call-back': 600 }) {
+/** Whether a request begins a round's listing: a first page (no marker). */
+const beginsListing = (entry) => entry.method === 'GET' && entry.url.startsWith('/v1/nodes?') && !entry.url.includes('marker=');
+/** Simulator ms the clock moves as each round begins (see deployingFleet). */
+const ROUND_MS = 300;
+/** Rounds' first pages that arrived while another list request was in flight (see deployingFleet). */
+let overlapping = [];
+
+/**
+ * A fleet of available nodes (owners alternate), the first WAITED of them deploying (by default 900 ms
+ * deploying, 600 ms in wait call-back, 900 ms deploying again). `lockstep` (the default): the
+ * simulator's clock is manual and moves ROUND_MS as each round's listing begins, so the deploys
+ * advance by the client's rounds, not by the wall clock, and every run makes the same rounds however
+ * loaded the machine: the eighth finds them all active (on the wall clock a loaded machine's rounds
+ * came late: one run cost 6 requests, another 10). Without it, the simulator's real clock.
+ */
+async function deployingFleet(size = FLEET, timing = { deploying: 900, 'wait call-back': 600 }, { lockstep = true } = {}) {
   const fleet = Array.from({ length: size }, (_, i) => ({
     name: name(i),
     provision_state: 'available',
     owner: i % 2 ? 'odd' : 'even',
   }));
-  // Deploys of about 1.5 s: several rounds of 0.3 s.
-  ironic = await startIronic({ nodes: fleet, timing });
+  let sim;
+  overlapping = [];
+  const onRequest = (entry) => {
+    if (!beginsListing(entry)) return;
+    if (ironic.seen.some((e) => e !== entry && e.open && e.url.startsWith('/v1/nodes?'))) overlapping.push(entry.url);
+    sim.advance(ROUND_MS);
+  };
+  ironic = await startIronic({ nodes: fleet, timing }, lockstep ? { manualClock: true, onRequest } : {});
+  sim = ironic.sim;
   const api = simClient(ironic.url);
   await Promise.all(Array.from({ length: WAITED }, (_, i) => provision(api, name(i), 'active')));
   ironic.seen.length = 0;
@@ -38,32 +59,30 @@ const waitOptions = { timeout: 60, pollInterval: 0.3, settle: 'all', listThresho
 
 test('K waits on one client cost what one wait on their union costs (K = 1, 10, 100)', async () => {
   const union = Array.from({ length: WAITED }, (_, i) => name(i));
+  // Rounds a second apart: what a changes round reads again (the overlap below the newest stamp, until
+  // a round begins a second after that stamp was read, on the client's clock) is then the same in every
+  // run, and so are the pages (rounds 0.3 s apart read it again or not as a loaded machine delays them).
+  const options = { ...waitOptions, pollInterval: 1 };
   let client = await deployingFleet();
-  const one = await client.waitForProvisionState(union, 'active', waitOptions);
+  const one = await client.waitForProvisionState(union, 'active', options);
   assert.equal(one.ok, true);
-  const alone = ironic.seen.length;
+  // Requests (the version's, then each round's pages) and rounds: the deploys end in the eighth.
+  const cost = () => ({ requests: ironic.seen.length, rounds: ironic.seen.filter(beginsListing).length });
+  const alone = cost();
+  assert.equal(alone.rounds, (900 + 600 + 900) / ROUND_MS, JSON.stringify(alone));
   await ironic.close();
   for (const k of [1, 10, 100]) {
     client = await deployingFleet();
     // Each wait on 40 of the 120 nodes, overlapping; together all of them.
     const subsets = Array.from({ length: k }, (_, w) => Array.from({ length: 40 }, (_, j) => name((w * 13 + j * 3) % WAITED)));
     subsets.push(union);
-    const reports = await Promise.all(subsets.map((s) => client.waitForProvisionState(s, 'active', waitOptions)));
+    const reports = await Promise.all(subsets.map((s) => client.waitForProvisionState(s, 'active', options)));
     assert.ok(reports.every((r) => r.ok && r.nodes.every((n) => n.outcome === 'reached')));
-    const shared = ironic.seen.length;
-    // About the same rounds (the deploys run on the simulator's clock, the
-    // rounds on the client's, so a loaded machine may add one or two); K
+    // Exactly the same rounds and requests (the rounds move the clock: they see the same deploys); K
     // waits polling apart would cost K times as much.
-    assert.ok(shared <= alone * 1.25 + 2, `K = ${k}: ${shared} requests, one wait on the union ${alone}`);
+    assert.deepEqual(cost(), alone, `K = ${k}; one wait on the union: ${JSON.stringify(alone)}`);
     // And never two lists at once: one loop.
-    const starts = ironic.sim
-      .log({ method: 'GET' })
-      .filter((e) => e.path === '/v1/nodes' && !e.query.includes('marker='))
-      .map((e) => e.t);
-    assert.ok(
-      starts.every((t, i) => i === 0 || t - starts[i - 1] >= 100),
-      `K = ${k}: lists at ${starts.map(Math.round)}`,
-    );
+    assert.deepEqual(overlapping, [], `K = ${k}: a round's listing began while another list was in flight`);
     await ironic.close();
   }
 });
@@ -101,11 +120,16 @@ test('steps of a wait on one client keep its change feed: once it is filled, a q
   const fleet = Array.from({ length: 2000 }, (_, i) => ({ name: name(i), provision_state: 'deploying' }));
   ironic = await startIronic({ nodes: fleet, timing: { deploying: 1e9 } });
   const client = new IronicClient({ endpoint: ironic.url });
+  // The wait's next round is due an interval after its own round ended (the second step's ends with the
+  // listing's second page, every node found), while the step reads the listing to its end: an interval
+  // of a minute, so that the last page's answer, however late a loaded machine reads it, comes before
+  // the next round is due (at 0.2 s a late one let that step begin the next round too: 4 requests). A
+  // step's round is due at once, so the steps follow each other without sleeping until wakeAt.
   let checkpoint = client.checkpoint(
     'waitForProvisionState',
     fleet.map((n) => n.name),
     'active',
-    { timeout: 60, pollInterval: 0.2 },
+    { timeout: 600, pollInterval: 60 },
   );
   const perStep = [];
   for (let step = 0; step < 5; step++) {
@@ -118,10 +142,10 @@ test('steps of a wait on one client keep its change feed: once it is filled, a q
         .map((r) => r.url),
     );
     checkpoint = answer.checkpoint;
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, answer.wakeAt - Date.now())));
   }
   // The first step's listing stops once every node is found; the second
   // reads to the end (an empty third page) and fills the feed.
+  assert.equal(perStep[0].length, 2, perStep[0].join('\n'));
   assert.equal(perStep[1].length, 3, perStep[1].join('\n'));
   for (const urls of perStep.slice(2)) {
     assert.equal(urls.length, 1, urls.join('\n'));
@@ -177,46 +201,60 @@ test('listMode and scope are checked like every option, and a scope the server c
 
 test("pollInterval 'auto': rounds of one request every 250 ms or more, within a fixed poller's budget, slower after a 503", async () => {
   const union = Array.from({ length: WAITED }, (_, i) => name(i));
-  // 3 pages a full listing: a fixed poller spends 90 requests a minute.
-  // Deploys of about 6 s.
-  const client = await deployingFleet(2500, { deploying: 3500, 'wait call-back': 2500 });
+  // 3 pages a full listing: a fixed poller spends 90 requests a minute. In lockstep (see
+  // deployingFleet): eight rounds whatever the machine, the deploys ending in the last.
+  const client = await deployingFleet(2500);
   const fetches = recordFetches();
   const fetchedFrom = fetches.length;
-  const simFrom = ironic.sim.now();
+  const from = performance.now();
   const report = await client.waitForProvisionState(union, 'active', {
     timeout: 60,
     settle: 'all',
     listThreshold: 20,
     pollInterval: 'auto',
   });
-  // The wait's length on the simulator's clock (its rounds and its budget are counted against it).
-  const span = ironic.sim.now() - simFrom;
+  // The wait's length on the client's clock, which its budget is counted against (a loaded machine
+  // only lengthens it).
+  const span = performance.now() - from;
   assert.equal(report.ok, true);
   const log = ironic.sim.log({ method: 'GET' }).filter((e) => e.path === '/v1/nodes');
-  const rounds = log.filter((e) => !e.query.includes('marker=')).map((e) => e.t);
+  const rounds = log.filter((e) => !e.query.includes('marker='));
+  assert.equal(rounds.length, (900 + 600 + 900) / ROUND_MS);
   // The spacing the client chose, where it starts each round's first fetch (the server's arrival
   // instants can come closer together when a loaded machine reads one late): a lower bound, which a
   // loaded machine only lengthens.
-  const starts = fetches
-    .slice(fetchedFrom)
-    .filter((f) => f.url.startsWith(`${ironic.url}/v1/nodes?`) && !f.url.includes('marker='))
-    .map((f) => f.at);
+  const mine = fetches.slice(fetchedFrom).filter((f) => f.url.startsWith(`${ironic.url}/`));
+  const starts = mine.filter((f) => f.url.startsWith(`${ironic.url}/v1/nodes?`) && !f.url.includes('marker=')).map((f) => f.at);
   const gaps = starts.slice(1).map((t, i) => t - starts[i]);
   assert.equal(starts.length, rounds.length);
   assert.ok(
     gaps.every((g) => g >= 240),
     `never more often than every 250 ms: ${gaps.map(Math.round)}`,
   );
-  // Rounds of one request come quicker than a fixed poller's every 2 s: more rounds than it would make in
-  // the same time on the simulator's clock (they come every ~0.7 s: a loaded machine would have to lag
-  // more than a second a round to bring them down to that).
-  assert.ok(rounds.length > span / 2000 + 1, `rounds of one request come quickly: ${rounds.length} rounds in ${span} ms`);
+  // Rounds of one request come quicker than a fixed poller's every 2 s. The budget pays for what a round
+  // cost before the next one (a leaky bucket: the full listing of 3 pages is paid for by the rounds
+  // after it), so after two rounds of one request in a row the next is due in about 0.7 s. The interval
+  // the client chose runs from the end of a round (once its answer came) to the start of the next: at
+  // most the time from that answer to the next round's first fetch, which a slow or loaded machine only
+  // lengthens (reading the answer, a late timer). A fixed 2 s poller's are never under 2 s, however fast
+  // the machine; most of these must be (a round would have to come more than a second late, in most of
+  // them, to hide it). (Not rounds counted in the wait's time, which also counts how long each round
+  // took, which a loaded machine stretches.) Four such rounds: 4 to 7, rounds 3 to 6 before them.
+  const byRound = starts.map((start, i) => mine.filter((f) => f.at >= start && !(f.at >= starts[i + 1])));
+  const steady = byRound
+    .slice(0, -1)
+    .flatMap((round, i) => (i > 0 && round.length === 1 && byRound[i - 1].length === 1 ? [starts[i + 1] - round[0].answeredAt] : []));
+  assert.ok(steady.length >= 4, `rounds of ${byRound.map((r) => r.length)} requests`);
+  assert.ok(
+    steady.filter((ms) => ms < 2000).length > steady.length / 2,
+    `after rounds of one request, the next comes quickly: ${steady.map(Math.round)} ms after the answer`,
+  );
   // The budget: a full listing every 2 s, 90 a minute; a listing's worth of slack.
-  assert.ok(log.length <= (90 * span) / 60_000 + 3, `${log.length} requests in ${span} ms`);
+  assert.ok(log.length <= (90 * span) / 60_000 + 3, `${log.length} requests in ${Math.round(span)} ms`);
   await ironic.close();
 
   // A 503 with Retry-After: 2 on the third list: the next rounds wait at least that long.
-  const again = await deployingFleet(FLEET, { deploying: 3500, 'wait call-back': 2500 });
+  const again = await deployingFleet(FLEET, { deploying: 3500, 'wait call-back': 2500 }, { lockstep: false });
   ironic.sim.faults.add([{ kind: 'status', status: 503, retryAfter: 2, method: 'GET', path: '/v1/nodes', skip: 2, count: 1 }]);
   const slowed = await again.waitForProvisionState(union, 'active', {
     timeout: 60,
