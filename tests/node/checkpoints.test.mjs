@@ -117,8 +117,25 @@ function targetsOf(text) {
 // ---------------------------------------------------------------------------
 // 1. onCheckpoint: when it is called, what it gives; checkpoint() sends nothing
 
+/**
+ * The next instant (simulator ms) at which one of `names` moves by its plan, or null: on a manual clock
+ * nothing moves until the clock is moved to it.
+ */
+function nextMove(ironic, names) {
+  const due = names
+    .map((n) => ironic.sim.node(n))
+    .filter((n) => n.plan && Number.isFinite(n.plan.phases[n.plan.phase].ms))
+    .map((n) => n.provision_updated_at + n.plan.phases[n.plan.phase].ms);
+  return due.length ? Math.min(...due) : null;
+}
+
 test('onCheckpoint: first once every PUT is answered, then only after a round that changed something, each a JSON checkpoint of it', async () => {
+  // A manual clock, moved only from onCheckpoint (called between rounds, after one that changed
+  // something) to the nodes' next move: each round after the first sees exactly the changes of one
+  // instant, whatever the machine's speed (on the wall clock a loaded machine's rounds came late and saw
+  // several at once: fewer checkpoints).
   const ironic = await sim({
+    manualClock: true,
     nodes: [
       { name: 'a', provision_state: 'available' },
       { name: 'b', provision_state: 'available', timing: { deploying: 300 } },
@@ -129,18 +146,26 @@ test('onCheckpoint: first once every PUT is answered, then only after a round th
   });
   const client = new IronicClient({ endpoint: ironic.url });
   const log = [];
+  const moves = [];
   const report = await client.provision(['a', 'b', 'c'], 'deploy', {
-    wait: 10,
+    wait: 30,
     pollInterval: 0.03,
     settle: 'all',
     onProgress: (e) => log.push({ kind: 'progress', ...e }),
-    onCheckpoint: (text) =>
+    onCheckpoint: (text) => {
       log.push({
         kind: 'checkpoint',
         text,
         puts: ironic.sim.log({ method: 'PUT' }),
         gets: ironic.requests('GET', '/v1/nodes/*').length,
-      }),
+      });
+      // After the PUTs' checkpoint, the first round sees the deploys begun; after each later one, on.
+      if (log.filter((e) => e.kind === 'checkpoint').length < 2) return;
+      const at = nextMove(ironic, ['a', 'b', 'c']);
+      if (at === null) return;
+      ironic.sim.advance(at - ironic.sim.now());
+      moves.push(at);
+    },
   });
   assert.deepEqual(outcomes(report), [
     ['a', 'reached', 'active', null, null],
@@ -148,7 +173,10 @@ test('onCheckpoint: first once every PUT is answered, then only after a round th
     ['c', 'failed', 'deploy failed', 'active', 'Deploy step deploy.write_image failed: no image'],
   ]);
   const checkpoints = log.filter((e) => e.kind === 'checkpoint');
-  assert.ok(checkpoints.length >= 3, `${checkpoints.length} checkpoints`);
+  // The moves: a and c to wait call-back (120), deploying (200), active and deploy failed (320); b at
+  // 300, 380 and 680 (active: the round that sees it ends the call, with no checkpoint).
+  assert.deepEqual(moves, [120, 200, 300, 320, 380, 680]);
+  assert.equal(checkpoints.length, 2 + moves.length - 1, 'after the PUTs, after the first round, after each move but the last');
   assert.equal(log[0].kind, 'checkpoint', 'the first thing a caller hears of is the checkpoint after the PUTs');
 
   // The first: every PUT sent and answered, no node checked yet.
@@ -281,9 +309,17 @@ function thousandNodes() {
   thousand ??= (async () => {
     const names = Array.from({ length: 1000 }, (_, i) => `node-${String(i).padStart(4, '0')}`);
     const ironic = await sim({
-      // Deploys of 2-9 s (two deploying phases): a quarter of the nodes still under way well after the PUTs, however
-      // long a loaded machine takes over them.
-      nodes: names.map((name, i) => ({ name, provision_state: 'available', timing: { deploying: 1000 + (i % 10) * 400 } })),
+      // Deploys of 2-9 s (two deploying phases; the last node's 12 s, so that a checkpoint comes with all
+      // the others settled: the largest), on a manual clock moved only from onCheckpoint (between rounds)
+      // to the nodes' next move: every deploy begins at the same instant however long a loaded machine
+      // takes over the PUTs, and each round after the first sees the moves of one instant (a tenth of
+      // the nodes at a time), so the checkpoints are the same in every run.
+      manualClock: true,
+      nodes: names.map((name, i) => ({
+        name,
+        provision_state: 'available',
+        timing: { deploying: i === names.length - 1 ? 6000 : 1000 + (i % 10) * 400 },
+      })),
       transitions: [{ node: names.filter((_, i) => i % 97 === 5), action: 'deploy', fail: 'Deploy step failed: no image' }],
     });
     const client = new IronicClient({ endpoint: ironic.url });
@@ -293,7 +329,12 @@ function thousandNodes() {
       wait: 60,
       pollInterval: 0.1,
       settle: 'all',
-      onCheckpoint: (c) => checkpoints.push(c),
+      onCheckpoint: (c) => {
+        checkpoints.push(c);
+        // After the PUTs' checkpoint, the first round sees the deploys begun; after each later one, on.
+        const at = checkpoints.length >= 2 && nextMove(ironic, names);
+        if (at) ironic.sim.advance(at - ironic.sim.now());
+      },
     });
     return { names, ironic, plan, checkpoints, report };
   })();
@@ -514,8 +555,10 @@ test('settled outcomes survive a checkpoint exactly: a refused PUT, a node gone,
 
 test('a step loop, each step in a new process, sleeping until wakeAt: the same outcomes, no PUT twice', async () => {
   const expected = await uninterrupted();
-  // Deploys of 4-6.5 s: steps enough however long a loaded machine takes to start each step's process.
-  const ironic = await sim({ ...killScenario(), timing: { deploying: [1500, 2500], 'wait call-back': [1000, 1500] } });
+  // Deploys of 4-6.5 s, on a manual clock moved a second between steps: the same steps however long a
+  // loaded machine takes to start each step's process (on the wall clock a slow start could leave only
+  // two or three).
+  const ironic = await sim({ ...killScenario(), manualClock: true, timing: { deploying: [1500, 2500], 'wait call-back': [1000, 1500] } });
   const file = path.join(TMP, 'steps.json');
   const options = { ...KILL_OPTIONS, pollInterval: 0.25 };
   let checkpoint = new IronicClient({ endpoint: ironic.url }).checkpoint('provision', KILL_NODES, 'deploy', options);
@@ -544,6 +587,7 @@ test('a step loop, each step in a new process, sleeping until wakeAt: the same o
         `wakeAt ${answer.wakeAt - stepFrom} ms after the step began, which took ${stepBy - stepFrom} ms`,
       );
       await sleep(Math.max(0, answer.wakeAt - Date.now()));
+      ironic.sim.advance(1000);
     }
   }
   const last = steps.at(-1).answer;
@@ -567,7 +611,8 @@ test('a step loop, each step in a new process, sleeping until wakeAt: the same o
     assert.ok(sent.length <= KILL_NODES.length, 'one round: at most one GET per node');
     assert.ok(new Set(sent).size === sent.length, 'no node checked twice in a step');
   }
-  assert.ok(steps.length >= 4, `${steps.length} steps`);
+  // The PUTs, then a round a simulated second until the last deploy (4 s at least) ended.
+  assert.ok(steps.length >= 5, `${steps.length} steps`);
 });
 
 test("a step loop with a new client each step: a failure ends in the answer's error, never thrown; onProgress has the events", async () => {
