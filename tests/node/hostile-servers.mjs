@@ -82,7 +82,7 @@ export async function startFront(target) {
 
 /**
  * The simulator (sim/server.mjs) in a child process with `scenario`, driven
- * over its control API: { url, addFaults(rules), clearFaults(), log(), now(), histories(), close() }.
+ * over its control API: { url, addFaults(rules), clearFaults(), log(), now(), advance(ms), histories(), close() }.
  */
 export async function startSimProcess(scenario) {
   const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-sim-'));
@@ -108,6 +108,8 @@ export async function startSimProcess(scenario) {
     log: async () => (await control('GET', '/__sim/log')).entries,
     /** The simulator's clock (ms since the scenario loaded), and the state histories of the nodes that changed. */
     now: async () => (await control('GET', '/__sim/clock')).now,
+    /** Moves a manual clock (the scenario's `manualClock`) on by `ms`; resolves to the clock after it. */
+    advance: async (ms) => (await control('POST', '/__sim/clock', { advance: ms })).now,
     histories: async () => (await control('GET', '/__sim/history')).nodes,
     async close() {
       child.kill('SIGTERM');
