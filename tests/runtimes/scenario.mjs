@@ -195,7 +195,13 @@ export async function runScenario(api, { url }) {
     },
 
     async abortMidWait() {
-      await load({ nodes: [{ name: 'n1', provision_state: 'available' }], transitions: [{ action: 'deploy', stall: true }] });
+      await load({
+        nodes: [
+          { name: 'n1', provision_state: 'available' },
+          { name: 'n2', provision_state: 'available' },
+        ],
+        transitions: [{ action: 'deploy', stall: true }],
+      });
       const controller = new AbortController();
       const progress = [];
       // The rejection is the signal's own reason, whose message is the runtime's (not compared).
@@ -215,7 +221,15 @@ export async function runScenario(api, { url }) {
       controller.abort();
       const getsAtAbort = (await sim.log('GET', '/v1/nodes/n1')).length;
       const thrown = await waiting;
-      await sleep(2200); // more than two poll intervals
+      // Two poll intervals of this runtime's timers: another wait on the same interval, begun now,
+      // has made its third check (at 0, 1 and 2 s).
+      const witness = new AbortController();
+      const other = client()
+        .waitForProvisionState('n2', 'active', { pollInterval: 1, failOnUnexpectedState: false, signal: witness.signal })
+        .catch(() => {});
+      await sim.until(async () => (await sim.log('GET', '/v1/nodes/n2')).length >= 3);
+      witness.abort();
+      await other;
       const getsAfter = (await sim.log('GET', '/v1/nodes/n1')).length;
 
       // A reason of the caller's own comes back as is.
@@ -230,7 +244,8 @@ export async function runScenario(api, { url }) {
             same = e === reason;
           },
         );
-      await sleep(100);
+      // Aborted once it is under way (its first check made).
+      await sim.until(async () => (await sim.log('GET', '/v1/nodes/n1')).length > getsAfter);
       again.abort(reason);
       await second;
       // An already aborted signal sends nothing at all.
@@ -252,7 +267,7 @@ export async function runScenario(api, { url }) {
     async abortPuts() {
       const names = Array.from({ length: 10 }, (_, i) => `p${i}`);
       await load({
-        nodes: names.map((name) => ({ name, provision_state: 'enroll' })),
+        nodes: [...names, 'q0'].map((name) => ({ name, provision_state: 'enroll' })),
         faults: [{ kind: 'latency', ms: 1000, method: 'PUT' }],
       });
       const controller = new AbortController();
@@ -273,11 +288,13 @@ export async function runScenario(api, { url }) {
       await sim.until(async () => (await sim.log('PUT')).length >= 4);
       controller.abort();
       const thrown = await waiting;
-      await sleep(1500); // the 1 s PUTs would have finished, and the next ones gone out
+      // A PUT of another client, sent after the abort and answered as late (1 s): by then the
+      // aborted PUTs would have been answered too, and the next ones gone out.
+      await client().provision('q0', 'manage', { wait: false });
       return {
         rejection: thrown?.name,
         isSignalReason: thrown === controller.signal.reason,
-        puts: (await sim.log('PUT')).length,
+        puts: (await sim.log('PUT', '/v1/nodes/p*')).length,
         nodeGets: (await sim.log('GET', '/v1/nodes*')).length,
         abortedEvents: aborted.size,
       };
@@ -333,10 +350,22 @@ export async function runScenario(api, { url }) {
           break;
         }
       }
-      // Nothing is listed once the loop broke.
-      const lists = (await sim.log('GET', '/v1/nodes')).length;
-      await sleep(200);
-      return { added: added.sort(), last, quietAfterBreak: (await sim.log('GET', '/v1/nodes')).length === lists };
+      // Nothing is listed once the loop broke, while another watch on the same interval (of
+      // another scope: its lists name the state) goes round four times.
+      const unscoped = async () => (await sim.log('GET', '/v1/nodes')).filter((r) => !r.query.includes('provision_state=')).length;
+      const lists = await unscoped();
+      const witness = new AbortController();
+      const other = (async () => {
+        for await (const _ of client().watch({ pollInterval: 0.05, scope: { provisionState: 'active' }, signal: witness.signal })) {
+          // Its changes do not matter: its rounds do.
+        }
+      })().catch(() => {});
+      await sim.until(
+        async () => (await sim.log('GET', '/v1/nodes')).filter((r) => r.query.includes('provision_state=active')).length >= 4,
+      );
+      witness.abort();
+      await other;
+      return { added: added.sort(), last, quietAfterBreak: (await unscoped()) === lists };
     },
 
     async getNode() {
@@ -425,9 +454,12 @@ function simulator(url) {
       if (path) q.set('path', path);
       return (await call('GET', `/__sim/log?${q}`)).entries;
     },
-    /** Resolves once `condition()` holds, checking every 20 ms; throws after 10 s. */
+    /**
+     * Resolves once `condition()` holds, checking every 20 ms; throws after 3000 checks (a minute
+     * at least: a bound, far above the second or two a condition here takes).
+     */
     async until(condition) {
-      for (let i = 0; i < 500; i++) {
+      for (let i = 0; i < 3000; i++) {
         if (await condition()) return;
         await sleep(20);
       }
