@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { assertSameOutcomes, edgeApi, outcomes, uninterrupted } from './edge-api.mjs';
+import { assertSameOutcomes, edgeApi, outcomes, uninterrupted, until } from './edge-api.mjs';
 import { consumerProject, ROOT, startSim } from './harness.mjs';
 import { bundle, COMPATIBILITY_DATE, installToolchain, startWorkerd, workerdConfig } from './workerd.mjs';
 
@@ -80,7 +80,24 @@ function listen(id) {
   return { ws, messages, opened, closed };
 }
 
-/** The simulator's node requests grouped into rounds (a gap of 150 ms or more between two is a new round). */
+/** A WebSocket of GET /watch?`query`: its messages, and a promise of its close code. */
+function watchSocket(query) {
+  const ws = new WebSocket(`${workerd.url.replace('http', 'ws')}/ironic/watch?${query}`, {
+    headers: { authorization: `Bearer ${SECRET}` },
+  });
+  const messages = [];
+  ws.onmessage = (m) => messages.push(JSON.parse(m.data));
+  const closed = new Promise((resolve) => {
+    ws.onclose = (e) => resolve(e.code);
+  });
+  return { ws, messages, closed };
+}
+
+/**
+ * The simulator's node requests grouped into rounds (a gap of 150 ms or more between two is a new
+ * round). A round slowed by a loaded machine may split in two, which fails nothing below; two
+ * rounds never come that close (the host steps every wait due within a second in one).
+ */
 function rounds(since) {
   const gets = sim.log({ since }).filter((e) => e.method === 'GET' && e.path.startsWith('/v1/nodes'));
   const out = [];
@@ -174,7 +191,16 @@ test('waits that succeed, fail and time out end as in Node; 50 WebSocket listene
   await Promise.all(listeners.map((l) => l.opened));
   // Waits begun within a quarter of their interval of each other come to
   // share rounds (the client's rule): from the first round after the last.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // The host steps every wait due within a second in one round: once their
+  // next wakes are that close, every round from the next on is shared.
+  await until(async () => {
+    const wakes = [];
+    for (const id of ids) {
+      const { done, wakeAt } = (await call('GET', `/waits/${id}`)).body;
+      if (!done) wakes.push(wakeAt);
+    }
+    return Math.max(...wakes) - Math.min(...wakes) < 1000;
+  }, 'the waits due together');
   const shared = sim.requests().next;
   const done = [];
   for (const id of ids) done.push(await finished(id));
@@ -211,41 +237,40 @@ test('waits that succeed, fail and time out end as in Node; 50 WebSocket listene
 
 test('DELETE stops a wait: nothing more is sent for it, its listeners are told', async () => {
   sim.load(SCENARIO);
+  // A watch of another scope (its lists name the state), on the object's one client and at the
+  // wait's interval: its rounds are the clock below. None of the wait's nodes is in its scope.
+  const witness = watchSocket(`pollInterval=0.3&scope=${encodeURIComponent(JSON.stringify({ provisionState: 'active' }))}`);
+  const ofWitness = (e) => e.query.includes('provision_state=active');
+  const nodeRequests = (since) => sim.log({ since }).filter((e) => e.path.startsWith('/v1/nodes'));
+  const since = sim.requests().next;
   const id = await post('waitForProvisionState', ['c1'], 'active', { timeout: 60, pollInterval: 0.3 });
   const listener = listen(id);
   await listener.opened;
-  await new Promise((resolve) => setTimeout(resolve, 800));
+  // It polls a few times, so the check below means something.
+  await until(() => nodeRequests(since).filter((e) => !ofWitness(e)).length >= 3, 'three checks of the wait');
   assert.equal((await call('DELETE', `/waits/${id}`)).status, 204);
   const at = sim.requests().next;
+  await until(() => listener.messages.at(-1)?.type === 'deleted', 'the listener told');
+  // Three rounds of the watch: nothing but its lists.
+  await until(() => nodeRequests(at).filter(ofWitness).length >= 3, 'three rounds of the watch');
+  witness.ws.close();
+  await witness.closed;
+  // (The object's close of the listener completes once no watch runs on it.)
   assert.equal(await listener.closed, 1000);
-  assert.equal(listener.messages.at(-1).type, 'deleted');
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  assert.deepEqual(sim.log({ since: at, path: '/v1/nodes/*' }), [], 'nothing sent after DELETE');
+  assert.deepEqual(
+    nodeRequests(at).filter((e) => !ofWitness(e)),
+    [],
+    'nothing sent after DELETE',
+  );
   assert.equal((await call('GET', `/waits/${id}`)).status, 404);
 });
 
 test('GET /watch: the nodes of the scope, then each change, as client.watch() yields them; a bad option is a clear error', async () => {
   sim.load(SCENARIO);
-  const url = (query) => `${workerd.url.replace('http', 'ws')}/ironic/watch?${query}`;
-  const open = (query) => {
-    const ws = new WebSocket(url(query), { headers: { authorization: `Bearer ${SECRET}` } });
-    const messages = [];
-    ws.onmessage = (m) => messages.push(JSON.parse(m.data));
-    const closed = new Promise((resolve) => {
-      ws.onclose = (e) => resolve(e.code);
-    });
-    return { ws, messages, closed };
-  };
-  const watcher = open('pollInterval=0.5');
+  const watcher = watchSocket('pollInterval=0.5');
   const changes = () => watcher.messages.filter((m) => m.type === 'change').map((m) => m.change);
-  const until = async (condition, what) => {
-    const end = Date.now() + 20_000;
-    while (!condition()) {
-      assert.ok(Date.now() < end, `${what}: ${JSON.stringify(watcher.messages)}\n${workerd.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  };
-  await until(() => changes().length >= 4, 'the nodes at the start');
+  const seen = (what) => () => `${what}: ${JSON.stringify(watcher.messages)}\n${workerd.output()}`;
+  await until(() => changes().length >= 4, seen('the nodes at the start'));
   assert.deepEqual(
     changes()
       .map((c) => [c.type, c.node.name, c.node.provision_state])
@@ -259,12 +284,12 @@ test('GET /watch: the nodes of the scope, then each change, as client.watch() yi
   );
   // a1 deploys: the watcher sees it move.
   await post('provision', ['a1'], 'deploy', { wait: false });
-  await until(() => changes().some((c) => c.type === 'modified' && c.node.name === 'a1'), 'a1 deploying');
+  await until(() => changes().some((c) => c.type === 'modified' && c.node.name === 'a1'), seen('a1 deploying'));
   assert.notEqual(changes().findLast((c) => c.node.name === 'a1').node.provision_state, 'available');
   watcher.ws.close();
   await watcher.closed;
 
-  const bad = open(`scope=${encodeURIComponent(JSON.stringify({ color: 'red' }))}`);
+  const bad = watchSocket(`scope=${encodeURIComponent(JSON.stringify({ color: 'red' }))}`);
   assert.equal(await bad.closed, 1011);
   assert.equal(bad.messages[0].type, 'error');
   assert.match(bad.messages[0].error.message, /color/);
@@ -284,20 +309,23 @@ test('Ironic down mid-wait: the wait goes on when it is back (its listeners told
     ],
     transitions: [{ node: 'o2', action: 'deploy', stall: true }],
   });
+  const since = sim.requests().next;
   const id = await post('provision', ['o1'], 'deploy', { wait: 120, pollInterval: 0.5 });
   const short = await post('waitForProvisionState', ['o2'], 'active', { timeout: 8, pollInterval: 0.5 });
   const listener = listen(id);
   await listener.opened;
-  // Down from 1 s to 17 s: well past the client's retries (5, 2 s apart).
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // Down once the wait has had a check answered, and until its listeners have been told of a
+  // round lost (the client's retries, 5 two seconds apart, spent) and the short wait has ended
+  // (its deadline passed meanwhile).
+  await until(() => sim.log({ since, node: 'o1' }).some((e) => e.method === 'GET' && e.status === 200), 'a check of o1');
   sim.faults.add([{ kind: 'reset', path: '/v1/nodes*' }]);
-  await new Promise((resolve) => setTimeout(resolve, 16_000));
-  sim.faults.clear();
+  await until(() => listener.messages.some((m) => m.type === 'outage'), 'a round lost');
   // Its deadline held: no retry starts past it, and the last check could not be made.
   const ended = await finished(short);
+  sim.faults.clear();
   assert.ok(['StateTransitionTimeout', 'ConnectionError'].includes(ended.error?.name), JSON.stringify(ended));
   assert.equal(ended.report.nodes[0].outcome === 'timed-out' || ended.error.name === 'ConnectionError', true);
-  const got = await finished(id, 60_000);
+  const got = await finished(id);
   assert.equal(got.error, null, JSON.stringify(got));
   assert.deepEqual(
     got.report.nodes.map((n) => [n.node, n.outcome, n.state]),
@@ -326,13 +354,8 @@ test('workerd killed (SIGKILL) mid-wait and started again: the waits end as unin
   const id = await post('provision', ...args);
   const alsoId = await post('waitForProvisionState', ['k1'], 'active', { timeout: 60, pollInterval: 0.4 });
   // A few rounds in, the process dies with nothing flushed.
-  const until = Date.now() + 10_000;
-  while (rounds(since).length < 3) {
-    assert.ok(Date.now() < until, 'no rounds');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await until(() => rounds(since).length >= 3, 'three rounds');
   await workerd.kill();
-  await new Promise((resolve) => setTimeout(resolve, 1000));
   workerd = await startWorkerd(dir);
 
   // No request reaches the object until the waits are done: the alarm alone took them up.

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { assertSameOutcomes, edgeApi, outcomes, uninterrupted } from './edge-api.mjs';
+import { assertSameOutcomes, edgeApi, outcomes, uninterrupted, until } from './edge-api.mjs';
 import { BIN, CACHE, consumerProject, lastJsonLine, ROOT, runToEnd, startSim } from './harness.mjs';
 
 const DENO = join(BIN, 'deno');
@@ -131,6 +131,26 @@ async function stream(path, { secret = SECRET, signal } = {}) {
     assert.equal(buffer, '', 'the stream ends after a whole message');
   })();
   return listener;
+}
+
+/**
+ * A watch of the nodes in `state` (its lists name the state: `provision_state=`), on the server's
+ * one client at `pollInterval`: its rounds are the clock by which a silence is measured. `rounds(since)`
+ * counts its lists, `others(since)` the node requests that are not its; `stop()` ends it.
+ */
+async function witnessWatch(state, pollInterval) {
+  const ended = new AbortController();
+  const scope = encodeURIComponent(JSON.stringify({ provisionState: state }));
+  const watcher = await stream(`/watch?pollInterval=${pollInterval}&scope=${scope}`, { signal: ended.signal });
+  assert.equal(watcher.status, 200, watcher.raw);
+  watcher.ended.catch(() => {}); // ended from this side
+  const ours = (e) => e.query.includes(`provision_state=${encodeURIComponent(state)}`);
+  const nodeRequests = (since) => sim.log({ since }).filter((e) => e.path.startsWith('/v1/nodes'));
+  return {
+    rounds: (since) => nodeRequests(since).filter(ours).length,
+    others: (since) => nodeRequests(since).filter((e) => !ours(e)),
+    stop: () => ended.abort(),
+  };
 }
 
 /** Each node's PUTs since `since`: { node: count }. */
@@ -256,11 +276,13 @@ test('waits that succeed, fail and time out end as in Node; SSE listeners get pr
   await late.ended;
   assert.deepEqual(late.messages, [{ type: 'done', report: done[1].report, error: done[1].error }]);
 
-  // Done: no round more reaches Ironic.
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  // Done: no round more reaches Ironic, while a watch on the same client, at the waits'
+  // interval, goes round three times.
   const quiet = sim.requests().next;
-  await new Promise((resolve) => setTimeout(resolve, 1500));
-  assert.deepEqual(sim.log({ since: quiet }), [], 'nothing is sent once every wait is done');
+  const witness = await witnessWatch('active', 1);
+  await until(() => witness.rounds(quiet) >= 3, 'three rounds of the watch');
+  witness.stop();
+  assert.deepEqual(witness.others(quiet), [], 'nothing is sent once every wait is done');
   assertNoToken([done, listed], listeners);
 });
 
@@ -271,14 +293,8 @@ test('GET /watch: an event stream of client.watch(): the nodes, then each change
   assert.equal(watcher.status, 200, watcher.raw);
   watcher.ended.catch(() => {}); // ended from this side
   const changes = () => watcher.messages.filter((m) => m.type === 'change').map((m) => m.change);
-  const until = async (condition, what) => {
-    const end = Date.now() + 20_000;
-    while (!condition()) {
-      assert.ok(Date.now() < end, `${what}: ${watcher.raw}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  };
-  await until(() => changes().length >= 5, 'the nodes at the start');
+  const seen = (what) => () => `${what}: ${watcher.raw}`;
+  await until(() => changes().length >= 5, seen('the nodes at the start'));
   assert.deepEqual(
     changes()
       .map((c) => [c.type, c.node.name])
@@ -286,13 +302,22 @@ test('GET /watch: an event stream of client.watch(): the nodes, then each change
     ['a1', 'a2', 'b1', 'c1', 'e1'].map((n) => ['added', n]),
   );
   await post('provision', ['a1'], 'deploy', { wait: false });
-  await until(() => changes().some((c) => c.type === 'modified' && c.node.name === 'a1'), 'a1 deploying');
+  await until(() => changes().some((c) => c.type === 'modified' && c.node.name === 'a1'), seen('a1 deploying'));
+  // Another watch, of another scope, at the same interval: its rounds are the clock below.
+  const witness = await witnessWatch('deploying', 0.5);
   ended.abort();
-  // The listener gone, the watch ends: nothing more is sent for it.
-  await new Promise((resolve) => setTimeout(resolve, 700));
+  // The listener gone, the watch ends (the server has heard of it, and a listing under way is
+  // over, within two rounds of the other watch): nothing more is sent for it.
+  const left = sim.requests().next;
+  await until(() => witness.rounds(left) >= 2, 'two rounds of the other watch');
   const at = sim.requests().next;
-  await new Promise((resolve) => setTimeout(resolve, 1500));
-  assert.deepEqual(sim.log({ since: at, path: '/v1/nodes' }), [], 'nothing sent after the listener left');
+  await until(() => witness.rounds(at) >= 3, 'three more rounds of the other watch');
+  witness.stop();
+  assert.deepEqual(
+    witness.others(at).filter((e) => e.path === '/v1/nodes'),
+    [],
+    'nothing sent after the listener left',
+  );
 
   const bad = await stream(`/watch?scope=${encodeURIComponent(JSON.stringify({ color: 'red' }))}`);
   await bad.ended;
@@ -304,15 +329,21 @@ test('GET /watch: an event stream of client.watch(): the nodes, then each change
 
 test('DELETE stops a wait: nothing more is sent for it, its listeners are told', async () => {
   sim.load(SCENARIO);
+  // A watch of another scope, at the wait's interval: none of the wait's nodes is in it.
+  const witness = await witnessWatch('active', 0.3);
+  const since = sim.requests().next;
   const id = await post('waitForProvisionState', ['c1'], 'active', { timeout: 60, pollInterval: 0.3 });
   const listener = await listen(id);
-  await new Promise((resolve) => setTimeout(resolve, 800));
+  // It polls a few times, so the check below means something.
+  await until(() => witness.others(since).length >= 3, 'three checks of the wait');
   assert.equal((await call('DELETE', `/waits/${id}`)).status, 204);
   const at = sim.requests().next;
   await listener.ended;
   assert.deepEqual(listener.messages.at(-1), { type: 'deleted' });
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  assert.deepEqual(sim.log({ since: at, path: '/v1/nodes/*' }), [], 'nothing sent after DELETE');
+  // Three rounds of the watch: nothing but its lists.
+  await until(() => witness.rounds(at) >= 3, 'three rounds of the watch');
+  witness.stop();
+  assert.deepEqual(witness.others(at), [], 'nothing sent after DELETE');
   assert.equal((await call('GET', `/waits/${id}`)).status, 404);
 });
 
@@ -331,19 +362,16 @@ test('deno killed (SIGKILL) mid-wait and started again on the same KV file: the 
 
   sim.load(scenario);
   const since = sim.requests().next;
-  const started = Date.now();
   const ids = [];
   for (const [method, ...args] of calls) ids.push(await post(method, ...args));
   // A few rounds in, the process dies with nothing flushed.
-  const until = Date.now() + 15_000;
   const nodeGets = () => sim.log({ since }).filter((e) => e.method === 'GET' && e.path.startsWith('/v1/nodes')).length;
-  while (nodeGets() < 4) {
-    assert.ok(Date.now() < until, `no rounds:\n${server.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await until(
+    () => nodeGets() >= 4,
+    () => `no rounds:\n${server.output()}`,
+  );
   await server.kill();
   assert.notEqual(sim.node('k1').provision_state, 'active', 'killed mid-wait');
-  await new Promise((resolve) => setTimeout(resolve, 1000));
   server = await startServer();
   // A listener of the new process hears the end.
   const listener = await listen(ids[0]);
@@ -361,10 +389,12 @@ test('deno killed (SIGKILL) mid-wait and started again on the same KV file: the 
   assert.deepEqual(listener.messages.at(-1), { type: 'done', report: done[0].report, error: done[0].error });
   assert.deepEqual(putsByNode(since), { k1: 1, k2: 1, k3: 1 }, 'each node one PUT');
 
-  // Rounds came at the waits' pace (0.4 s), never in a loop: a loose
-  // bound, a GET of each node every 250 ms at most.
-  const elapsed = Date.now() - started;
-  assert.ok(nodeGets() <= (3 * elapsed) / 250 + 20, `${nodeGets()} GETs of nodes in ${elapsed} ms`);
+  // Rounds came at the waits' pace (0.4 s), never in a loop: a loose bound by count, whatever
+  // the time taken. The deploys end 5.5 s into the simulator's clock (which is the wall clock
+  // here), so there are at most that many poll intervals of rounds, each of at most the three
+  // nodes, and a few rounds more (the restart, the last checks); a busy loop makes thousands.
+  const bound = 3 * (Math.ceil((2500 + 500 + 2500) / 400) + 10);
+  assert.ok(nodeGets() <= bound, `${nodeGets()} GETs of nodes (at most ${bound})`);
   assertNoToken([done], [listener]);
 });
 

@@ -6,6 +6,18 @@ import assert from 'node:assert/strict';
 import { IronicClient } from 'ironic-wait';
 
 /**
+ * Resolves once `condition()` holds (checked every `every` ms); fails after `ms`, a bound far above
+ * the seconds a condition here takes (a loaded machine runs other suites beside this one).
+ */
+export async function until(condition, what, ms = 120_000, every = 50) {
+  const deadline = performance.now() + ms;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`${typeof what === 'function' ? what() : what}: not so after ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, every));
+  }
+}
+
+/**
  * `call`, `post` and `finished` against the API at `base()` (a function:
  * a host restarted has a new port), `output()` the host's log for messages.
  */
@@ -35,16 +47,19 @@ export function edgeApi({ base, secret: SECRET, output }) {
     return res.body.id;
   }
 
-  /** GET /waits/{id} until done. */
-  async function finished(id, ms = 60_000) {
-    const end = Date.now() + ms;
-    for (;;) {
-      const res = await call('GET', `/waits/${id}`);
-      assert.equal(res.status, 200, res.text);
-      if (res.body.done) return res.body;
-      assert.ok(Date.now() < end, `wait ${id} not done after ${ms} ms: ${res.text}\n${output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+  /** GET /waits/{id} until done (a bound of `ms`: the waits here end in seconds). */
+  async function finished(id, ms = 180_000) {
+    let last;
+    await until(
+      async () => {
+        last = await call('GET', `/waits/${id}`);
+        assert.equal(last.status, 200, last.text);
+        return last.body.done;
+      },
+      () => `wait ${id} not done: ${last?.text}\n${output()}`,
+      ms,
+    );
+    return last.body;
   }
 
   return { call, post, finished };
@@ -70,7 +85,7 @@ export async function uninterrupted(reference, token, scenario, calls) {
         (error) => ({ report: error.report ?? null, error }),
       ),
     );
-    while (reference.log({ method: 'PUT' }).length < puts) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => reference.log({ method: 'PUT' }).length >= puts, `${method}'s PUTs`, 120_000, 5);
   }
   return Promise.all(running);
 }
