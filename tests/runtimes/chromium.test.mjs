@@ -116,7 +116,7 @@ test('Chromium: a page reloaded mid-wait resumes from its localStorage checkpoin
   };
   const dataset = (page) => page.evaluate(() => ({ ...document.body.dataset }));
   /** Waits until <body data-*> satisfies `fn` (run in the page). */
-  const until = (page, fn) => page.waitForFunction(fn, null, { timeout: 30_000, polling: 20 });
+  const until = (page, fn) => page.waitForFunction(fn, null, { timeout: 120_000, polling: 20 });
   /** Everything the origin keeps in the browser, as text. */
   const storage = (page) =>
     page.evaluate(async () => ({
