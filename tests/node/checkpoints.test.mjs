@@ -118,15 +118,44 @@ function targetsOf(text) {
 // 1. onCheckpoint: when it is called, what it gives; checkpoint() sends nothing
 
 /**
- * The next instant (simulator ms) at which one of `names` moves by its plan, or null: on a manual clock
- * nothing moves until the clock is moved to it.
+ * The instants (simulator ms, in order) at which `names` will move by their plans, read once (the plans
+ * are drawn when the PUTs are accepted): on a manual clock nothing moves until the clock is moved on.
  */
-function nextMove(ironic, names) {
-  const due = names
-    .map((n) => ironic.sim.node(n))
-    .filter((n) => n.plan && Number.isFinite(n.plan.phases[n.plan.phase].ms))
-    .map((n) => n.provision_updated_at + n.plan.phases[n.plan.phase].ms);
-  return due.length ? Math.min(...due) : null;
+function plannedMoves(ironic, names) {
+  const moves = new Set();
+  for (const node of names.map((n) => ironic.sim.node(n))) {
+    if (!node.plan) continue;
+    let at = node.provision_updated_at;
+    for (const phase of node.plan.phases.slice(node.plan.phase)) {
+      if (!Number.isFinite(phase.ms)) break;
+      at += phase.ms;
+      moves.add(at);
+    }
+  }
+  return [...moves].sort((a, b) => a - b);
+}
+
+/** The clock moved on to the next of `moves` still ahead; returns it, or null when none is. */
+function moveOn(ironic, moves) {
+  const at = moves.find((t) => t > ironic.sim.now()) ?? null;
+  if (at !== null) ironic.sim.advance(at - ironic.sim.now());
+  return at;
+}
+
+/**
+ * An onCheckpoint for a provision of `names` on a manual clock: it calls `then`, having moved the clock
+ * on to the nodes' next move (from the second checkpoint on: the first round sees the deploys begun),
+ * so that each round sees one instant's moves, between rounds.
+ */
+function movingOn(ironic, names, then) {
+  let calls = 0;
+  let planned;
+  return (c) => {
+    calls += 1;
+    if (calls === 1) planned = plannedMoves(ironic, names);
+    else moveOn(ironic, planned);
+    return then(c);
+  };
 }
 
 test('onCheckpoint: first once every PUT is answered, then only after a round that changed something, each a JSON checkpoint of it', async () => {
@@ -147,6 +176,7 @@ test('onCheckpoint: first once every PUT is answered, then only after a round th
   const client = new IronicClient({ endpoint: ironic.url });
   const log = [];
   const moves = [];
+  let planned;
   const report = await client.provision(['a', 'b', 'c'], 'deploy', {
     wait: 30,
     pollInterval: 0.03,
@@ -160,11 +190,10 @@ test('onCheckpoint: first once every PUT is answered, then only after a round th
         gets: ironic.requests('GET', '/v1/nodes/*').length,
       });
       // After the PUTs' checkpoint, the first round sees the deploys begun; after each later one, on.
-      if (log.filter((e) => e.kind === 'checkpoint').length < 2) return;
-      const at = nextMove(ironic, ['a', 'b', 'c']);
-      if (at === null) return;
-      ironic.sim.advance(at - ironic.sim.now());
-      moves.push(at);
+      const n = log.filter((e) => e.kind === 'checkpoint').length;
+      if (n === 1) planned = plannedMoves(ironic, ['a', 'b', 'c']);
+      const at = n >= 2 && moveOn(ironic, planned);
+      if (at) moves.push(at);
     },
   });
   assert.deepEqual(outcomes(report), [
@@ -323,17 +352,19 @@ function thousandNodes() {
       transitions: [{ node: names.filter((_, i) => i % 97 === 5), action: 'deploy', fail: 'Deploy step failed: no image' }],
     });
     const client = new IronicClient({ endpoint: ironic.url });
-    const plan = client.checkpoint('provision', names, 'deploy', { wait: 60, pollInterval: 0.1, settle: 'all' });
+    // A deadline far past what a loaded machine takes over the PUTs and the rounds (33 of them).
+    const plan = client.checkpoint('provision', names, 'deploy', { wait: 600, pollInterval: 0.1, settle: 'all' });
     const checkpoints = [];
+    let planned;
     const report = await client.provision(names, 'deploy', {
-      wait: 60,
+      wait: 600,
       pollInterval: 0.1,
       settle: 'all',
       onCheckpoint: (c) => {
         checkpoints.push(c);
         // After the PUTs' checkpoint, the first round sees the deploys begun; after each later one, on.
-        const at = checkpoints.length >= 2 && nextMove(ironic, names);
-        if (at) ironic.sim.advance(at - ironic.sim.now());
+        if (checkpoints.length === 1) planned = plannedMoves(ironic, names);
+        else moveOn(ironic, planned);
       },
     });
     return { names, ironic, plan, checkpoints, report };
@@ -438,7 +469,8 @@ test('SIGKILL at any moment of a provision wait, then resume in a new process: s
           run.child.kill('SIGKILL');
         }
         if (trial.when.after !== undefined) {
-          await until(() => run.lines.some((l) => l.startsWith('checkpoint ')) || run.child.exitCode !== null, 20_000);
+          // A bound for a process that never gets there (a loaded machine took more than 20 s to).
+          await until(() => run.lines.some((l) => l.startsWith('checkpoint ')) || run.child.exitCode !== null, 120_000);
           await sleep(trial.when.after);
           run.child.kill('SIGKILL');
         }
@@ -487,7 +519,12 @@ test('SIGKILL at any moment of a provision wait, then resume in a new process: s
 });
 
 test('settled outcomes survive a checkpoint exactly: a refused PUT, a node gone, an unusable answer, with their errors', async () => {
+  // A manual clock moved from onCheckpoint to the nodes' next move, so that ok, gone and broken settle in
+  // rounds of their own before the deadline, the last of them with a checkpoint after it, however few
+  // rounds a loaded machine makes (on the wall clock one made too few in 1.5 s: the last checkpoint had
+  // 2 settled). slow stalls: the wait ends at its deadline, a bound that four rounds cannot reach.
   const ironic = await sim({
+    manualClock: true,
     nodes: nodes({ ok: 'available', refused: 'active', gone: 'available', broken: 'available', slow: 'available' }),
     timing: { deploying: 100 },
     transitions: [
@@ -498,11 +535,16 @@ test('settled outcomes survive a checkpoint exactly: a refused PUT, a node gone,
   });
   const names = ['ok', 'refused', 'gone', 'broken', 'slow'];
   const checkpoints = [];
+  let planned;
   const original = await new IronicClient({ endpoint: ironic.url }).provision(names, 'deploy', {
-    wait: 1.5,
+    wait: 8,
     pollInterval: 0.05,
     settle: 'all',
-    onCheckpoint: (c) => checkpoints.push(c),
+    onCheckpoint: (c) => {
+      checkpoints.push(c);
+      if (checkpoints.length === 1) planned = plannedMoves(ironic, names);
+      else moveOn(ironic, planned);
+    },
   });
   const entry = (n, all) => ({
     node: n.node,
@@ -616,7 +658,11 @@ test('a step loop, each step in a new process, sleeping until wakeAt: the same o
 });
 
 test("a step loop with a new client each step: a failure ends in the answer's error, never thrown; onProgress has the events", async () => {
+  // Manual clocks moved to the nodes' next move after each checkpoint (the call) and each step (the
+  // loop): both see the same states, bad's failure while ok1 still deploys (on the wall clock a round
+  // late by 0.9 s would also have seen ok1 reached, in one of them).
   const scenario = {
+    manualClock: true,
     nodes: [
       { name: 'ok1', provision_state: 'available' },
       { name: 'bad', provision_state: 'available', timing: { deploying: 60 } },
@@ -629,7 +675,11 @@ test("a step loop with a new client each step: a failure ends in the answer's er
   const settled = (events) => events.filter((e) => e.done).map((e) => [e.node, e.outcome, e.state]);
   const waited = [];
   const original = await new IronicClient({ endpoint: reference.url })
-    .provision(['ok1', 'bad'], 'deploy', { ...options, onProgress: (e) => waited.push(e) })
+    .provision(['ok1', 'bad'], 'deploy', {
+      ...options,
+      onProgress: (e) => waited.push(e),
+      onCheckpoint: movingOn(reference, ['ok1', 'bad'], () => {}),
+    })
     .catch((e) => e);
   assert.ok(original instanceof StateTransitionFailed);
 
@@ -637,10 +687,14 @@ test("a step loop with a new client each step: a failure ends in the answer's er
   let checkpoint = new IronicClient({ endpoint: ironic.url }).checkpoint('provision', ['ok1', 'bad'], 'deploy', options);
   let answer;
   const stepped = [];
+  const stepOn = movingOn(ironic, ['ok1', 'bad'], () => {});
   for (let i = 0; i < 100 && checkpoint; i++) {
     answer = await new IronicClient({ endpoint: ironic.url }).step(checkpoint, { onProgress: (e) => stepped.push(e) });
     checkpoint = answer.checkpoint;
-    if (checkpoint) await sleep(Math.max(0, answer.wakeAt - Date.now()));
+    if (checkpoint) {
+      stepOn(checkpoint);
+      await sleep(Math.max(0, answer.wakeAt - Date.now()));
+    }
   }
   assert.equal(answer.checkpoint, null);
   assert.equal(answer.wakeAt, null);
@@ -657,9 +711,16 @@ test("a step loop with a new client each step: a failure ends in the answer's er
 // ---------------------------------------------------------------------------
 // 4. Hostile checkpoints: each an InvalidArgumentError saying what is wrong, nothing sent
 
-/** A rich checkpoint: a provision mid-wait with a node reached, one failed, one still deploying. */
+/**
+ * A rich checkpoint: a provision mid-wait with a node reached, one failed, one still deploying. On a
+ * manual clock moved, after the PUTs, past every move but n2's (it stalls): the first round sees n1
+ * reached and bad failed, and its checkpoint is taken, then the call aborted (on the wall clock a
+ * loaded machine's rounds had not seen them within the wait's 1 s). Resumed, the wait is past its
+ * deadline (10 s after the call) or gets there.
+ */
 async function richCheckpoint() {
   const ironic = await sim({
+    manualClock: true,
     nodes: nodes({ n1: 'available', n2: 'available', bad: 'available' }),
     timing: { deploying: 100, 'wait call-back': 50 },
     transitions: [
@@ -668,8 +729,19 @@ async function richCheckpoint() {
     ],
   });
   const checkpoints = [];
+  const controller = new AbortController();
   await new IronicClient({ endpoint: ironic.url })
-    .provision(['n1', 'n2', 'bad'], 'deploy', { wait: 1, pollInterval: 0.03, settle: 'all', onCheckpoint: (c) => checkpoints.push(c) })
+    .provision(['n1', 'n2', 'bad'], 'deploy', {
+      wait: 10,
+      pollInterval: 0.03,
+      settle: 'all',
+      signal: controller.signal,
+      onCheckpoint: (c) => {
+        checkpoints.push(c);
+        if (checkpoints.length === 1) ironic.sim.advance(plannedMoves(ironic, ['n1', 'bad']).at(-1) - ironic.sim.now());
+        else controller.abort();
+      },
+    })
     .catch(() => {});
   const text = checkpoints.at(-1);
   const cp = JSON.parse(text);
@@ -1357,7 +1429,13 @@ async function startKeystone(ironicUrl) {
 
 test('no credential in any checkpoint: token, basicAuth, getToken, Keystone password and application credential', async () => {
   const names = Array.from({ length: 24 }, (_, i) => `c${i}`);
+  // A manual clock moved 40 ms (a phase) after each checkpoint and between steps, so that every round
+  // sees one phase more: the same checkpoints in every run (a loaded machine's late rounds saw fewer
+  // phases on the wall clock, and fewer than 8 checkpoints). Each kind: the provision's after its PUTs,
+  // wait call-back and deploying again (3), the allocation's after its POST (1), three made by
+  // checkpoint(), the step loop's after its PUTs, wait call-back and deploying again (3).
   const ironic = await sim({
+    manualClock: true,
     nodes: [
       ...names.map((name) => ({ name, provision_state: 'available' })),
       { name: 'g1', provision_state: 'available', resource_class: 'gold' },
@@ -1392,6 +1470,10 @@ test('no credential in any checkpoint: token, basicAuth, getToken, Keystone pass
     const client = new IronicClient(options);
     const checkpoints = [];
     const keep = (c) => checkpoints.push(c);
+    const keepAndMove = (c) => {
+      keep(c);
+      ironic.sim.advance(40);
+    };
     const [a, b, c] = free.splice(0, 3);
     if (!options.endpoint) {
       // Before the login, no endpoint: no checkpoint can be made yet.
@@ -1400,12 +1482,15 @@ test('no credential in any checkpoint: token, basicAuth, getToken, Keystone pass
         (e) => e instanceof InvalidArgumentError && /No checkpoint yet: the endpoint comes from Keystone's catalog/.test(e.message),
       );
     }
-    await client.provision([a, b], 'deploy', { wait: 10, pollInterval: 0.02, onCheckpoint: keep });
-    await client.waitForProvisionState([a, b], 'active', { timeout: 5, onCheckpoint: keep });
+    await client.provision([a, b], 'deploy', { wait: 60, pollInterval: 0.02, onCheckpoint: keepAndMove });
+    await client.waitForProvisionState([a, b], 'active', { timeout: 60, onCheckpoint: keepAndMove });
     await client
-      .createAllocation({ resourceClass: 'gold', name: `al-${kind.length}-${a}` }, { wait: 5, pollInterval: 0.02, onCheckpoint: keep })
+      .createAllocation(
+        { resourceClass: 'gold', name: `al-${kind.length}-${a}` },
+        { wait: 60, pollInterval: 0.02, onCheckpoint: keepAndMove },
+      )
       .catch(() => {});
-    const plan = client.checkpoint('provision', c, 'deploy', { wait: 10, pollInterval: 0.02 });
+    const plan = client.checkpoint('provision', c, 'deploy', { wait: 60, pollInterval: 0.02 });
     keep(plan);
     keep(client.checkpoint('waitForAllocation', 'x', { timeout: 1 }));
     keep(client.checkpoint('createAllocation', { resourceClass: 'gold' }, { wait: 1 }));
@@ -1414,12 +1499,13 @@ test('no credential in any checkpoint: token, basicAuth, getToken, Keystone pass
       const answer = await client.step(next);
       next = answer.checkpoint;
       if (next) keep(next);
+      ironic.sim.advance(40);
       await sleep(20);
     }
     const resumed = [];
-    await client.resume(client.checkpoint('waitForProvisionState', c, 'active', { timeout: 5 }), { onCheckpoint: (x) => resumed.push(x) });
+    await client.resume(client.checkpoint('waitForProvisionState', c, 'active', { timeout: 60 }), { onCheckpoint: (x) => resumed.push(x) });
     checkpoints.push(...resumed);
-    assert.ok(checkpoints.length >= 8, `${kind}: ${checkpoints.length}`);
+    assert.equal(checkpoints.length, 10, kind);
     for (const text of checkpoints) {
       assert.equal(JSON.parse(text).endpoint, ironic.url, kind);
       for (const secret of SECRETS) assert.ok(!text.includes(secret), `${kind}: a checkpoint holds a secret: ${text}`);
@@ -1454,7 +1540,10 @@ test('a Keystone client without an endpoint refuses a checkpoint of another endp
 });
 
 test('a rescue password is in the plan until its PUT is answered, and in no checkpoint after', async () => {
-  const ironic = await sim({ nodes: nodes({ r1: 'active', r2: 'active', r3: 'active' }), timing: { rescuing: 150 } });
+  // A manual clock moved 100 ms between steps and after each checkpoint: each rescue (150 ms) is seen
+  // rescuing once, then in rescue, so there are 4 checkpoints after the plan in every run (a loaded
+  // machine's late rounds on the wall clock could miss rescuing, and leave fewer).
+  const ironic = await sim({ manualClock: true, nodes: nodes({ r1: 'active', r2: 'active', r3: 'active' }), timing: { rescuing: 150 } });
   const client = new IronicClient({ endpoint: ironic.url });
   const options = { rescuePassword: RESCUE, wait: 10, pollInterval: 0.03 };
   const plan = client.checkpoint('provision', ['r1', 'r2'], 'rescue', options);
@@ -1474,6 +1563,7 @@ test('a rescue password is in the plan until its PUT is answered, and in no chec
     next = answer.checkpoint;
     if (next) later.push(next);
     await sleep(Math.max(0, (answer.wakeAt ?? 0) - Date.now()));
+    ironic.sim.advance(100);
   }
   assert.deepEqual(
     outcomes(answer.report).map((o) => o.slice(0, 3)),
@@ -1484,8 +1574,15 @@ test('a rescue password is in the plan until its PUT is answered, and in no chec
     'the PUT carried the password (the simulator refuses a rescue without one)',
   );
   // Called directly with onCheckpoint.
-  await client.provision('r3', 'rescue', { ...options, onCheckpoint: (c) => later.push(c) });
-  assert.ok(later.length >= 4);
+  await client.provision('r3', 'rescue', {
+    ...options,
+    onCheckpoint: (c) => {
+      later.push(c);
+      ironic.sim.advance(100);
+    },
+  });
+  // The steps' after their PUTs and after rescuing; the call's after its PUT and after rescuing.
+  assert.equal(later.length, 4);
   for (const text of later) assert.ok(!text.includes(RESCUE), text);
   assert.deepEqual(putsPerNode(ironic), once(['r1', 'r2', 'r3']));
 });
@@ -1669,14 +1766,24 @@ test('an onCheckpoint that throws, rejects, never settles or is re-entrant leave
   process.on('unhandledRejection', onEscape);
   process.on('uncaughtException', onEscape);
   try {
+    // A manual clock moved from onCheckpoint (movingOn) to the nodes' next move: 4 checkpoints a call
+    // (after the PUTs, deploying, wait call-back, deploying again) in every run, where a loaded
+    // machine's late rounds on the wall clock could see the end at once (one checkpoint).
     const scenario = {
+      manualClock: true,
       nodes: nodes({ a: 'available', b: 'available', f: 'available' }),
       timing: { deploying: 80, 'wait call-back': 40 },
       transitions: [{ node: 'f', action: 'deploy', fail: 'no image' }],
     };
-    const options = { wait: 10, pollInterval: 0.02, settle: 'all' };
+    const names = ['a', 'b', 'f'];
+    const options = { wait: 60, pollInterval: 0.02, settle: 'all' };
     const reference = await sim(scenario);
-    const expected = outcomes(await new IronicClient({ endpoint: reference.url }).provision(['a', 'b', 'f'], 'deploy', options));
+    const expected = outcomes(
+      await new IronicClient({ endpoint: reference.url }).provision(names, 'deploy', {
+        ...options,
+        onCheckpoint: movingOn(reference, names, () => {}),
+      }),
+    );
     let client;
     const callbacks = {
       'throws an Error': () => {
@@ -1714,12 +1821,12 @@ test('an onCheckpoint that throws, rejects, never settles or is re-entrant leave
       const ironic = await sim(scenario);
       client = new IronicClient({ endpoint: ironic.url });
       let calls = 0;
-      const report = await client.provision(['a', 'b', 'f'], 'deploy', {
+      const report = await client.provision(names, 'deploy', {
         ...options,
-        onCheckpoint: (c) => {
+        onCheckpoint: movingOn(ironic, names, (c) => {
           calls++;
           return callback(c);
-        },
+        }),
       });
       assert.deepEqual(outcomes(report), expected, label);
       assert.ok(calls >= 2, `${label}: called ${calls} times, and again after it failed`);
@@ -1728,11 +1835,11 @@ test('an onCheckpoint that throws, rejects, never settles or is re-entrant leave
       const ironic2 = await sim(scenario);
       client = new IronicClient({ endpoint: ironic2.url });
       let resumedCalls = 0;
-      const resumed = await client.resume(client.checkpoint('provision', ['a', 'b', 'f'], 'deploy', options), {
-        onCheckpoint: (c) => {
+      const resumed = await client.resume(client.checkpoint('provision', names, 'deploy', options), {
+        onCheckpoint: movingOn(ironic2, names, (c) => {
           resumedCalls++;
           return callback(c);
-        },
+        }),
         onProgress: () => {
           throw new Error('progress too');
         },
