@@ -83,18 +83,25 @@ function driveClock(sim, simStart, from) {
   let simNow = simStart;
   let ticking = Promise.resolve();
   let failed = null;
+  let failures = 0;
   const moves = [{ answeredAt: from, sim: simStart }];
   const tick = async () => {
     try {
+      // After a move that failed (it may have been made, its answer lost), the clock is read again.
+      if (failures) simNow = await sim.now();
       const behind = simStart + (performance.now() - from) - simNow;
       if (behind > 0) {
         simNow = await sim.advance(Math.ceil(behind));
         moves.push({ answeredAt: performance.now(), sim: simNow });
       }
+      failures = 0;
     } catch (e) {
-      failed ??= e;
+      // A control request can fail on a loaded machine (a loaded run saw 'fetch failed'): tried again
+      // at the next tick, given up after ten in a row.
+      failures += 1;
+      if (failures >= 10) failed ??= e;
     }
-    if (!stopped) timer = setTimeout(() => (ticking = tick()), TICK_MS);
+    if (!stopped && !failed) timer = setTimeout(() => (ticking = tick()), TICK_MS);
   };
   ticking = tick();
   return {
@@ -103,7 +110,7 @@ function driveClock(sim, simStart, from) {
       stopped = true;
       clearTimeout(timer);
       await ticking;
-      if (failed) throw new Error(`moving the simulator's clock failed: ${failed.message}`);
+      if (failed) throw new Error(`moving the simulator's clock failed: ${failed.message} ${failed.cause?.code ?? failed.cause ?? ''}`);
     },
     before: (wall) => moves.filter((m) => m.answeredAt <= wall).at(-1).sim,
   };
