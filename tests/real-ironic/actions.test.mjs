@@ -43,7 +43,7 @@ describe('against a real Ironic', { concurrency: true }, () => {
       for (const [action, options, , , expected, working] of LIFECYCLE) {
         const states = [];
         const report = await client.provision('life-iw', action, {
-          wait: 120,
+          wait: 600,
           pollInterval: 0.5,
           ...options,
           onProgress: (e) => states.push(e.state),
@@ -62,7 +62,7 @@ describe('against a real Ironic', { concurrency: true }, () => {
       return seen;
     })();
     const theirs = ironic.oracle(
-      LIFECYCLE.map(([, , target, extra]) => ({ op: 'provision', nodes: ['life-py'], target, ...extra, wait: 120, poll_interval: 0.5 })),
+      LIFECYCLE.map(([, , target, extra]) => ({ op: 'provision', nodes: ['life-py'], target, ...extra, wait: 600, poll_interval: 0.5 })),
     );
 
     const [configDrives, results] = await Promise.all([ours, theirs]);
@@ -81,8 +81,8 @@ describe('against a real Ironic', { concurrency: true }, () => {
     const client = new IronicClient({ endpoint: ironic.url });
     const states = [];
     const [report, [theirs]] = await Promise.all([
-      client.provision('adopt-iw', 'adopt', { wait: 60, pollInterval: 0.5, onProgress: (e) => states.push(e.state) }),
-      ironic.oracle([{ op: 'provision', nodes: ['adopt-py'], target: 'adopt', wait: 60, poll_interval: 0.5 }]),
+      client.provision('adopt-iw', 'adopt', { wait: 300, pollInterval: 0.5, onProgress: (e) => states.push(e.state) }),
+      ironic.oracle([{ op: 'provision', nodes: ['adopt-py'], target: 'adopt', wait: 300, poll_interval: 0.5 }]),
     ]);
     assert.deepEqual(
       report.nodes.map((n) => [n.outcome, n.state]),
@@ -111,7 +111,7 @@ describe('allocations', () => {
     const client = new IronicClient({ endpoint: ironic.url });
     const { allocation, report } = await client.createAllocation(
       { resourceClass: 'gold', candidateNodes: ['gold-iw'], name: 'alloc-iw' },
-      { wait: 60, pollInterval: 0.5 },
+      { wait: 300, pollInterval: 0.5 },
     );
     assert.equal(allocation.name, 'alloc-iw');
     assert.equal(report.ok, true, JSON.stringify(report));
@@ -123,7 +123,7 @@ describe('allocations', () => {
       {
         op: 'allocation',
         fields: { resource_class: 'gold', candidate_nodes: ['gold-py'], name: 'alloc-py' },
-        wait: 60,
+        wait: 300,
         poll_interval: 0.5,
       },
     ]);

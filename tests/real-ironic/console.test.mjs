@@ -108,7 +108,7 @@ const runRow = (name) => page.locator(`#waits > .wait-panel:first-child .run-row
 async function runAction(names, action) {
   for (const name of names) await row(name).locator('input[type="checkbox"]').check();
   await page.selectOption('#action', action);
-  await page.fill('#timeout', '120');
+  await page.fill('#timeout', '600');
   await page.fill('#poll', '0.5');
   await page.click('#run');
 }
@@ -308,7 +308,7 @@ test("a failed deploy's history from Ironic in the node's detail, and power off 
   const puts = () => ironic.requests('PUT', `/v1/nodes/${uuids['manageable-3']}/states/power`);
   const putsBefore = puts().length;
   await row('manageable-3').locator('input[type="checkbox"]').check();
-  await page.fill('#timeout', '120');
+  await page.fill('#timeout', '600');
   await page.fill('#poll', '0.5');
   await page.click('#power-buttons button[data-power="power off"]');
   assert.deepEqual(await settled(['manageable-3']), { 'manageable-3': 'reached' });

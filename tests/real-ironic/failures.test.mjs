@@ -49,10 +49,10 @@ async function sameFailure({ ours, recover, theirs, during }) {
   return error;
 }
 
-const wait = { wait: 60, pollInterval: 0.5 };
+const wait = { wait: 300, pollInterval: 0.5 };
 // Nodes that need no automated cleaning reach available (and come back from a failed deploy) sooner.
 const NO_CLEANING = { automated_clean: false };
-const pyWait = { wait: 60, poll_interval: 0.5 };
+const pyWait = { wait: 300, poll_interval: 0.5 };
 
 describe('provisioning failures, message for message', { concurrency: true }, () => {
   test('deploy failed (the only deploy step disabled)', async () => {
@@ -168,11 +168,12 @@ describe('allocation failures', () => {
     // The same UUID on both sides (the first allocation is deleted in between), so the texts compare exactly.
     const uuid = '5e1ec7ed-0000-4000-8000-00000000a11c';
     const e = await sameFailure({
-      ours: () => client().createAllocation({ resourceClass: 'no-such-class', uuid, name: 'alloc-fails' }, { wait: 60, pollInterval: 0.5 }),
+      ours: () =>
+        client().createAllocation({ resourceClass: 'no-such-class', uuid, name: 'alloc-fails' }, { wait: 300, pollInterval: 0.5 }),
       recover: async () => {
         assert.equal((await ironic.api('DELETE', `/v1/allocations/${uuid}`)).status, 204);
       },
-      theirs: { op: 'allocation', fields: { resource_class: 'no-such-class', uuid, name: 'alloc-fails' }, wait: 60, poll_interval: 0.5 },
+      theirs: { op: 'allocation', fields: { resource_class: 'no-such-class', uuid, name: 'alloc-fails' }, wait: 300, poll_interval: 0.5 },
     });
     assert.equal(
       e.message,

@@ -2,6 +2,9 @@
 // one Ironic per test file, behind a recording loopback proxy, with helpers to
 // make nodes in a given state through Ironic's REST API, to reach into its
 // SQLite database, and to run python-ironicclient (oracle.py) side by side.
+// The waits' time-outs in these tests (300 s, 600 s) are bounds, not budgets:
+// an action takes 5 to 10 s, three times that beside other suites at a load
+// average of 25; only a test that expects a time-out has a short one.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { join } from 'node:path';
