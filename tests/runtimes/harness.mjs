@@ -112,10 +112,11 @@ function assertInstalledAsLocked(dir) {
 export const startSim = () => startSimulator({ port: 0, host: '127.0.0.1', seed: 7 });
 
 /**
- * Runs a command to its end (killing it after `ms`), and resolves with its
- * stdout; rejects with its stderr when it fails.
+ * Runs a command to its end (killing it after `ms`, a bound far above the
+ * seconds a build or a scenario takes), and resolves with its stdout;
+ * rejects with its stderr when it fails.
  */
-export function runToEnd(cmd, args, { cwd, env, ms = 120_000 } = {}) {
+export function runToEnd(cmd, args, { cwd, env, ms = 300_000 } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -37,7 +37,7 @@ after(async () => {
 
 test('workerd: the wrangler-bundled Worker runs the scenario, same as Node', async (t) => {
   const node = await nodeReport('workerd', sim.url);
-  const res = await fetch(`${workerd.url}/?ironic=${encodeURIComponent(sim.url)}`, { signal: AbortSignal.timeout(120_000) });
+  const res = await fetch(`${workerd.url}/?ironic=${encodeURIComponent(sim.url)}`, { signal: AbortSignal.timeout(300_000) });
   const text = await res.text();
   assert.equal(res.status, 200, `the Worker answered ${res.status}: ${text}\n${workerd.output()}`);
   await assertReport(t, JSON.parse(text), node);
