@@ -68,10 +68,10 @@ export const EXPECTED = {
     errors: [null, null],
   },
   timeout: {
-    ...error('StateTransitionTimeout', 'Node(s) a, b failed to reach state active in 1 seconds'),
+    ...error('StateTransitionTimeout', 'Node(s) a, b failed to reach state active in 3 seconds'),
     nodes: ['a', 'b'],
     expected: 'active',
-    timeout: 1,
+    timeout: 3,
     reportNodes: [
       ['a', 'timed-out', 'deploying', 2],
       ['b', 'timed-out', 'deploying', 2],

@@ -157,9 +157,11 @@ export async function runScenario(api, { url }) {
         transitions: [{ action: 'deploy', stall: true }],
       });
       let report;
+      // The time-out must leave room for a fresh client's first round (the version, the PUTs, a
+      // check) on a loaded machine: the call ends at its deadline, checked or not.
       const out = await rejection(
         client()
-          .provision(['a', 'b'], 'deploy', { wait: 1, pollInterval: 10 })
+          .provision(['a', 'b'], 'deploy', { wait: 3, pollInterval: 10 })
           .catch((e) => {
             report = e?.report;
             throw e;
