@@ -9,7 +9,7 @@
 //
 // Set-up steps and parts are tasks of one graph: a task starts once the
 // tasks it needs are done and the cores have room for it. Each task says
-// how much of a core it keeps busy (`cpu`: a build takes both, a part that
+// how much of a core it keeps busy (`cpu`: cargo most of both, a part that
 // mostly waits on timers, browsers or a real Ironic little); the running
 // tasks' sum stays within CAPACITY, and the task with the longest chain of
 // work behind it starts first. A task's output is kept and printed whole
