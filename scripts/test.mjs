@@ -8,14 +8,15 @@
 //   npm run soak                    the long soak (not in npm test)
 //
 // Set-up steps and parts are tasks of one graph: a task starts once the
-// tasks it needs are done and the cores have room for it. Each task says
-// how much of a core it keeps busy (`cpu`: cargo most of both, a part that
-// mostly waits on timers, browsers or a real Ironic little); the running
-// tasks' sum stays within CAPACITY, and the task with the longest chain of
-// work behind it starts first. A task's output is kept and printed whole
-// when it ends (and written to .cache/test-logs/NAME.log). Every part runs
-// even when another failed; a part whose set-up failed fails unrun. The exit
-// code is 1 if any part failed.
+// tasks it needs are done and the cores have room for it. Each task carries
+// its wall and CPU seconds as measured on a fresh clone; their ratio is how
+// much of a core it keeps busy (cargo most of both, a part that waits on
+// timers, browsers or a real Ironic little). The running tasks' sum stays
+// within CAPACITY, and the task with the most CPU work in the chain of tasks
+// behind it starts first. A task's output is kept and printed whole when it
+// ends (and written to .cache/test-logs/NAME.log). Every part runs even when
+// another failed; a part whose set-up failed fails unrun. The exit code is 1
+// if any part failed.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -24,11 +25,10 @@ import { main, ROOT } from './lib.mjs';
 
 const node = (...args) => [process.execPath, ...args];
 const setupStep = (...ids) => node('scripts/setup.mjs', ...ids.flatMap((id) => ['--step', id]));
-// As much work as there are cores: a part that mostly waits counts for
-// less than a core (`cpu`), so a few of those still share them. One core
-// more ran faster but left the real-Ironic and CLI parts' one-second waits
-// too little of it.
-const CAPACITY = availableParallelism();
+// A tenth more than the cores, as the ratios are averages over a task's
+// life. More than that leaves the real-Ironic and CLI parts' one-second
+// waits too little of a core.
+const CAPACITY = availableParallelism() * 1.1;
 // node --test runs this many test files at once (its default is one fewer than the cores).
 const NODE_FILES_AT_ONCE = 2;
 const LOGS = join(ROOT, '.cache', 'test-logs');
@@ -36,20 +36,28 @@ const CPU_MARK = 'task-cpu-seconds:';
 // A task still running after this long is stopped and fails: far beyond any part's time, well within CI's 90 minutes.
 const TASK_LIMIT_S = 40 * 60;
 
-// `seconds` is a rough duration on a fresh two-core machine, used only to
-// order the work (the longest chain first), never to judge it.
+// `seconds` and `cpuSeconds`: wall and CPU time of a fresh-clone run on two
+// cores (2026-12-03), used only to share the cores and order the work,
+// never to judge it.
 const SETUP = [
-  { name: 'npm', what: 'npm ci', cmd: setupStep('npm'), cpu: 0.5, seconds: 30 },
-  { name: 'wasm-target', what: 'the wasm32 Rust target', cmd: setupStep('wasm-target'), cpu: 0.5, seconds: 20 },
-  { name: 'wasm-bindgen', what: 'wasm-bindgen-cli, built by cargo', cmd: setupStep('wasm-bindgen'), cpu: 1.5, seconds: 200 },
-  { name: 'build', what: 'pkg/', needs: ['npm', 'wasm-target', 'wasm-bindgen'], cmd: node('scripts/build.mjs'), cpu: 1.5, seconds: 70 },
-  { name: 'chromium-deb', what: "Debian's Chromium", cmd: setupStep('chromium'), cpu: 1, seconds: 60 },
+  { name: 'npm', what: 'npm ci', cmd: setupStep('npm'), seconds: 15, cpuSeconds: 13 },
+  { name: 'wasm-target', what: 'the wasm32 Rust target', cmd: setupStep('wasm-target'), seconds: 5, cpuSeconds: 2 },
+  { name: 'wasm-bindgen', what: 'wasm-bindgen-cli, built by cargo', cmd: setupStep('wasm-bindgen'), seconds: 210, cpuSeconds: 245 },
+  {
+    name: 'build',
+    what: 'pkg/',
+    needs: ['npm', 'wasm-target', 'wasm-bindgen'],
+    cmd: node('scripts/build.mjs'),
+    seconds: 75,
+    cpuSeconds: 105,
+  },
+  { name: 'chromium-deb', what: "Debian's Chromium", cmd: setupStep('chromium'), seconds: 40, cpuSeconds: 20 },
   {
     name: 'ironic-venv',
     what: 'Ironic 39 and python-ironicclient from PyPI',
     cmd: node('scripts/real-ironic.mjs', 'install'),
-    cpu: 0.5,
-    seconds: 150,
+    seconds: 105,
+    cpuSeconds: 80,
   },
   {
     // Node 22 and wrangler for the two workerd parts, installed once before either runs.
@@ -57,10 +65,10 @@ const SETUP = [
     what: 'wrangler and its Node 22 (tests/runtimes/wrangler)',
     needs: ['npm'],
     cmd: node('--input-type=module', '-e', "import { installToolchain } from './tests/runtimes/workerd.mjs'; installToolchain();"),
-    cpu: 0.5,
-    seconds: 40,
+    seconds: 20,
+    cpuSeconds: 16,
   },
-  { name: 'keystone-venv', what: 'Keystone 30 from PyPI', cmd: node('scripts/real-keystone.mjs', 'install'), cpu: 0.5, seconds: 120 },
+  { name: 'keystone-venv', what: 'Keystone 30 from PyPI', cmd: node('scripts/real-keystone.mjs', 'install'), seconds: 65, cpuSeconds: 50 },
 ];
 
 const nodeTests = (...paths) => node('--test', `--test-concurrency=${NODE_FILES_AT_ONCE}`, ...paths);
@@ -73,50 +81,56 @@ const PARTS = [
     what: 'Biome (format and lint of the JS and CSS), cargo fmt, cargo clippy natively and for wasm32, warnings denied',
     needs: ['npm', 'wasm-target'],
     cmd: node('scripts/lint.mjs'),
-    cpu: 2,
-    seconds: 90,
+    seconds: 50,
+    cpuSeconds: 80,
   },
-  { name: 'rust', what: 'the core: unit, engine, property and fuzz tests (cargo test)', cmd: ['cargo', 'test'], cpu: 2, seconds: 100 },
-  { name: 'sim', what: 'the simulator', cmd: nodeTests('sim/test'), cpu: 1, seconds: 15 },
+  {
+    name: 'rust',
+    what: 'the core: unit, engine, property and fuzz tests (cargo test)',
+    cmd: ['cargo', 'test'],
+    seconds: 115,
+    cpuSeconds: 195,
+  },
+  { name: 'sim', what: 'the simulator', cmd: nodeTests('sim/test'), seconds: 15, cpuSeconds: 17 },
   {
     name: 'node',
     what: 'the built package in Node against the simulator',
     needs: ['build'],
     cmd: nodeTests('tests/node'),
-    cpu: 1.5,
-    seconds: 300,
+    seconds: 290,
+    cpuSeconds: 185,
   },
   {
     name: 'cli',
     what: "the ironic-wait command line, and against python-ironicclient's baremetal on the same simulator scenarios",
     needs: ['build', 'ironic-venv'],
     cmd: nodeTests('tests/cli'),
-    cpu: 1,
-    seconds: 150,
+    seconds: 225,
+    cpuSeconds: 205,
   },
   {
     name: 'browser',
     what: 'the console and its server, in Chromium',
     needs: ['build', 'chromium-deb'],
     cmd: nodeTests('tests/browser'),
-    cpu: 1,
-    seconds: 200,
+    seconds: 195,
+    cpuSeconds: 75,
   },
   {
     name: 'real-ironic',
     what: 'the package and python-ironicclient 6.3 side by side against a real Ironic 39',
     needs: ['build', 'ironic-venv', 'chromium-deb'],
     cmd: nodeTests('tests/real-ironic'),
-    cpu: 1,
-    seconds: 220,
+    seconds: 195,
+    cpuSeconds: 195,
   },
   {
     name: 'real-keystone',
     what: 'the package, the CLI and the console logging in to a real Keystone 30, a real Ironic 39 behind it',
     needs: ['build', 'ironic-venv', 'keystone-venv', 'chromium-deb'],
     cmd: nodeTests('tests/real-keystone'),
-    cpu: 1,
-    seconds: 160,
+    seconds: 200,
+    cpuSeconds: 180,
   },
   // The runtime matrix (tests/runtimes/): one scenario, the package from its own tarball, each runtime vs Node.
   {
@@ -124,56 +138,56 @@ const PARTS = [
     what: 'the runtime scenario in Node, the package installed from its tarball',
     needs: ['build'],
     cmd: node('--test', 'tests/runtimes/node.test.mjs'),
-    cpu: 0.5,
-    seconds: 10,
+    seconds: 12,
+    cpuSeconds: 5,
   },
   {
     name: 'deno',
     what: 'the runtime scenario in Deno, with --allow-net only',
     needs: ['build'],
     cmd: node('--test', 'tests/runtimes/deno.test.mjs'),
-    cpu: 0.5,
-    seconds: 20,
+    seconds: 25,
+    cpuSeconds: 8,
   },
   {
     name: 'workerd',
     what: 'the runtime scenario in a wrangler-bundled Worker under workerd',
     needs: ['build', 'wrangler'],
     cmd: node('--test', 'tests/runtimes/workerd.test.mjs'),
-    cpu: 1,
-    seconds: 30,
+    seconds: 25,
+    cpuSeconds: 8,
   },
   {
     name: 'cloudflare',
     what: "ironic-wait/cloudflare's Durable Object in examples/cloudflare's Worker under workerd: storage and alarms on disk, WebSocket listeners, SIGKILL",
     needs: ['build', 'wrangler'],
     cmd: node('--experimental-websocket', '--test', 'tests/runtimes/cloudflare.test.mjs'),
-    cpu: 0.5,
-    seconds: 90,
+    seconds: 95,
+    cpuSeconds: 10,
   },
   {
     name: 'deno-kv',
     what: "ironic-wait/deno's KvWaits in examples/deno's server under deno: waits and rounds in a Deno KV file and its queue, SSE listeners, SIGKILL",
     needs: ['build'],
     cmd: node('--test', 'tests/runtimes/deno-kv.test.mjs'),
-    cpu: 0.5,
     seconds: 30,
+    cpuSeconds: 6,
   },
   {
     name: 'chromium',
     what: 'the runtime scenario in Chromium: vite and import-map pages, and module workers',
     needs: ['build', 'chromium-deb'],
     cmd: node('--test', 'tests/runtimes/chromium.test.mjs'),
-    cpu: 1,
-    seconds: 45,
+    seconds: 60,
+    cpuSeconds: 20,
   },
   {
     name: 'cors',
     what: 'a page calling a real Ironic 39 across origins, stock and documented [cors]',
     needs: ['build', 'chromium-deb', 'ironic-venv'],
     cmd: node('--test', 'tests/runtimes/cors.test.mjs'),
-    cpu: 0.5,
-    seconds: 30,
+    seconds: 25,
+    cpuSeconds: 15,
   },
   // Not in `npm test`: named by `npm run check` and `npm run soak`.
   {
@@ -182,8 +196,8 @@ const PARTS = [
     extra: true,
     needs: ['build'],
     cmd: nodeTests(...UNIT.map((f) => `tests/node/${f}.test.mjs`)),
-    cpu: 1.5,
     seconds: 60,
+    cpuSeconds: 60,
   },
   {
     name: 'soak',
@@ -192,8 +206,8 @@ const PARTS = [
     needs: ['build'],
     cmd: node('--test', 'tests/node/soak.test.mjs'),
     env: { IRONIC_WAIT_SOAK: 'full' },
-    cpu: 1,
-    seconds: 600,
+    seconds: 190,
+    cpuSeconds: 120,
   },
 ];
 const CHECK = ['lint', 'rust', 'sim', 'unit'];
@@ -240,6 +254,9 @@ await main('test', async () => {
   if (failed.length) throw new Error(`failed: ${failed.join(', ')}`);
 });
 
+/** How much of a core `task` keeps busy, on average. */
+const cores = (task) => Math.min(CAPACITY, Math.max(0.1, task.cpuSeconds / task.seconds));
+
 /** Runs `parts` and the set-up they need; resolves to name -> { ok, seconds } for every task. */
 async function runGraph(parts) {
   const names = [...SETUP, ...PARTS].map((t) => t.name);
@@ -251,12 +268,12 @@ async function runGraph(parts) {
     tasks.set(t.name, t);
   };
   for (const p of parts) add(p);
-  // Priority: the task's own time plus the longest chain of tasks after it.
+  // Priority: the task's own CPU seconds plus those of the costliest chain of tasks after it.
   const after = new Map();
   const chain = (t) => {
     if (!after.has(t.name)) {
       const next = [...tasks.values()].filter((u) => u.needs?.includes(t.name));
-      after.set(t.name, t.seconds + Math.max(0, ...next.map(chain)));
+      after.set(t.name, t.cpuSeconds + Math.max(0, ...next.map(chain)));
     }
     return after.get(t.name);
   };
@@ -274,7 +291,7 @@ async function runGraph(parts) {
 
   await new Promise((allDone) => {
     const schedule = () => {
-      let load = [...running.keys()].reduce((sum, n) => sum + tasks.get(n).cpu, 0);
+      let load = [...running.keys()].reduce((sum, n) => sum + cores(tasks.get(n)), 0);
       const ready = [...waiting]
         .map((n) => tasks.get(n))
         .filter((t) => (t.needs ?? []).every((n) => results.has(n)))
@@ -287,10 +304,10 @@ async function runGraph(parts) {
           console.log(`\n=== ${t.name}: not run, its set-up failed: ${broken.join(', ')}`);
           return schedule();
         }
-        if (running.size && load + t.cpu > CAPACITY) continue;
+        if (running.size && load + cores(t) > CAPACITY) continue;
         waiting.delete(t.name);
         running.set(t.name, performance.now());
-        load += t.cpu;
+        load += cores(t);
         console.log(`${elapsed()}  start ${t.name}`);
         runTask(t).then((r) => {
           running.delete(t.name);
