@@ -53,10 +53,6 @@ use crate::verdict::{Seen, Watched};
 /// Milliseconds on the caller's clock.
 pub type Millis = u64;
 
-/// How late the shell's timer may wake for the check due at the deadline,
-/// and still make it.
-pub const LATE_TIMER_MS: Millis = 100;
-
 /// Requests in flight at once, unless the caller says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 8;
 

@@ -1660,6 +1660,27 @@ fn late_timer(h: &mut Harness, late_for: u64, at: u64) {
 }
 
 #[test]
+fn the_final_check_is_made_however_late_its_timer_fires() {
+    // Deadline 1000: the check due at it is the final check, and a busy
+    // event loop fires its timer 5 s late. It is still made (as
+    // python-ironicclient checks after its last sleep) and finds the node
+    // arrived; nothing else is sent after the deadline.
+    let mut h = Harness::new(pinned("1.50"));
+    h.on("GET /v1/nodes/a", vec![at_once(node_state("a", "deploying")), at_once(node_state("a", "active"))]);
+    let call = h.start(wait_for(&["a"], 1.0));
+    h.pump();
+    h.deliver_due();
+    h.pump();
+    late_timer(&mut h, 1000, 6000);
+    h.run();
+    assert_eq!(h.trace(), [format!("0 GET {}", node_path("a")), format!("6000 GET {}", node_path("a"))]);
+    let report = report_of(h.answer(call));
+    assert_eq!(outcomes(&report.waited), [("a", "reached")]);
+    assert_eq!(h.settled_at(call), 6000);
+    clean(&h);
+}
+
+#[test]
 fn a_retry_whose_timer_fires_after_the_deadline_is_not_made() {
     // Deadline 2000; the retry is due at 2000 exactly, but the shell's
     // timer fires at 2050.

@@ -20,9 +20,7 @@
 use std::collections::VecDeque;
 
 use crate::document::Document;
-use crate::engine::{
-    Event, Millis, Outcome, Report, Resumed, SavedTarget, Settle, TargetReport, WaitOptions, LATE_TIMER_MS,
-};
+use crate::engine::{Event, Millis, Outcome, Report, Resumed, SavedTarget, Settle, TargetReport, WaitOptions};
 use crate::error::{Error, HttpError, Seconds, Subject};
 use crate::verdict::{judge_allocation, judge_node, judge_power, judge_reservation, NodeRule, Seen, Verdict, Watched};
 
@@ -109,12 +107,11 @@ pub(crate) struct WaitRound<D> {
     checks: Vec<Option<Check<D>>>,
     /// `due` positions before this one are judged (python's order).
     judged: usize,
-    /// The last round, at the deadline.
-    is_final: bool,
-    /// The final check: the round due at the deadline, started when the
-    /// shell's timer fired (at most [`LATE_TIMER_MS`] late). It goes on past
-    /// the deadline until every target still waiting is checked; any other
-    /// round gets nothing sent for it after the deadline.
+    /// The final check: the round due at the deadline, begun when the
+    /// shell's timer for it fired, however late (python-ironicclient too
+    /// checks once more after its last sleep, however long that took). It
+    /// goes on past the deadline until every target still waiting is
+    /// checked; any other round gets nothing sent for it after the deadline.
     pub final_check: bool,
 }
 
@@ -359,20 +356,10 @@ impl<D: Document> Wait<D> {
         for (position, &target) in due.iter().enumerate() {
             positions[target] = Some(position);
         }
-        let is_final = self.deadline.is_some_and(|d| now >= d);
-        // The final check, due at the deadline itself, may start a little
-        // after it: a JS timer never fires early, and often a bit late.
-        let final_check = self.deadline.is_some_and(|d| due_at == Some(d) && now <= d + LATE_TIMER_MS)
-            || std::mem::take(&mut self.final_at_once);
+        let final_check = self.deadline.is_some_and(|d| due_at == Some(d)) || std::mem::take(&mut self.final_at_once);
         self.rounds += 1;
-        self.round = Some(WaitRound {
-            checks: due.iter().map(|_| None).collect(),
-            due,
-            positions,
-            judged: 0,
-            is_final,
-            final_check,
-        });
+        self.round =
+            Some(WaitRound { checks: due.iter().map(|_| None).collect(), due, positions, judged: 0, final_check });
     }
 
     /// The check of the round's `position`, unless it has one already.
@@ -425,9 +412,9 @@ impl<D: Document> Wait<D> {
             let Some(round) = &mut self.round else { return };
             let position = round.judged;
             if position == round.due.len() {
-                let is_final = round.is_final;
+                let final_check = round.final_check;
                 self.round = None;
-                return self.end_round(now, is_final);
+                return self.end_round(now, final_check);
             }
             let Some(check) = round.checks[position].take() else { return };
             round.judged += 1;
@@ -512,13 +499,13 @@ impl<D: Document> Wait<D> {
         self.events.push_back(Event { target: index, seen, elapsed_ms: now.saturating_sub(self.started_at), outcome });
     }
 
-    fn end_round(&mut self, now: Millis, was_final: bool) {
+    fn end_round(&mut self, now: Millis, was_final_check: bool) {
         if self.targets.iter().all(|t| t.outcome.is_some()) {
             return self.finish(now, Outcome::Stopped, None);
         }
-        // Out of time: the round at (or running past) the deadline was the
-        // final check.
-        if was_final || self.deadline.is_some_and(|d| now >= d) {
+        // Out of time: the final check is over, or the round under way at
+        // the deadline ran past it.
+        if was_final_check || self.deadline.is_some_and(|d| now >= d) {
             let unsettled = self.targets.iter().filter(|t| t.outcome.is_none()).map(|t| t.ident.clone()).collect();
             let error = (self.options.settle == Settle::FirstFailure).then(|| Error::StateTransitionTimeout {
                 subject: self.options.subject,
