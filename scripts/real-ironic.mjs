@@ -75,16 +75,17 @@ export function ensureVenv({ quiet = false } = {}) {
  * installs `requirements` from PyPI), and `dir`/schema.db: an empty SQLite
  * database given its schema by `migrate(confFile, log)` (seconds, so made once
  * and copied for each run), in WAL journal mode (kept in the file), so that
- * reads do not make writes fail with "database is locked" as often. Safe to
- * call from several processes at once (one installs, the others wait).
+ * reads do not make writes fail with "database is locked" as often. `schema`
+ * names what `migrate` puts in it beyond the schema (a change rebuilds it).
+ * Safe to call from several processes at once (one installs, the others wait).
  */
-export async function ensureServiceVenv({ name, dir, requirements, migrate, quiet = false }) {
+export async function ensureServiceVenv({ name, dir, requirements, migrate, schema, quiet = false }) {
   const venv = join(dir, 'venv');
   const stamp = join(venv, '.complete');
   const schemaStamp = join(dir, 'schema.json');
   const log = join(dir, 'install.log');
   const wantedVenv = JSON.stringify({ requirements });
-  const wantedSchema = JSON.stringify({ requirements, journal: 'wal' });
+  const wantedSchema = JSON.stringify({ requirements, journal: 'wal', ...(schema ? { schema } : {}) });
   const venvComplete = () => existsSync(stamp) && readFileSync(stamp, 'utf8') === wantedVenv;
   const schemaComplete = () => existsSync(schemaStamp) && readFileSync(schemaStamp, 'utf8') === wantedSchema;
   if (venvComplete() && schemaComplete()) return;

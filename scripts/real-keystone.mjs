@@ -4,12 +4,19 @@
 // lives in .cache/real-keystone/ (git-ignored):
 //   venv/            keystone + gunicorn, reused while complete
 //                    (venv/.complete is written after a successful install)
-//   schema.db        an empty database after `keystone-manage db_sync`, copied
-//                    per run (schema.json says what it was made for)
-//   install.log      pip's and db_sync's output
+//   schema.db        a database after `keystone-manage db_sync` and
+//                    `bootstrap` (the admin user, project and roles, the
+//                    region, the identity service with endpoints at a
+//                    placeholder URL), copied per run (schema.json says what
+//                    it was made for); keystone-manage imports Keystone for
+//                    seconds of CPU, so a run starts without it: its
+//                    endpoints' URLs and the admin's password are set in the
+//                    copy with sqlite3 and bcrypt, and its fernet and
+//                    credential keys are written from Node
+//   install.log      pip's, db_sync's and bootstrap's output
 //   run/<name>/      one running Keystone: keystone.conf, keystone.db,
 //                    fernet-keys/, credential-keys/, keystone_gunicorn.py,
-//                    keystone.log, manage.log (keystone-manage), console.log
+//                    keystone.log, setup.log (the copy's fix), console.log
 //                    (gunicorn), keystone.pid; kept after stop for debugging
 //
 //   node scripts/real-keystone.mjs install          make the venv (if needed)
@@ -25,7 +32,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from './lib.mjs';
@@ -56,15 +63,92 @@ export const DOMAIN = 'default';
 
 // ---------------------------------------------------------------- the venv
 
-/** Makes the venv and the schema unless they are there (see ensureServiceVenv). */
+/** The identity endpoints' URL in schema.db, replaced in each run's copy. */
+const PLACEHOLDER_URL = 'http://127.0.0.1:1/v3';
+/** bcrypt's cost for passwords ([identity] password_hash_rounds, and the admin's set by fixDatabase). */
+const HASH_ROUNDS = 4;
+
+/** Makes the venv and the schema (bootstrapped) unless they are there (see ensureServiceVenv). */
 export function ensureVenv({ quiet = false } = {}) {
   return ensureServiceVenv({
     name: 'real-keystone',
     dir: DIR,
     requirements: REQUIREMENTS,
-    migrate: (conf, log) => exec(join(BIN, 'keystone-manage'), ['--config-file', conf, 'db_sync'], { log }),
+    schema: `bootstrap admin/admin/admin ${REGION} ${PLACEHOLDER_URL}`,
+    migrate: async (conf, log) => {
+      // bootstrap refuses to run without a fernet key repository (it reads /etc/keystone's by default).
+      const keys = join(dirname(conf), 'fernet-keys');
+      writeKeyRepository(keys);
+      const more = join(dirname(conf), 'keys.conf');
+      writeFileSync(more, `[fernet_tokens]\nkey_repository = ${keys}\n[fernet_receipts]\nkey_repository = ${keys}\n`);
+      const manage = (args, env) =>
+        exec(join(BIN, 'keystone-manage'), ['--config-file', conf, '--config-file', more, ...args], { log, env });
+      await manage(['db_sync']);
+      // The password is replaced in each run's copy (fixDatabase).
+      await manage(bootstrapArgs(PLACEHOLDER_URL), { ...process.env, OS_BOOTSTRAP_PASSWORD: randomBytes(12).toString('base64url') });
+    },
     quiet,
   });
+}
+
+function bootstrapArgs(url) {
+  return [
+    'bootstrap',
+    '--bootstrap-username',
+    'admin',
+    '--bootstrap-project-name',
+    'admin',
+    '--bootstrap-role-name',
+    'admin',
+    '--bootstrap-service-name',
+    'keystone',
+    '--bootstrap-region-id',
+    REGION,
+    '--bootstrap-admin-url',
+    url,
+    '--bootstrap-internal-url',
+    url,
+    '--bootstrap-public-url',
+    url,
+  ];
+}
+
+// What bootstrap would have made differently in a run's copy of schema.db:
+// the identity endpoints' URL (the only endpoints there) and the admin's
+// password, hashed as Keystone hashes it (bcrypt, "$2b$..."). The password
+// comes by the environment, not the command line.
+const FIX_DATABASE = `import os, sqlite3, sys
+import bcrypt
+db, url, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+hashed = bcrypt.hashpw(os.environ["OS_BOOTSTRAP_PASSWORD"].encode(), bcrypt.gensalt(rounds)).decode("ascii")
+connection = sqlite3.connect(db)
+with connection:
+    endpoints = connection.execute("UPDATE endpoint SET url = ?", (url,)).rowcount
+    passwords = connection.execute(
+        "UPDATE password SET password_hash = ? WHERE local_user_id ="
+        " (SELECT id FROM local_user WHERE name = 'admin' AND domain_id = 'default')",
+        (hashed,),
+    ).rowcount
+connection.close()
+if (endpoints, passwords) != (3, 1):
+    sys.exit(f"expected 3 endpoints and 1 password, updated {endpoints} and {passwords}")
+`;
+
+function fixDatabase(dir, url, password) {
+  return exec(join(BIN, 'python'), ['-c', FIX_DATABASE, join(dir, 'keystone.db'), url, String(HASH_ROUNDS)], {
+    log: join(dir, 'setup.log'),
+    env: { ...process.env, OS_BOOTSTRAP_PASSWORD: password, PYTHONDONTWRITEBYTECODE: '1' },
+  });
+}
+
+// What `keystone-manage fernet_setup` and `credential_setup` make: a key
+// repository with a staged key (0) and a primary one (1), each 32 random
+// bytes in URL-safe base64 (padded), readable by this user only.
+function writeKeyRepository(repository) {
+  mkdirSync(repository, { mode: 0o700 });
+  for (const index of ['0', '1']) {
+    writeFileSync(join(repository, index), randomBytes(32).toString('base64').replaceAll('+', '-').replaceAll('/', '_'), { mode: 0o600 });
+  }
 }
 
 // ----------------------------------------------------------- one Keystone
@@ -97,50 +181,19 @@ export async function startKeystone({ name = 'keystone', tokenExpiration, corsOr
   writeFileSync(conf, config({ dir, tokenExpiration }));
   writeFileSync(join(dir, 'keystone_gunicorn.py'), WSGI_MODULE);
 
-  // Fresh keys for each run; the two are independent, so side by side.
-  const manage = (args, env) =>
-    exec(join(BIN, 'keystone-manage'), ['--config-file', conf, ...args], {
-      log: join(dir, 'manage.log'),
-      env: env && { ...process.env, ...env },
-    });
-  await Promise.all([
-    manage(['fernet_setup', '--keystone-user', String(process.getuid()), '--keystone-group', String(process.getgid())]),
-    manage(['credential_setup', '--keystone-user', String(process.getuid()), '--keystone-group', String(process.getgid())]),
-  ]);
+  // Fresh keys for each run.
+  writeKeyRepository(join(dir, 'fernet-keys'));
+  writeKeyRepository(join(dir, 'credential-keys'));
 
   const adminPassword = `admin-${randomBytes(9).toString('base64url')}`;
   // A port picked free can be taken before gunicorn binds it: then try another.
   let server;
   for (let attempt = 1; ; attempt++) {
     const chosen = port ?? (await freePort());
+    // The endpoints name Keystone's own URL, so they are set once the port is chosen.
+    await fixDatabase(dir, `http://127.0.0.1:${chosen}/v3`, adminPassword);
     try {
-      server = await launch(dir, chosen, conf, corsOrigin, async (root) => {
-        // bootstrap needs Keystone's own URL (for the identity endpoints), so
-        // it runs once the port is bound, while the worker is still importing
-        // Keystone. The password goes by the environment, not the command line.
-        await manage(
-          [
-            'bootstrap',
-            '--bootstrap-username',
-            'admin',
-            '--bootstrap-project-name',
-            'admin',
-            '--bootstrap-role-name',
-            'admin',
-            '--bootstrap-service-name',
-            'keystone',
-            '--bootstrap-region-id',
-            REGION,
-            '--bootstrap-admin-url',
-            `${root}/v3`,
-            '--bootstrap-internal-url',
-            `${root}/v3`,
-            '--bootstrap-public-url',
-            `${root}/v3`,
-          ],
-          { OS_BOOTSTRAP_PASSWORD: adminPassword },
-        );
-      });
+      server = await launch(dir, chosen, conf, corsOrigin);
       break;
     } catch (e) {
       if (!(e.addressInUse && port === undefined && attempt < 3)) throw e;
@@ -148,7 +201,7 @@ export async function startKeystone({ name = 'keystone', tokenExpiration, corsOr
   }
   const keystone = withHelpers({ ...server, adminPassword, region: REGION });
   try {
-    await keystone.adminToken(); // the readiness check: bootstrap done, tokens issued
+    await keystone.adminToken(); // the readiness check: the admin password works, tokens are issued
   } catch (e) {
     await keystone.stop();
     throw new Error(`Keystone does not issue tokens: ${e.message}; logs in ${dir}:\n${tail(join(dir, 'keystone.log'))}`);
@@ -177,12 +230,12 @@ function config({ dir, tokenExpiration }) {
     `key_repository = ${join(dir, 'credential-keys')}`,
     '[identity]',
     // bcrypt's cheapest: a password check costs ~1 ms of CPU instead of ~330 ms.
-    'password_hash_rounds = 4',
+    `password_hash_rounds = ${HASH_ROUNDS}`,
   ];
   return `${lines.join('\n')}\n`;
 }
 
-async function launch(dir, port, conf, corsOrigin, whenBound) {
+async function launch(dir, port, conf, corsOrigin) {
   const consoleLog = join(dir, 'console.log');
   const out = openSync(consoleLog, 'a');
   const env = {
@@ -242,11 +295,6 @@ async function launch(dir, port, conf, corsOrigin, whenBound) {
     if (ended) throw await failed(`exited (${ended.code ?? ended.signal}) before listening`);
     if (performance.now() > deadline) throw await failed('did not listen within 90 s');
     await sleep(50);
-  }
-  try {
-    await whenBound(root);
-  } catch (e) {
-    throw await failed(`could not be bootstrapped: ${e.message}`);
   }
   for (;;) {
     const ended = exited();
