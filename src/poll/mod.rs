@@ -547,7 +547,7 @@ impl<D: Document> Loop<D> {
         let mut concurrency = usize::MAX;
         for id in &joined {
             if let Some(w) = self.wait_mut(*id) {
-                w.begin_round(now);
+                w.begin_round();
                 concurrency = concurrency.min(w.options.concurrency);
             }
             if let Some(w) = self.watcher_mut(*id) {

@@ -348,8 +348,8 @@ impl<D: Document> Wait<D> {
         }
     }
 
-    /// Begins a round at `now` with every unsettled target due.
-    pub(crate) fn begin_round(&mut self, now: Millis) {
+    /// Begins a round with every unsettled target due.
+    pub(crate) fn begin_round(&mut self) {
         let due_at = self.next_round.take();
         let due: Vec<usize> = (0..self.targets.len()).filter(|&i| self.targets[i].outcome.is_none()).collect();
         let mut positions = vec![None; self.targets.len()];
