@@ -33,6 +33,13 @@ export const K_CLIENTS = [
   { name: `${FLEET_K} waits, ${FLEET_K} clients`, kind: 'ironic-wait', config: (groups) => ({ groups, separate: true }) },
 ];
 
+/** What the section says of a run on a schedule other than the full one (schedule.mjs). */
+const VARIANT_NOTES = {
+  quick: ' **A --quick run**: one small fleet, a short schedule.',
+  smoke:
+    ' **A --smoke run**: one small fleet, a 1 s interval, every waited node in `active` before the second round, so no quiet or churn round: a check of the report, not figures to read.',
+};
+
 /** The limits the issue set, judged on the figures as measured. */
 export const TARGETS = { quietRequests: 1, lagRatio: 1.05, kRatio: 1.1, quietCpuMs: 5, quietCpuFleet: 100000 };
 
@@ -138,7 +145,7 @@ function targetsTable(fleet) {
     const autoPy = by["ironic-wait auto, python's budget"];
     if (n === 1000 && ok(auto)) {
       rows.push([
-        "pollInterval 'auto', default budget: mean detection lag at most half the fixed 2 s interval's",
+        `pollInterval 'auto', default budget: mean detection lag at most half the fixed ${fleet.pollInterval} s interval's`,
         ...size,
         `${n0(auto.detectMeanMs)} ms against ${n0(mine.detectMeanMs)} ms (${ratio(auto.detectMeanMs, mine.detectMeanMs)}); ${auto.requests} requests against ${mine.requests}`,
         verdict(auto.detectMeanMs <= mine.detectMeanMs / 2),
@@ -235,22 +242,22 @@ export function fleetMarkdown(fleet) {
 ## Fleet
 
 Measured on ${fleet.date.slice(0, 10)} by \`${fleet.command}\` (${fleet.minutes.toFixed(1)} minutes): ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}${m.python ? `, ${m.python}` : ''}; 1-minute load average ${m.load} when the run began.
-ironic-wait ${b.version} as built in pkg/ (${b.pkgBuilt}), from commit ${b.commit}${b.dirty ? ' with uncommitted changes' : ''}.${fleet.quick ? ' **A --quick run**: one small fleet, a short schedule.' : ''}
+ironic-wait ${b.version} as built in pkg/ (${b.pkgBuilt}), from commit ${b.commit}${b.dirty ? ' with uncommitted changes' : ''}.${VARIANT_NOTES[fleet.variant] ?? ''}
 
-A fleet of F nodes in the simulator, all \`available\`. N of them, a seeded sample spread over the whole list (so that a list poller pages nearly the whole fleet every round), are sent \`active\` at one instant as the client is told to go; each walks deploying -> wait call-back -> deploying -> active (deploying ${timing.deploying[0]}-${timing.deploying[1]} ms, wait call-back ${timing['wait call-back'][0]}-${timing['wait call-back'][1]} ms, drawn per node from the seed): arrivals in \`active\` ${lo}-${hi} s after the start. The client waits for the N by UUID, polling every 2 s.
+A fleet of F nodes in the simulator, all \`available\`. N of them, a seeded sample spread over the whole list (so that a list poller pages nearly the whole fleet every round), are sent \`active\` at one instant as the client is told to go; each walks deploying -> wait call-back -> deploying -> active (deploying ${timing.deploying[0]}-${timing.deploying[1]} ms, wait call-back ${timing['wait call-back'][0]}-${timing['wait call-back'][1]} ms, drawn per node from the seed): arrivals in \`active\` ${lo}-${hi} s after the start. The client waits for the N by UUID, polling every ${fleet.pollInterval} s.
 
 - **Quiet phase**, the first ${quietUntil(timing) / 1000} s: nothing changes but one *lone change* at ${loneAt / 1000} s (one node not waited for flips available -> manageable). Before it, the newest change of the fleet is the start's burst (N nodes stamped at one instant); after it, a single node's.
 - **Churn phase**, from ${quietUntil(timing) / 1000} s until the wait is over: ${perRound}% of the fleet per 2 s round (F/100 nodes; the simulator's \`churn\`, in batches every ${CHURN_TICK_MS} ms) flips available <-> manageable, among the nodes not waited for (churn picks only \`available\` and \`manageable\` nodes with no transition under way); the waited nodes' own moves come on top.
 
 Each client runs in a process of its own against a fresh simulator in another, one after the other (bench/fleet.mjs):
 
-- **ironic-wait changes**: \`waitForProvisionState(uuids, 'active', { pollInterval: 2, settle: 'all', onProgress, listMode: 'changes' })\` (the default): one full listing, then the change feed.
+- **ironic-wait changes**: \`waitForProvisionState(uuids, 'active', { pollInterval: ${fleet.pollInterval}, settle: 'all', onProgress, listMode: 'changes' })\` (the default): one full listing, then the change feed.
 - **ironic-wait list**: the same with \`listMode: 'list'\`: the fleet listed in full every round (as long as that is fewer requests than a GET per unsettled node).
 - **ironic-wait per-node**: the same with \`listThreshold: N + 1\`: one GET per unsettled node per round.
 - **ironic-wait auto**: the change feed with \`pollInterval: 'auto'\`: rounds as often as the default budget (what a list poller of the fleet spends every 2 s) allows, never more often than every 250 ms.
 - **ironic-wait auto, python's budget**: the same with \`budget: 30 * N\`, the requests a minute python-ironicclient spends (a GET per node every 2 s).
-- **floor**: [bench/floor.mjs](../bench/floor.mjs), the hand-written list poller: \`GET /v1/nodes?fields=uuid,provision_state,target_provision_state,last_error&limit=1000\` page after page every 2 s, until every waiting node was seen.
-${peers ? `- **python-ironicclient** ${m.peers?.ironicclient ?? ''}: \`wait_for_provision_state(uuids, 'active', poll_interval=2)\`: one full node GET per node per round; run only up to N = ${fleet.peersMax}.\n` : ''}
+- **floor**: [bench/floor.mjs](../bench/floor.mjs), the hand-written list poller: \`GET /v1/nodes?fields=uuid,provision_state,target_provision_state,last_error&limit=1000\` page after page every ${fleet.pollInterval} s, until every waiting node was seen.
+${peers ? `- **python-ironicclient** ${m.peers?.ironicclient ?? ''}: \`wait_for_provision_state(uuids, 'active', poll_interval=${fleet.pollInterval})\`: one full node GET per node per round; run only up to N = ${fleet.peersMax}.\n` : ''}
 How a run is cut into rounds: from the simulator's request log, a request begins a new round when it arrives more than ${ROUND_GAP_MS} ms after the round's last answer, or repeats one of the round's requests (same path and query, no marker: a node GET, or a list's first page). Every figure per round is a mean over the wait's rounds.
 
 - **quiet round**: from the third round on (the first checks every node; the change feed's second is its full listing), a round with no change in the fleet from the previous round's start to its own last answer, after the lone change. **quiet after the burst**: the same before the lone change.

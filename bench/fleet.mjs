@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EXPECTED, POLL_INTERVAL, waitedPositions } from './schedule.mjs';
+import { EXPECTED, waitedPositions } from './schedule.mjs';
 import { listUuids, startClient, startSimulator } from './wait.mjs';
 
 /** A request arriving this long after the end of the last answer of a round begins a new round. */
@@ -177,11 +177,12 @@ export function fleetFigures(uuids, client, server) {
 
 /**
  * Measures one client (its `command`, with `config` added to its config
- * file) waiting for `waited` nodes of a fleet of `fleet` on `schedule`: the
+ * file) waiting for `waited` nodes of a fleet of `fleet` on `schedule`,
+ * polling every `pollInterval` s (unless `config` says otherwise): the
  * client is started and ready first, then the waited nodes are sent
  * `active` and the counting starts, then the client is told to go.
  */
-export async function measureFleet({ command, fleet, waited, schedule, timeoutMs, config = {} }) {
+export async function measureFleet({ command, fleet, waited, schedule, pollInterval, timeoutMs, config = {} }) {
   const sim = await startSimulator([fleet, schedule], './fleet-sim-child.mjs');
   const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-fleet-'));
   let client;
@@ -190,10 +191,7 @@ export async function measureFleet({ command, fleet, waited, schedule, timeoutMs
     if (all.length !== fleet) throw new Error(`the simulator listed ${all.length} nodes, not ${fleet}`);
     const uuids = waitedPositions(fleet, waited).map((p) => all[p]);
     const configPath = join(dir, 'config.json');
-    writeFileSync(
-      configPath,
-      JSON.stringify({ url: sim.url, uuids, expected: EXPECTED, pollInterval: POLL_INTERVAL, trace: true, ...config }),
-    );
+    writeFileSync(configPath, JSON.stringify({ url: sim.url, uuids, expected: EXPECTED, pollInterval, trace: true, ...config }));
     client = await startClient(command, configPath);
     await sim.call('start', uuids);
     const result = await client.go(timeoutMs);

@@ -172,13 +172,13 @@ The machine was shared (1-minute load average ${m.load} when the run began, on $
 ## The wait
 
 The simulator (sim/) holds N nodes in \`available\`. Just before the client is told to go, all are sent \`active\` at one instant (in the simulator's process, through what \`PUT .../states/provision\` runs) and each walks deploying -> wait call-back -> deploying -> active, each phase lasting a duration the simulator draws from the seed (${SEEDLINE(run)}): each node arrives in \`active\` ${lo}-${hi} s after the start, at the same instants for every client.
-Each client waits for all N nodes, by UUID, polling every 2 s, in a Node (or Python) process of its own, against a fresh simulator in another process, one client after the other:
+Each client waits for all N nodes, by UUID, polling every ${run.pollInterval} s, in a Node (or Python) process of its own, against a fresh simulator in another process, one client after the other:
 
-- **ironic-wait**: the built package, imported by name: \`client.waitForProvisionState(uuids, 'active', { pollInterval: 2, settle: 'all', onProgress })\`.
+- **ironic-wait**: the built package, imported by name: \`client.waitForProvisionState(uuids, 'active', { pollInterval: ${run.pollInterval}, settle: 'all', onProgress })\`.
 - **ironic-wait+checkpoint**: the same call with \`onCheckpoint\`, keeping the latest checkpoint (its text; storing it is the storage's cost).
 - **floor**: [bench/floor.mjs](../bench/floor.mjs), a hand-written list poller in plain JS: one fields-limited list (\`GET /v1/nodes?fields=uuid,provision_state,target_provision_state,last_error&limit=1000\`, page after page) per round, python-ironicclient's decision rule, no retries, no wasm.
 - **floor-http**: the floor on node:http (a keep-alive agent, the body concatenated and \`JSON.parse\`d) instead of the global \`fetch\`: what Node's fetch costs any client.
-${peers.includes('python-ironicclient') ? `- **python-ironicclient** ${m.peers.ironicclient}: \`NodeManager.wait_for_provision_state(uuids, 'active', poll_interval=2)\`: one full \`GET /v1/nodes/{uuid}\` per node per round.\n` : ''}${peers.includes('openstacksdk') ? `- **openstacksdk** ${m.peers.openstacksdk}: \`baremetal.wait_for_nodes_provision_state(uuids, 'active')\` (its interval is 2 s): one full node GET per node per round.\n` : ''}
+${peers.includes('python-ironicclient') ? `- **python-ironicclient** ${m.peers.ironicclient}: \`NodeManager.wait_for_provision_state(uuids, 'active', poll_interval=${run.pollInterval})\`: one full \`GET /v1/nodes/{uuid}\` per node per round.\n` : ''}${peers.includes('openstacksdk') ? `- **openstacksdk** ${m.peers.openstacksdk}: \`baremetal.wait_for_nodes_provision_state(uuids, 'active')\` (its interval is 2 s): one full node GET per node per round.\n` : ''}
 What the columns are:
 
 - **requests**, **KB on the wire**: counted at the simulator from the start: requests, and bytes read and written on the client's sockets, headers included.

@@ -3,12 +3,15 @@
 // --peers or BENCH_PY, python-ironicclient and openstacksdk) on the same
 // seeded schedule; writes docs/benchmarks.md and docs/benchmarks.svg.
 //
-//   npm run bench [-- --quick] [-- --peers] [-- --out DIR] [-- --nodes 1,100] [-- --peers-max 1000]
+//   npm run bench [-- --quick | --smoke] [-- --peers] [-- --out DIR] [-- --nodes 1,100] [-- --peers-max 1000]
 //   npm run bench -- --fleet [--fleet-sizes 10000:1000,100000:1000] [--fleet-k 100000:1000]
 //
 // --fleet runs the fleet table only (bench/fleet.mjs) and replaces only the
 // Fleet section of benchmarks.md; a run without it keeps the section the
-// file has. --quick runs both, each in its small variant.
+// file has. --quick runs both, each in its small variant. --smoke is --quick
+// on the shortest schedules (schedule.mjs: a 1 s interval, every node in
+// `active` before the second round): the whole report in about a minute,
+// for tests/node/bench.test.mjs; its figures are not ones to read.
 //
 // See bench/README.md. Not a test: nothing here passes or fails on a figure.
 import { execFileSync } from 'node:child_process';
@@ -22,7 +25,7 @@ import { FLEET_CLIENTS, fleetMarkdown, fleetSectionOf, K_CLIENTS, withFleetSecti
 import { nodeColdStart, pythonColdStart, sizes } from './footprint.mjs';
 import { ensurePeersVenv, peerVersions } from './peers.mjs';
 import { markdown, svg } from './report.mjs';
-import { FLEET_SCHEDULE, FLEET_SIZES, kGroups, SEED, TIMING, window } from './schedule.mjs';
+import { FLEET_SCHEDULE, FLEET_SIZES, kGroups, POLL_INTERVAL, SEED, TIMING, window } from './schedule.mjs';
 import { clientCommand, measureWait } from './wait.mjs';
 
 const PEERS = ['python-ironicclient', 'openstacksdk'];
@@ -34,6 +37,7 @@ await main('bench', async () => {
   const { values } = parseArgs({
     options: {
       quick: { type: 'boolean', default: false },
+      smoke: { type: 'boolean', default: false },
       peers: { type: 'boolean', default: false },
       out: { type: 'string', default: join(ROOT, 'docs') },
       nodes: { type: 'string' },
@@ -45,19 +49,23 @@ await main('bench', async () => {
     },
   });
   if (!existsSync(join(PKG, WASM_FILE))) throw new Error('pkg/ is missing: run `npm run build` first');
-  const nodeCounts = (values.nodes ?? (values.quick ? '1,100' : '1,100,1000,10000')).split(',').map(Number);
+  // The schedules of schedule.mjs: full, quick, or smoke (--quick's sizes on the shortest schedules).
+  const variant = values.smoke ? 'smoke' : values.quick ? 'quick' : 'full';
+  const small = variant !== 'full';
+  const nodeCounts = (values.nodes ?? (small ? '1,100' : '1,100,1000,10000')).split(',').map(Number);
   if (!nodeCounts.every((n) => Number.isInteger(n) && n > 0)) throw new Error(`--nodes: a list of positive integers, not ${values.nodes}`);
   const peersMax = Number(values['peers-max']);
   const startRuns = Number(values['start-runs'] ?? 15);
-  const timing = values.quick ? TIMING.quick : TIMING.full;
+  const timing = TIMING[variant];
+  const pollInterval = POLL_INTERVAL[variant];
   const [, latest] = window(timing);
-  // The per-N tables, unless --fleet or --fleet-sizes without --nodes; the fleet table with --fleet, --fleet-sizes or --quick.
+  // The per-N tables, unless --fleet or --fleet-sizes without --nodes; the fleet table with --fleet, --fleet-sizes, --quick or --smoke.
   const perN = (!values.fleet && values['fleet-sizes'] === undefined) || values.nodes !== undefined;
   const fleetSizes =
     values['fleet-sizes'] !== undefined
       ? pairs(values['fleet-sizes'], '--fleet-sizes')
-      : values.fleet || values.quick
-        ? FLEET_SIZES[values.quick ? 'quick' : 'full']
+      : values.fleet || small
+        ? FLEET_SIZES[small ? 'quick' : 'full']
         : [];
   // K waits at each size whose N is the smallest measured (N = 1000 by default), unless --fleet-k says where.
   const kSizes =
@@ -84,7 +92,7 @@ await main('bench', async () => {
       try {
         // The last arrival, a few rounds, and for the Python peers ~10 ms per node GET per round.
         const timeoutMs = (latest + 60) * 1000 + (PEERS.includes(client) ? nodes * 200 : nodes * 10);
-        const figures = await measureWait({ command: clientCommand(client, python), nodes, timing, timeoutMs });
+        const figures = await measureWait({ command: clientCommand(client, python), nodes, timing, pollInterval, timeoutMs });
         results[nodes][client] = figures;
         console.error(
           `bench:   ${figures.requests} requests, CPU ${figures.cpuSeconds.toFixed(3)} s, ` +
@@ -97,9 +105,7 @@ await main('bench', async () => {
     }
   }
 
-  const fleet = fleetSizes.length
-    ? await runFleet({ sizes: fleetSizes, kSizes, quick: values.quick, python, peerInfo, peersMax, loadBefore })
-    : null;
+  const fleet = fleetSizes.length ? await runFleet({ sizes: fleetSizes, kSizes, variant, python, peerInfo, peersMax, loadBefore }) : null;
   const out = resolve(values.out);
   mkdirSync(out, { recursive: true });
   const mdFile = join(out, 'benchmarks.md');
@@ -119,11 +125,12 @@ await main('bench', async () => {
   const run = {
     date: new Date().toISOString(),
     command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-    quick: values.quick,
+    variant,
     machine: machine(python, peerInfo, loadBefore),
     build: build(),
     seed: SEED,
     timing,
+    pollInterval,
     window: window(timing),
     nodeCounts,
     clients,
@@ -170,9 +177,10 @@ function pairs(text, option) {
  * The fleet table: at each F, N every fleet client, one after the other, each
  * in a fresh process against a fresh simulator; then the K-waits runs.
  */
-async function runFleet({ sizes, kSizes, quick, python, peerInfo, peersMax, loadBefore }) {
+async function runFleet({ sizes, kSizes, variant, python, peerInfo, peersMax, loadBefore }) {
   const started = performance.now();
-  const schedule = FLEET_SCHEDULE[quick ? 'quick' : 'full'];
+  const schedule = FLEET_SCHEDULE[variant];
+  const pollInterval = POLL_INTERVAL[variant];
   const [, latest] = window(schedule.timing);
   const clients = FLEET_CLIENTS.filter((c) => !c.peer || (python && c.kind === 'python-ironicclient'));
   const results = {};
@@ -182,7 +190,15 @@ async function runFleet({ sizes, kSizes, quick, python, peerInfo, peersMax, load
     try {
       // The last arrival and a few rounds; per-node rounds take ~1 ms a node (Python's ~5).
       const timeoutMs = (latest + 60) * 1000 + n * (peer ? 200 : 10);
-      const r = await measureFleet({ command: clientCommand(kind, python), fleet: f, waited: n, schedule, timeoutMs, config });
+      const r = await measureFleet({
+        command: clientCommand(kind, python),
+        fleet: f,
+        waited: n,
+        schedule,
+        pollInterval,
+        timeoutMs,
+        config,
+      });
       console.error(
         `bench:   ${r.rounds} rounds, ${r.requests} requests (${r.requestsPerRound.toFixed(2)} a round, quiet ${r.quietRequests?.toFixed(2) ?? '—'}), ` +
           `CPU ${r.cpuSeconds.toFixed(3)} s (quiet round ${r.quietCpuMs?.toFixed(2) ?? '—'} ms), lag ${r.detectMeanMs.toFixed(0)} ms`,
@@ -218,10 +234,11 @@ async function runFleet({ sizes, kSizes, quick, python, peerInfo, peersMax, load
   return {
     date,
     command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-    quick,
+    variant,
     machine: machine(python, peerInfo, loadBefore),
     build: build(),
     schedule,
+    pollInterval,
     sizes,
     peersMax,
     clients: clients.map((c) => c.name),

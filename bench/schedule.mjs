@@ -8,12 +8,20 @@ export const SEED = 10;
 // Fixed, so that every run's bodies (timestamps included) are the same bytes.
 export const EPOCH = '2026-01-01T00:00:00Z';
 export const EXPECTED = 'active';
-export const POLL_INTERVAL = 2;
+/** Seconds between a client's rounds (python-ironicclient's default); smoke's 1 s halves its waits. */
+export const POLL_INTERVAL = { full: 2, quick: 2, smoke: 1 };
 
-/** Phase durations in ms. Full: each node reaches `active` 5-25 s after the start; quick: 1-5 s. */
+/**
+ * Phase durations in ms. Full: each node reaches `active` 5-25 s after the
+ * start; quick: 1-5 s; smoke: 0.25-0.7 s, before the second round (1 s
+ * after the first), so that every wait takes two rounds (the first sees the
+ * nodes under way, the second sees them arrived): the report end to end,
+ * not figures to read.
+ */
 export const TIMING = {
   full: { deploying: [1500, 8000], 'wait call-back': [2000, 9000] },
   quick: { deploying: [300, 1500], 'wait call-back': [400, 2000] },
+  smoke: { deploying: [100, 250], 'wait call-back': [50, 200] },
 };
 
 /** Earliest and latest arrival in `active`, in seconds after the start. */
@@ -47,7 +55,7 @@ export function scenario(nodes, timing) {
 // nodes not waited for, flips available <-> manageable (the simulator's
 // churn), in small batches every CHURN_TICK_MS, until the wait is over.
 
-/** F, N pairs measured by `--fleet` (N <= F), and the one `--quick` measures. */
+/** F, N pairs measured by `--fleet` (N <= F), and the one `--quick` (and `--smoke`) measures. */
 export const FLEET_SIZES = {
   full: [
     [10000, 1000],
@@ -69,7 +77,10 @@ export const FLEET_K = 10;
  * node, not waited for, flips available -> manageable. Full: the quiet
  * phase is the first 14 s (the first `deploying` lasts at least that), the
  * lone change at 7.5 s, arrivals in `active` 29-40 s after the start; quick:
- * quiet 5.5 s, the lone change at 1.2 s, arrivals 11.5-14 s.
+ * quiet 5.5 s, the lone change at 1.2 s, arrivals 11.5-14 s; smoke: quiet
+ * 0.3 s, the lone change at 0.15 s, arrivals 0.65-0.95 s, before the second
+ * round (1 s after the first), so no quiet or churn round of the fixed
+ * interval: smoke checks the report, not the change feed.
  *
  * Why a lone change: the waited nodes are all sent `active` at one instant,
  * so until another change comes, the newest `provision_updated_at` of the
@@ -80,6 +91,7 @@ export const FLEET_K = 10;
 export const FLEET_SCHEDULE = {
   full: { timing: { deploying: [14000, 18000], 'wait call-back': [1000, 4000] }, loneAt: 7500 },
   quick: { timing: { deploying: [5500, 6500], 'wait call-back': [500, 1000] }, loneAt: 1200 },
+  smoke: { timing: { deploying: [300, 400], 'wait call-back': [50, 150] }, loneAt: 150 },
 };
 
 /** When the quiet phase ends (ms after the start): the first waited node's first change after `deploying`. */

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EXPECTED, POLL_INTERVAL } from './schedule.mjs';
+import { EXPECTED } from './schedule.mjs';
 
 const here = (file) => fileURLToPath(new URL(file, import.meta.url));
 const VERSION = { 'X-OpenStack-Ironic-API-Version': '1.115' };
@@ -156,18 +156,19 @@ function figures(uuids, client, server) {
 }
 
 /**
- * Measures one client waiting for `nodes` nodes on the schedule `timing`:
+ * Measures one client waiting for `nodes` nodes on the schedule `timing`,
+ * polling every `pollInterval` s:
  * the client is started and ready first, then every node is sent `active`
  * and the counting starts, then the client is told to go.
  */
-export async function measureWait({ command, nodes, timing, timeoutMs }) {
+export async function measureWait({ command, nodes, timing, pollInterval, timeoutMs }) {
   const sim = await startSimulator([nodes, timing]);
   const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-bench-'));
   let client;
   try {
     const uuids = await listUuids(sim.url);
     const configPath = join(dir, 'config.json');
-    writeFileSync(configPath, JSON.stringify({ url: sim.url, uuids, expected: EXPECTED, pollInterval: POLL_INTERVAL }));
+    writeFileSync(configPath, JSON.stringify({ url: sim.url, uuids, expected: EXPECTED, pollInterval }));
     client = await startClient(command, configPath);
     await sim.call('start');
     const result = await client.go(timeoutMs);
