@@ -97,8 +97,8 @@ const PARTS = [
     what: 'the built package in Node against the simulator',
     needs: ['build'],
     cmd: nodeTests('tests/node'),
-    seconds: 290,
-    cpuSeconds: 185,
+    seconds: 200,
+    cpuSeconds: 170,
   },
   {
     name: 'cli',
@@ -129,8 +129,8 @@ const PARTS = [
     what: 'the package, the CLI and the console logging in to a real Keystone 30, a real Ironic 39 behind it',
     needs: ['build', 'ironic-venv', 'keystone-venv', 'chromium-deb'],
     cmd: nodeTests('tests/real-keystone'),
-    seconds: 200,
-    cpuSeconds: 180,
+    seconds: 130,
+    cpuSeconds: 100,
   },
   // The runtime matrix (tests/runtimes/): one scenario, the package from its own tarball, each runtime vs Node.
   {
@@ -255,7 +255,9 @@ await main('test', async () => {
 });
 
 /** How much of a core `task` keeps busy, on average. */
-const cores = (task) => Math.min(CAPACITY, Math.max(0.1, task.cpuSeconds / task.seconds));
+function cores(task) {
+  return Math.min(CAPACITY, Math.max(0.1, task.cpuSeconds / task.seconds));
+}
 
 /** Runs `parts` and the set-up they need; resolves to name -> { ok, seconds } for every task. */
 async function runGraph(parts) {
