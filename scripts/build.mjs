@@ -7,7 +7,8 @@
 // Steps 3-4 are cached next to cargo's output, keyed by the wasm's hash:
 // wasm-opt (a JS build of binaryen) takes ~10 s, and most `npm test` runs
 // change no Rust. pkg/ is assembled in a staging folder and swapped in, so
-// it is never half made.
+// it is never half made, and only when it changed, so a build with nothing
+// to do leaves it alone for the programs loading it.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,8 +54,19 @@ await main('build', async () => {
     if (f.endsWith('.js') || f.endsWith('.d.ts')) cpSync(join(ROOT, 'js', f), join(staging, f));
   }
   await minifyJs(staging);
-  rmSync(PKG, { recursive: true, force: true });
-  renameSync(staging, PKG);
+  if (sameFiles(staging, PKG)) {
+    // Nothing to change: pkg/ stays as it is, not even swapped, since other
+    // programs may be loading it (`npm start` in a test while other parts
+    // of `npm test` run the package).
+    rmSync(staging, { recursive: true, force: true });
+  } else {
+    // Moved aside, then replaced: pkg/ is missing for two renames, not for
+    // a whole deletion.
+    const old = `${staging}-old`;
+    if (existsSync(PKG)) renameSync(PKG, old);
+    renameSync(staging, PKG);
+    rmSync(old, { recursive: true, force: true });
+  }
 
   const s = pkgSizes();
   const row = (label, raw, gzip) => console.log(`  ${label.padEnd(22)} ${kb(raw).padStart(9)} raw ${kb(gzip).padStart(9)} gzip`);
@@ -66,6 +78,16 @@ await main('build', async () => {
   console.log(`  budget: ${kb(s.total.gzip)} of ${kb(BUDGET_GZIP)} gzip${s.total.gzip > BUDGET_GZIP ? '  OVER BUDGET' : ''}`);
   console.log(`built pkg/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 });
+
+/** Whether folders `a` and `b` hold the same files with the same bytes (neither has subfolders). */
+function sameFiles(a, b) {
+  if (!existsSync(b)) return false;
+  const names = readdirSync(a).sort();
+  const others = readdirSync(b).sort();
+  return (
+    names.length === others.length && names.every((n, i) => n === others[i] && readFileSync(join(a, n)).equals(readFileSync(join(b, n))))
+  );
+}
 
 // The JS users download, minified (its readable sources are js/ and
 // wasm-bindgen's output): comments and whitespace out, local names
