@@ -1,5 +1,6 @@
 //! Servers' words in errors: a message bounded in length, a short excerpt
-//! of a body, and python-ironicclient's name for each status.
+//! of a body, python-ironicclient's name for each status, and what a
+//! redirect (never followed) is said to be.
 
 /// A server's message as it is, unless it is longer than any real Ironic
 /// message: then its first [`MAX_MESSAGE_CHARS`] characters and `...`.
@@ -25,6 +26,29 @@ pub fn excerpt(body: &str) -> String {
     } else {
         line
     }
+}
+
+/// The message of a redirect answer, which is never followed. It names the
+/// target by its origin only (its path or query may carry what the server
+/// put there for someone else); a relative `Location` is on the origin of
+/// `from`, the URL that was asked. The status is not in it: an error adds
+/// it, as it does to every HTTP error's message.
+pub fn redirect(location: Option<&str>, from: &str) -> String {
+    match location.and_then(|l| origin_of(l).or_else(|| origin_of(from))) {
+        Some(origin) => format!("Ironic answered with a redirect to {origin}, which is not followed"),
+        None => "Ironic answered with a redirect, which is not followed".to_string(),
+    }
+}
+
+/// `scheme://host[:port]` of an absolute http(s) URL, without credentials.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = match url.strip_prefix("https://") {
+        Some(rest) => ("https", rest),
+        None => ("http", url.strip_prefix("http://")?),
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?;
+    (!host.is_empty()).then(|| format!("{scheme}://{host}"))
 }
 
 /// python-ironicclient's default messages per status (its exception
@@ -63,5 +87,35 @@ pub fn status_text(status: u16) -> &'static str {
             400..=499 => "HTTP Client Error",
             _ => "HTTP Error",
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, HttpError};
+
+    #[test]
+    fn a_redirect_is_said_once_with_its_status_once_and_its_target_by_origin() {
+        let error = |location: Option<&str>| {
+            let message = redirect(location, "http://ironic.example:6385/v1/nodes/n1");
+            Error::Http(HttpError { status: 302, message, request_id: Some("req-1".into()) }).to_string()
+        };
+        assert_eq!(
+            error(Some("https://user:secret@elsewhere.example:8443/steal?token=abc")),
+            "Ironic answered with a redirect to https://elsewhere.example:8443, which is not followed \
+             (HTTP 302) (Request-ID: req-1)"
+        );
+        // Relative: on the origin that was asked.
+        assert_eq!(
+            error(Some("/v1/nodes/n1?x=1")),
+            "Ironic answered with a redirect to http://ironic.example:6385, which is not followed \
+             (HTTP 302) (Request-ID: req-1)"
+        );
+        assert_eq!(
+            error(None),
+            "Ironic answered with a redirect, which is not followed (HTTP 302) (Request-ID: req-1)"
+        );
+        assert_eq!(redirect(Some("https://"), "ftp://x"), "Ironic answered with a redirect, which is not followed");
     }
 }

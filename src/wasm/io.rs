@@ -13,7 +13,7 @@ use web_sys::{AbortController, AbortSignal, ReadableStreamDefaultReader, Request
 use super::js;
 use crate::client::Send;
 use crate::error::{Error, HttpError};
-use crate::http::{Reply, Response};
+use crate::http::{message, Reply, Response};
 
 /// Sends `send` under `controller` (aborting it cancels the request) now,
 /// when the core says so, not on a later microtask: the caller may have
@@ -117,7 +117,7 @@ async fn answer(promise: js_sys::Promise, send: &Send, max_body: usize) -> Resul
         cancel_body(&response);
         return Ok(Reply::Unusable(Error::Http(HttpError {
             status,
-            message: redirect_message(status, header("location").as_deref(), &send.url),
+            message: message::redirect(header("location").as_deref(), &send.url),
             request_id,
         })));
     }
@@ -182,27 +182,4 @@ fn cancel_body(response: &web_sys::Response) {
     if let Some(stream) = response.body() {
         let _ = stream.cancel();
     }
-}
-
-/// Says where a redirect pointed, by origin only: its path or query may
-/// carry what the server put there for someone else.
-fn redirect_message(status: u16, location: Option<&str>, from: &str) -> String {
-    let target = location.map(|l| origin_of(l).unwrap_or_else(|| origin_of(from).unwrap_or_default()));
-    match target {
-        Some(origin) if !origin.is_empty() => {
-            format!("Ironic answered with a redirect to {origin}, which is not followed (HTTP {status})")
-        }
-        _ => format!("Ironic answered with a redirect, which is not followed (HTTP {status})"),
-    }
-}
-
-/// `scheme://host[:port]` of an absolute http(s) URL, without credentials.
-fn origin_of(url: &str) -> Option<String> {
-    let (scheme, rest) = match url.strip_prefix("https://") {
-        Some(rest) => ("https", rest),
-        None => ("http", url.strip_prefix("http://")?),
-    };
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit('@').next()?;
-    Some(format!("{scheme}://{host}"))
 }

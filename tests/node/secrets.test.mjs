@@ -83,7 +83,13 @@ test('a redirect to another origin takes neither the token nor a rescue password
       assert.equal(outcome.status, 'rejected', `HTTP ${status}`);
       assert.ok(outcome.reason instanceof IronicHttpError, `HTTP ${status}: ${outcome.reason}`);
       assert.equal(outcome.reason.status, status);
-      assert.match(outcome.reason.message, /redirect to http:\/\/127\.0\.0\.1:\d+, which is not followed/);
+      // The status once, where every HTTP error says it.
+      assert.match(
+        outcome.reason.message,
+        new RegExp(
+          `^Ironic answered with a redirect to http://127\\.0\\.0\\.1:\\d+, which is not followed \\(HTTP ${status}\\)( \\(Request-ID: [^)]+\\))?$`,
+        ),
+      );
       assertNoSecret(outcome.reason, `the ${status} redirect's error`);
     }
     assertNoSecret(events, 'progress events');
@@ -99,6 +105,8 @@ test('a same-origin redirect is not followed either, and names only the origin',
   assert.ok(error instanceof IronicHttpError);
   assert.equal(server.seen.length, 1, 'one request, no hop');
   assert.ok(!error.message.includes('secret-path'));
+  assert.match(error.message, /^Ironic answered with a redirect to http:\/\/127\.0\.0\.1:\d+, which is not followed \(HTTP 302\)/);
+  assert.equal(error.message.split('(HTTP 302)').length, 2, `the status once: ${error.message}`);
   assertNoSecret(error, 'the error');
 });
 
