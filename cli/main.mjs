@@ -2,6 +2,7 @@
 // anywhere on the line first (parse_known_args), the command is the longest
 // run of leading words naming one, and the rest goes to its own parser.
 // `-h` anywhere shows the command's help (cliff's deferred help).
+import { constants as osConstants } from 'node:os';
 import { IronicClient, IronicWaitError, version } from 'ironic-wait';
 import { helpWidth, maskSecrets, Parser, UsageError } from './args.mjs';
 import { COMMANDS, CommandError } from './commands.mjs';
@@ -11,12 +12,14 @@ import { Progress } from './output.mjs';
 const GLOBAL_NOTES =
   'Configuration: --os-cloud (clouds.yaml), the OS_* variables and the --os-* options, with ' +
   "python-openstackclient's precedence. Output, messages and exit codes are those of baremetal (1: the action or " +
-  'the wait failed; 2: a usage error; 130: interrupted by Ctrl-C, after which nothing more is sent). Unlike ' +
+  'the wait failed; 2: a usage error; 130 or 143: stopped by Ctrl-C or SIGTERM, after which nothing more is sent and a --checkpoint file holds the wait). Unlike ' +
   'baremetal: a --wait timeout ends at its deadline; a negative timeout is refused before anything is sent; an ' +
   'unusable answer from Ironic is an error naming the node and field instead of a traceback; Retry-After is ' +
   'honoured; redirects are not followed; PUTs go out up to 8 at a time; progress is shown on stderr (-q hides ' +
   'it); --json prints the wait report on stdout; --settle all waits for every node and reports every failure; ' +
   '--checkpoint FILE saves the wait as it goes, and `resume FILE` goes on with it in another process.';
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'];
 
 function globalParser(prog) {
   const parser = new Parser({
@@ -81,10 +84,11 @@ function commandList() {
 }
 
 /**
- * Runs one command line; resolves to the exit code. io: { prog, env,
- * stdout, stderr, readStdin }.
+ * Runs one command line; resolves to the exit code. io: { prog, path (the
+ * program as started, for the messages that name it so), env, stdout,
+ * stderr, readStdin }.
  */
-export async function main(argv, { prog, env, stdout, stderr, readStdin }) {
+export async function main(argv, { prog, path, env, stdout, stderr, readStdin }) {
   const out = (text) => stdout.write(text);
   const err = (text) => stderr.write(text);
   const usageError = (e) => {
@@ -155,13 +159,19 @@ export async function main(argv, { prog, env, stdout, stderr, readStdin }) {
     throw e;
   }
 
-  // Ctrl-C: the library's abort; a second one leaves at once.
+  // Ctrl-C or SIGTERM (a CI job cancelled, a pod stopped): the library's
+  // abort, so nothing more is sent and a --checkpoint file keeps the last
+  // checkpoint; a second signal leaves at once. The exit code is the
+  // shell's for the signal: 128 + its number.
   const controller = new AbortController();
-  const onSigint = () => {
-    if (controller.signal.aborted) process.exit(130);
+  let stop = null;
+  const onSignal = (signal) => {
+    const code = 128 + osConstants.signals[signal];
+    if (controller.signal.aborted) process.exit(code);
+    stop = { code, word: signal === 'SIGINT' ? 'Interrupted' : 'Terminated' };
     controller.abort();
   };
-  process.on('SIGINT', onSigint);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   try {
     const flags = {};
     for (const f of OS_FLAGS) if (options[`os:${f.key}`] !== undefined) flags[f.key] = options[`os:${f.key}`];
@@ -180,20 +190,23 @@ export async function main(argv, { prog, env, stdout, stderr, readStdin }) {
       readStdin,
       progress: (targets) => new Progress({ stream: stderr, targets, quiet: options.quiet }),
     };
-    return await command.run(ctx, values);
+    const code = await command.run(ctx, values);
+    return stop ? stop.code : code;
   } catch (e) {
-    if (controller.signal.aborted) {
-      err('Interrupted: stopped waiting; nothing more was sent (the action goes on in Ironic).\n');
-      return 130;
+    if (stop) {
+      err(`${stop.word}: stopped waiting; nothing more was sent (the action goes on in Ironic).\n`);
+      return stop.code;
     }
     if (e instanceof CommandError || e instanceof IronicWaitError || e instanceof ConfigError) {
-      err(`${e.message}\n`);
+      // baremetal closes a configuration error with where to read more, naming itself as started.
+      const more = e.seeHelp ? `\n* See \`${path ?? prog} --help\` for more details` : '';
+      err(`${e.message}${more}\n`);
       return 1;
     }
     // A bug of ours: its message, never a stack trace.
     err(`${prog}: unexpected error: ${e?.message ?? String(e)}\n`);
     return 1;
   } finally {
-    process.removeListener('SIGINT', onSigint);
+    for (const signal of STOP_SIGNALS) process.removeListener(signal, onSignal);
   }
 }

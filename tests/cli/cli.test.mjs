@@ -166,6 +166,39 @@ test('Ctrl-C: exit 130, and nothing is sent after it', async () => {
   });
 });
 
+test('SIGTERM (a job cancelled): exit 143, nothing sent after it, the --checkpoint file kept for resume', async () => {
+  const stalled = scenario([{ name: 'n1', provision_state: 'verifying', target_provision_state: 'manageable' }]);
+  const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-sigterm-'));
+  try {
+    const file = join(dir, 'wait.json');
+    await withSimulator(stalled, async (sim) => {
+      let signalled = false;
+      const args = ['--checkpoint', file, 'node', 'wait', 'n1', '--state', 'manageable', '--poll-interval', '60'];
+      const r = await ironicWait(sim, args, {
+        onStderr: (stderr, child) => {
+          if (!signalled && /n1: verifying/.test(stderr)) {
+            signalled = true;
+            child.kill('SIGTERM');
+          }
+        },
+      });
+      assert.ok(signalled);
+      assert.equal(r.signal, null, 'handled, not killed by the signal');
+      assert.equal(r.code, 143);
+      assert.match(r.stderr, /^Terminated: stopped waiting; nothing more was sent/m);
+      const gets = () => sim.log({ method: 'GET' }).filter((e) => e.path.startsWith('/v1/nodes/')).length;
+      assert.equal(gets(), 1, 'one check before SIGTERM, none after');
+      // The file holds the wait: a new process goes on with it.
+      sim.setNode('n1', { provision_state: 'manageable', target_provision_state: null });
+      const resumed = await ironicWait(sim, ['resume', file]);
+      assert.equal(resumed.code, 0, resumed.stderr);
+      assert.equal(gets(), 2);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('node watch: each node of the scope once, then each change, a JSON line each; Ctrl-C ends it (130)', async () => {
   const nodes = [available('n1'), available('n2'), { ...available('n3'), owner: 'other' }].map((n, i) =>
     i < 2 ? { ...n, owner: 'me' } : n,
