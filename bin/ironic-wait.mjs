@@ -13,6 +13,7 @@ for (const stream of [process.stdout, process.stderr]) stream.on('error', (e) =>
 const prog = basename(process.argv[1] ?? 'ironic-wait').replace(/\.(mjs|cjs|js)$/, '');
 const code = await main(process.argv.slice(2), {
   prog,
+  path: process.argv[1],
   env: process.env,
   stdout: process.stdout,
   stderr: process.stderr,

@@ -161,9 +161,11 @@ export const OS_FLAGS = [
 
 /** A mistake in the configuration. The message says what is wrong, never a configured value. */
 export class ConfigError extends Error {
-  constructor(message) {
+  /** @param {{ seeHelp?: boolean }} [how] seeHelp: the command line adds where to read more, as baremetal does. */
+  constructor(message, { seeHelp = false } = {}) {
     super(message);
     this.name = 'ConfigError';
+    this.seeHelp = seeHelp;
   }
 }
 
@@ -233,12 +235,12 @@ export function buildClientOptions(value) {
   };
   switch (type) {
     case 'none':
-      if (client.endpoint === undefined) throw new ConfigError(NO_ENDPOINT);
+      if (client.endpoint === undefined) throw new ConfigError(NO_ENDPOINT, { seeHelp: true });
       client.auth = { type: 'none' };
       break;
     case 'http_basic':
       requireParameters(value, ['username', 'password']);
-      if (client.endpoint === undefined) throw new ConfigError(NO_ENDPOINT);
+      if (client.endpoint === undefined) throw new ConfigError(NO_ENDPOINT, { seeHelp: true });
       client.auth = { type: 'http_basic', ...pick('username', 'password') };
       break;
     case 'admin_token':
