@@ -155,6 +155,14 @@ impl WaitOptions {
         Ok((timeout_ms, interval_ms, request_timeout_ms))
     }
 
+    /// When this wait ends if it starts at `started`: `timeout` seconds
+    /// later, rounded up to the millisecond; never for a timeout of 0. The
+    /// one rule for a wait, its call and its checkpoint; the timeout is
+    /// checked ([`WaitOptions::check`]) first.
+    pub fn deadline_from(&self, started: Millis) -> Option<Millis> {
+        (self.timeout > 0.0).then(|| started.saturating_add((self.timeout * 1000.0).ceil() as Millis))
+    }
+
     /// A node wait with python-ironicclient's defaults (2 s interval, no
     /// timeout, first failure ends it).
     pub fn nodes(idents: Vec<String>, expected: &str) -> WaitOptions {
@@ -496,5 +504,19 @@ impl<D: Document> Engine<D> {
     /// The identifiers, in the caller's order (events name targets by index).
     pub fn idents(&self) -> &[String] {
         self.this().idents()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_is_the_timeout_later_rounded_up_and_none_without_one() {
+        let wait = |timeout| WaitOptions { timeout, ..WaitOptions::nodes(vec!["n1".into()], "active") };
+        assert_eq!(wait(0.0).deadline_from(1000), None);
+        assert_eq!(wait(1.5).deadline_from(1000), Some(2500));
+        assert_eq!(wait(0.0001).deadline_from(1000), Some(1001), "a tiny timeout is not 'no timeout'");
+        assert_eq!(wait(MAX_SECONDS).deadline_from(Millis::MAX - 1), Some(Millis::MAX));
     }
 }

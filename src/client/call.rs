@@ -271,7 +271,7 @@ pub struct Call<D> {
 
 impl<D: Document> Call<D> {
     pub fn new(id: CallId, spec: CallSpec, now: Millis) -> Call<D> {
-        let deadline_of = |w: &Option<WaitOptions>| w.as_ref().and_then(|w| deadline(now, w.timeout));
+        let deadline_of = |w: &Option<WaitOptions>| w.as_ref().and_then(|w| w.deadline_from(now));
         let mut call = Call {
             id,
             started: now,
@@ -332,7 +332,7 @@ impl<D: Document> Call<D> {
                 })
             }
             CallSpec::Wait(options) => {
-                call.deadline = deadline(now, options.timeout);
+                call.deadline = options.deadline_from(now);
                 call.method = Some(wait_method(&options));
                 Phase::Wait(Box::new(Wait::new(options, Vec::new(), false)))
             }
@@ -1067,10 +1067,4 @@ fn progress<D: Document>(call: CallId, wait: &mut Waiting<D>, out: &mut Outgoing
         any = true;
     }
     any
-}
-
-/// The deadline of a wait of `timeout` seconds started at `started`; none
-/// for 0 (no limit). The timeout was checked already.
-fn deadline(started: Millis, timeout: f64) -> Option<Millis> {
-    (timeout > 0.0).then(|| started.saturating_add((timeout * 1000.0).ceil() as Millis))
 }

@@ -810,7 +810,7 @@ impl<D: Document> Call<D> {
                     Some(_) => return Err(invalid("an allocation wait waits for active")),
                     None => None,
                 };
-                call.deadline = wait.as_ref().and_then(|w| deadline(started, w.timeout));
+                call.deadline = wait.as_ref().and_then(|w| w.deadline_from(started));
                 match (&cp.post, wait) {
                     (Some(body), wait) => {
                         let fields = D::parse(body).ok_or_else(|| invalid("post is not JSON"))?;
@@ -852,7 +852,7 @@ impl<D: Document> Call<D> {
             }
             None => None,
         };
-        self.deadline = wait.as_ref().and_then(|w| deadline(started, w.timeout));
+        self.deadline = wait.as_ref().and_then(|w| w.deadline_from(started));
         if cp.puts.is_empty() {
             return Err(invalid("a provision has its nodes"));
         }
@@ -958,7 +958,7 @@ impl<D: Document> Call<D> {
                 Resumed { outcome, seen, polls, body: body.take(), elapsed_ms }
             })
             .collect();
-        self.deadline = deadline(started, options.timeout);
+        self.deadline = options.deadline_from(started);
         let mut wait = Wait::new(options, settled, created);
         wait.resumed = Some(resumed);
         Ok(Phase::Wait(Box::new(wait)))
@@ -997,10 +997,6 @@ fn provision_request<D: Document>(node: &str, action: &Action, body: &str) -> Re
         return Err(bad());
     }
     Ok(request)
-}
-
-fn deadline(started: Millis, timeout: f64) -> Option<Millis> {
-    (timeout > 0.0).then(|| started.saturating_add((timeout * 1000.0).ceil() as Millis))
 }
 
 impl SavedOutcome {

@@ -12,7 +12,7 @@
 use crate::document::Document;
 use crate::engine::Millis;
 use crate::error::Error;
-use crate::http::retry::RetryPolicy;
+use crate::http::retry::{retryable_status, RetryPolicy};
 use crate::http::{Reply, Request};
 use crate::ironic::answers::reply_error;
 use crate::ironic::microversion::{self, Microversion, Requested};
@@ -264,7 +264,7 @@ impl Session {
             // Keystone's answer is any but 409/503; `GET /v1`'s a success,
             // one with the version range, or a 406.
             let answered = match (&reply, token) {
-                (Reply::Response(r), true) => !matches!(r.status, 409 | 503),
+                (Reply::Response(r), true) => !retryable_status(r.status),
                 (Reply::Response(r), false) => microversion::tells_range(r),
                 _ => false,
             };
@@ -340,7 +340,7 @@ impl Session {
         let Login::Keystone(k) = &self.config.login else { return Ok(()) };
         let url = format!("{}{}", k.base, k.credentials.request().path);
         let response = match reply {
-            Reply::Response(r) if matches!(r.status, 409 | 503) => return Err(keystone::refusal::<D>(&r)),
+            Reply::Response(r) if retryable_status(r.status) => return Err(keystone::refusal::<D>(&r)),
             Reply::Response(r) => r,
             Reply::ConnectionFailed(why) => {
                 return Err(Error::auth(format!("Unable to establish connection to {url}: {why}")))

@@ -21,6 +21,13 @@ impl Default for RetryPolicy {
     }
 }
 
+/// Whether an answer of `status` is sent again: 409 Conflict (a node
+/// locked by a conductor) and 503 Service Unavailable, as python-ironicclient
+/// and keystoneauth retry them. The one place this is said.
+pub fn retryable_status(status: u16) -> bool {
+    matches!(status, 409 | 503)
+}
+
 impl RetryPolicy {
     /// After `retries_done` retries, how long to wait before sending again,
     /// or `None` if this reply is final.
@@ -29,7 +36,7 @@ impl RetryPolicy {
             return None;
         }
         match reply {
-            Reply::Response(r) if matches!(r.status, 409 | 503) => {
+            Reply::Response(r) if retryable_status(r.status) => {
                 let asked = r.retry_after.as_deref().and_then(retry_after_ms);
                 Some(asked.map_or(self.interval_ms, |ms| ms.min(MAX_RETRY_AFTER_MS)))
             }

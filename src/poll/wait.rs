@@ -161,7 +161,7 @@ pub struct Wait<D> {
 impl<D: Document> Wait<D> {
     /// Checks the options; the first round is due at `now`.
     pub(crate) fn new(mut options: WaitOptions, now: Millis) -> Result<Wait<D>, Error> {
-        let (timeout_ms, interval_ms, request_timeout_ms) = options.check()?;
+        let (_, interval_ms, request_timeout_ms) = options.check()?;
         options.expected = options.expected.to_ascii_lowercase();
         let targets = options
             .idents
@@ -190,7 +190,7 @@ impl<D: Document> Wait<D> {
             }),
             request_timeout_ms: (request_timeout_ms > 0).then_some(request_timeout_ms),
             started_at: now,
-            deadline: (timeout_ms > 0).then(|| now.saturating_add(timeout_ms)),
+            deadline: options.deadline_from(now),
             next_round: Some(now),
             slack_ms: 0,
             targets,
