@@ -121,10 +121,11 @@ pub struct WaitOptions {
 
 impl WaitOptions {
     /// Checks every option, so a caller can refuse bad ones before it sends
-    /// anything (a provision action, say). Returns the timeout, interval and
-    /// request time limit in milliseconds.
-    pub fn check(&self) -> Result<(Millis, Millis, Millis), Error> {
-        let timeout_ms = millis(self.timeout, "Timeout", "Timeout must be a non-negative number")?;
+    /// anything (a provision action, say). Returns the interval and the
+    /// request time limit in milliseconds (the deadline is
+    /// [`WaitOptions::deadline_from`]'s).
+    pub fn check(&self) -> Result<(Millis, Millis), Error> {
+        millis(self.timeout, "Timeout", "Timeout must be a non-negative number")?;
         let interval_ms = millis(self.poll_interval, "Poll interval", "Poll interval must be a positive number")?;
         if interval_ms == 0 {
             return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
@@ -152,7 +153,7 @@ impl WaitOptions {
         if self.expected.is_empty() {
             return Err(Error::InvalidArgument("The expected state must not be empty".into()));
         }
-        Ok((timeout_ms, interval_ms, request_timeout_ms))
+        Ok((interval_ms, request_timeout_ms))
     }
 
     /// When this wait ends if it starts at `started`: `timeout` seconds

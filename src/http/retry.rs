@@ -23,7 +23,8 @@ impl Default for RetryPolicy {
 
 /// Whether an answer of `status` is sent again: 409 Conflict (a node
 /// locked by a conductor) and 503 Service Unavailable, as python-ironicclient
-/// and keystoneauth retry them. The one place this is said.
+/// retries them; Keystone's answers follow the same rule. The one place
+/// this is said.
 pub fn retryable_status(status: u16) -> bool {
     matches!(status, 409 | 503)
 }

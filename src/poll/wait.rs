@@ -161,7 +161,7 @@ pub struct Wait<D> {
 impl<D: Document> Wait<D> {
     /// Checks the options; the first round is due at `now`.
     pub(crate) fn new(mut options: WaitOptions, now: Millis) -> Result<Wait<D>, Error> {
-        let (_, interval_ms, request_timeout_ms) = options.check()?;
+        let (interval_ms, request_timeout_ms) = options.check()?;
         options.expected = options.expected.to_ascii_lowercase();
         let targets = options
             .idents
