@@ -520,11 +520,17 @@ function extraToObject(pairs) {
 /** The longest timeout a JS timer holds (the library's limit), in seconds. */
 const MAX_TIMEOUT = tables().limits.maxSeconds;
 
-// Checked before anything is sent (baremetal sends the action first, then fails).
-function checkTimeout(timeout) {
-  if (timeout < 0) throw new CommandError('Timeout must be a non-negative number');
-  if (timeout > MAX_TIMEOUT)
+/**
+ * baremetal's seconds (`--wait N`, `--timeout N`; 0 waits without limit) as
+ * the library's wait options: `{}` for 0 (no limit), `{ timeout: N }`
+ * otherwise. Checked before anything is sent (baremetal sends the action
+ * first, then fails).
+ */
+function waitFor(seconds) {
+  if (seconds < 0) throw new CommandError('Timeout must be a non-negative number');
+  if (seconds > MAX_TIMEOUT)
     throw new CommandError(`Timeout must be at most ${MAX_TIMEOUT} seconds (about 24.8 days); 0 waits without limit`);
+  return seconds === 0 ? {} : { timeout: seconds };
 }
 
 // ------------------------------------------------------------- commands
@@ -542,7 +548,7 @@ async function runProvision(ctx, name, v) {
   if (v.runbook && v.disable_ramdisk) throw new CommandError('You cannot supply --runbook and --disable-ramdisk together');
   const configDrive = readConfigDrive(v.config_drive);
   const wait = v.wait_timeout ?? null;
-  if (wait !== null) checkTimeout(wait);
+  const limit = wait === null ? null : waitFor(wait);
   // What baremetal leaves to Ironic to refuse (an empty value is not sent
   // at all), refused here before anything is sent, in Ironic's words.
   if (name === 'rescue' && !v.rescue_password) {
@@ -581,20 +587,28 @@ async function runProvision(ctx, name, v) {
   const view = { command: `node ${name}`, nodes: v.nodes, expected: spec.expected, timeout: wait };
   ctx.diagnose = Boolean(v.diagnose);
   const report = await runWait(ctx, view, (hooks) =>
-    ctx.client.provision(v.nodes, spec.target, { ...body, wait, settle: ctx.settle, signal: ctx.signal, ...diagnosed(ctx), ...hooks }),
+    ctx.client.provision(v.nodes, spec.target, {
+      ...body,
+      wait: true,
+      ...limit,
+      settle: ctx.settle,
+      signal: ctx.signal,
+      ...diagnosed(ctx),
+      ...hooks,
+    }),
   );
   return finishReport(ctx, report, spec.expected, wait);
 }
 
 async function runNodeWait(ctx, v) {
-  checkTimeout(v.timeout);
+  const limit = waitFor(v.timeout);
   if (!(v.poll_interval > 0)) throw new CommandError('The poll interval must be a positive number');
   ctx.diagnose = Boolean(v.diagnose);
   const power = v.power_state !== undefined && v.power_state !== null;
   const expected = power ? v.power_state : v.state.toLowerCase();
   const view = { command: 'node wait', nodes: v.nodes, expected, timeout: v.timeout, ...(power && { what: 'power state' }) };
   waitingLine(ctx, view);
-  const options = { timeout: v.timeout, pollInterval: v.poll_interval, settle: ctx.settle, signal: ctx.signal, ...diagnosed(ctx) };
+  const options = { ...limit, pollInterval: v.poll_interval, settle: ctx.settle, signal: ctx.signal, ...diagnosed(ctx) };
   const report = await runWait(ctx, view, (hooks) =>
     power
       ? ctx.client.waitForPowerState(v.nodes, v.power_state, { ...options, ...hooks })
@@ -610,7 +624,7 @@ async function runPower(ctx, kind, v) {
     throw new CommandError("'timeout' option for setting power state must have positive integer value (> 0)");
   }
   const wait = v.wait_timeout ?? null;
-  if (wait !== null) checkTimeout(wait);
+  const limit = wait === null ? null : waitFor(wait);
   const action = powerAction(kind, v.soft);
   const options = { settle: ctx.settle, signal: ctx.signal };
   if (v.power_timeout !== undefined && v.power_timeout !== null) options.powerTimeout = v.power_timeout;
@@ -626,7 +640,7 @@ async function runPower(ctx, kind, v) {
   // baremetal prints nothing for a power action: no "Waiting for" line either.
   const view = { command: kind === 'reboot' ? 'node reboot' : `node power ${kind}`, nodes: v.nodes, expected, timeout: wait, silent: true };
   const report = await runWait(ctx, view, (hooks) =>
-    ctx.client.setPowerState(v.nodes, action, { ...options, wait, ...diagnosed(ctx), ...hooks }),
+    ctx.client.setPowerState(v.nodes, action, { ...options, wait: true, ...limit, ...diagnosed(ctx), ...hooks }),
   );
   return finishReport(ctx, report, expected, wait);
 }
@@ -843,21 +857,23 @@ async function runAllocationCreate(ctx, v) {
   if (v.node !== undefined) fields.node = v.node;
   if (v.owner !== undefined) fields.owner = v.owner;
   const wait = v.wait_timeout ?? null;
-  if (wait !== null) checkTimeout(wait);
+  const limit = wait === null ? null : waitFor(wait);
   if (wait === null) {
     const { allocation } = await ctx.client.createAllocation(fields, { signal: ctx.signal });
     return showAllocation(ctx, showOptions(v), allocation, null);
   }
   const view = { command: 'allocation create', show: showOptions(v), label: fields.name ?? '' };
-  const result = await allocationWait(ctx, view, (hooks) => ctx.client.createAllocation(fields, { signal: ctx.signal, wait, ...hooks }));
+  const result = await allocationWait(ctx, view, (hooks) =>
+    ctx.client.createAllocation(fields, { signal: ctx.signal, wait: true, ...limit, ...hooks }),
+  );
   return showAllocation(ctx, view.show, result.allocation, result.report);
 }
 
 async function runAllocationWait(ctx, v) {
-  checkTimeout(v.timeout);
+  const limit = waitFor(v.timeout);
   const view = { command: 'allocation wait', show: showOptions(v), label: v.allocation };
   const report = await allocationWait(ctx, view, (hooks) =>
-    ctx.client.waitForAllocation(v.allocation, { timeout: v.timeout, signal: ctx.signal, ...hooks }),
+    ctx.client.waitForAllocation(v.allocation, { ...limit, signal: ctx.signal, ...hooks }),
   );
   return showAllocation(ctx, view.show, report.allocation.body ?? {}, report);
 }

@@ -20,7 +20,8 @@ console.log(`Ironic at ${ironic.url}, API ${await client.microversion()}`);
 
 // `deploy --wait 60`, polling every half second, every node's outcome.
 const report = await client.provision(['web-1', 'web-2'], 'deploy', {
-  wait: 60,
+  wait: true,
+  timeout: 60,
   pollInterval: 0.5,
   settle: 'all',
   onProgress: (e) => console.log(`  ${e.node}: ${e.state}${e.done ? ` (${e.outcome})` : ''}`),

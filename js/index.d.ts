@@ -195,6 +195,12 @@ export interface ProgressEvent {
 
 export interface WaitTuning {
   /**
+   * The wait's time limit in seconds: a positive number, at most `tables().limits.maxSeconds` (about 24.8 days).
+   * Omitted: no limit, as python-ironicclient. The last check happens at the deadline and covers every node still
+   * waiting (every page of a list); nothing else starts after it. `0`, a negative or a non-finite value is refused.
+   */
+  timeout?: number;
+  /**
    * Seconds between rounds of checks (default: the action's interval, 2 or 10; 2 for direct waits), or `'auto'`:
    * rounds as often as `budget` allows (never more often than every 250 ms), so a round of the change feed that
    * costs one request is followed sooner; slower after a 429 or 503 and never sooner than its `Retry-After`.
@@ -256,8 +262,8 @@ export interface WaitTuning {
 }
 
 export interface ProvisionOptions extends WaitTuning {
-  /** `false`/absent: send only. `true` or 0: wait without limit. N: wait up to N seconds. */
-  wait?: boolean | number;
+  /** `true`: after the PUTs, wait for the action's expected state (within `timeout`, if given). Absent or `false`: send only. */
+  wait?: boolean;
   /** deploy/rebuild: a config drive (gzip+base64 ISO text, a URL, or an object). */
   configDrive?: string | object;
   /** clean: the steps (exactly one of cleanSteps and runbook). */
@@ -274,10 +280,7 @@ export interface ProvisionOptions extends WaitTuning {
   disableRamdisk?: boolean;
 }
 
-export interface WaitOptions extends WaitTuning {
-  /** Seconds; 0 (default) = no limit. The last check happens at the deadline and covers every node still waiting (every page of a list); nothing else starts after it. */
-  timeout?: number;
-}
+export type WaitOptions = WaitTuning;
 
 /** `setPowerState`'s actions (openstacksdk's names; Ironic's `rebooting` and `soft rebooting` are taken too). */
 export type PowerAction = 'power on' | 'power off' | 'reboot' | 'soft power off' | 'soft reboot';
@@ -286,8 +289,8 @@ export type PowerAction = 'power on' | 'power off' | 'reboot' | 'soft power off'
 export type NodeFieldWaitTuning = Omit<WaitTuning, 'holdIsTerminal' | 'failOnUnexpectedState' | 'listMode'>;
 
 export interface PowerOptions extends NodeFieldWaitTuning {
-  /** `false`/absent: send only. `true` or 0: wait without limit. N: wait up to N seconds. */
-  wait?: boolean | number;
+  /** `true`: after the PUTs, wait until each power action is over (within `timeout`, if given). Absent or `false`: send only. */
+  wait?: boolean;
   /** Ironic's own time limit for the action, whole seconds (`timeout` in the request; API 1.27). */
   powerTimeout?: number;
 }
@@ -405,23 +408,22 @@ export class IronicClient {
    */
   setPowerState(nodes: string | string[], action: PowerAction, options?: PowerOptions): Promise<WaitReport>;
   /** Waits until every node is in `state` with no power action under way, a power action fails, or time runs out. */
-  waitForPowerState(
-    nodes: string | string[],
-    state: 'power on' | 'power off',
-    options?: NodeFieldWaitTuning & { timeout?: number },
-  ): Promise<WaitReport>;
+  waitForPowerState(nodes: string | string[], state: 'power on' | 'power off', options?: NodeFieldWaitTuning): Promise<WaitReport>;
   /**
    * Waits until no conductor holds each node's lock (`reservation` null); nothing fails. Report entries' `state` is
    * the conductor holding it when last seen (null once released).
    */
-  waitForReservation(nodes: string | string[], options?: Omit<NodeFieldWaitTuning, 'diagnose'> & { timeout?: number }): Promise<WaitReport>;
+  waitForReservation(nodes: string | string[], options?: Omit<NodeFieldWaitTuning, 'diagnose'>): Promise<WaitReport>;
   /** A node's history (API 1.78): its events as Ironic lists them, oldest first (one page: Ironic keeps 300 a node by default). */
   getNodeHistory(node: string, options?: CallOptions): Promise<NodeHistoryEvent[]>;
   /** Creates an allocation and, with `wait`, waits until it is active. */
   createAllocation(
     fields: AllocationFields,
     options?: CallOptions & {
-      wait?: boolean | number;
+      /** `true`: wait until the allocation is active (within `timeout`, if given). */
+      wait?: boolean;
+      /** Seconds, with `wait: true`; omitted: no limit. */
+      timeout?: number;
       pollInterval?: number | 'auto';
       budget?: number;
       onProgress?: (event: ProgressEvent) => void;
@@ -446,7 +448,7 @@ export class IronicClient {
    * watcher's or a wait's listing of it) share the same requests; or, with `limit`, one page of that many, on its own.
    * `fields` (API 1.8+) limits what each node has, as Ironic lists it; without it, every field (`/v1/nodes/detail`).
    */
-  listNodes(options?: CallOptions & { fields?: string[]; limit?: number; provisionState?: string }): Promise<Record<string, unknown>[]>;
+  listNodes(options?: CallOptions & { fields?: string[]; limit?: number; scope?: Scope }): Promise<Record<string, unknown>[]>;
   /**
    * The checkpoint of a wait, made without sending anything: `method` and its arguments as that method takes them.
    * `resume` or `step` it to run the call.
@@ -454,21 +456,12 @@ export class IronicClient {
   checkpoint(method: 'provision', nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): string;
   checkpoint(method: 'waitForProvisionState', nodes: string | string[], expectedState: string, options?: WaitOptions): string;
   checkpoint(method: 'setPowerState', nodes: string | string[], action: PowerAction, options?: PowerOptions): string;
-  checkpoint(
-    method: 'waitForPowerState',
-    nodes: string | string[],
-    state: 'power on' | 'power off',
-    options?: NodeFieldWaitTuning & { timeout?: number },
-  ): string;
-  checkpoint(
-    method: 'waitForReservation',
-    nodes: string | string[],
-    options?: Omit<NodeFieldWaitTuning, 'diagnose'> & { timeout?: number },
-  ): string;
+  checkpoint(method: 'waitForPowerState', nodes: string | string[], state: 'power on' | 'power off', options?: NodeFieldWaitTuning): string;
+  checkpoint(method: 'waitForReservation', nodes: string | string[], options?: Omit<NodeFieldWaitTuning, 'diagnose'>): string;
   checkpoint(
     method: 'createAllocation',
     fields: AllocationFields,
-    options?: CallOptions & { wait?: boolean | number; pollInterval?: number },
+    options?: CallOptions & { wait?: boolean; timeout?: number; pollInterval?: number | 'auto'; budget?: number },
   ): string;
   checkpoint(method: 'waitForAllocation', id: string, options?: WaitOptions): string;
   /**

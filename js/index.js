@@ -443,6 +443,18 @@ export class IronicClient {
     }
   }
 
+  /** A method of the wasm's `run`: `method`, its arguments before its options (two, the missing ones undefined), its options. */
+  #run(method, args, options) {
+    return this.#call(
+      'run',
+      () => {
+        const [a, b] = args();
+        return [method, a, b];
+      },
+      options,
+    );
+  }
+
   /** The wasm's answer as the API gives it: reports with Error objects, errors as classes. */
   async #settle(answer) {
     try {
@@ -453,39 +465,39 @@ export class IronicClient {
   }
 
   async provision(nodes, action, options) {
-    return this.#call('provision', () => WAIT_ARGUMENTS.provision(nodes, action), options);
+    return this.#run('provision', () => WAIT_ARGUMENTS.provision(nodes, action), options);
   }
 
   async waitForProvisionState(nodes, expectedState, options) {
-    return this.#call('waitForProvisionState', () => WAIT_ARGUMENTS.waitForProvisionState(nodes, expectedState), options);
+    return this.#run('waitForProvisionState', () => WAIT_ARGUMENTS.waitForProvisionState(nodes, expectedState), options);
   }
 
   async setPowerState(nodes, target, options) {
-    return this.#call('run', () => ['setPowerState', ...WAIT_ARGUMENTS.setPowerState(nodes, target)], options);
+    return this.#run('setPowerState', () => WAIT_ARGUMENTS.setPowerState(nodes, target), options);
   }
 
   async waitForPowerState(nodes, state, options) {
-    return this.#call('run', () => ['waitForPowerState', ...WAIT_ARGUMENTS.waitForPowerState(nodes, state)], options);
+    return this.#run('waitForPowerState', () => WAIT_ARGUMENTS.waitForPowerState(nodes, state), options);
   }
 
   async waitForReservation(nodes, options) {
-    return this.#call('run', () => ['waitForReservation', ...WAIT_ARGUMENTS.waitForReservation(nodes)], options);
+    return this.#run('waitForReservation', () => WAIT_ARGUMENTS.waitForReservation(nodes), options);
   }
 
   async getNodeHistory(node, options) {
-    return this.#call('run', () => ['getNodeHistory', identifier('node', node), undefined], options);
+    return this.#run('getNodeHistory', () => [identifier('node', node)], options);
   }
 
   async createAllocation(fields, options) {
-    return this.#call('createAllocation', () => WAIT_ARGUMENTS.createAllocation(fields), options);
+    return this.#run('createAllocation', () => WAIT_ARGUMENTS.createAllocation(fields), options);
   }
 
   async waitForAllocation(id, options) {
-    return this.#call('waitForAllocation', () => WAIT_ARGUMENTS.waitForAllocation(id), options);
+    return this.#run('waitForAllocation', () => WAIT_ARGUMENTS.waitForAllocation(id), options);
   }
 
   async getNode(id, options) {
-    return this.#call('getNode', () => [identifier('id', id)], options);
+    return this.#run('getNode', () => [identifier('id', id)], options);
   }
 
   /**
@@ -558,15 +570,15 @@ export class IronicClient {
   }
 
   async listNodes(options) {
-    return this.#call('listNodes', () => [], options);
+    return this.#run('listNodes', () => [], options);
   }
 
   async microversion(options) {
-    return this.#call('microversion', () => [], options);
+    return this.#run('microversion', () => [], options);
   }
 
   async authenticate(options) {
-    return this.#call('authenticate', () => [], options);
+    return this.#run('authenticate', () => [], options);
   }
 
   /**
@@ -578,9 +590,10 @@ export class IronicClient {
     const read = WAIT_ARGUMENTS[typeof method === 'string' ? method : ''];
     if (!read) throw refuse(`method must be one of ${Object.keys(WAIT_ARGUMENTS).join(', ')}`);
     // As the method reads them: its arguments (`read.length` of them), then its options.
-    const given = [...read(...args.slice(0, read.length)), readOptions('options', args[read.length])];
+    const [a, b] = read(...args.slice(0, read.length));
+    const options = readOptions('options', args[read.length]);
     try {
-      return this.#raw.checkpoint(method, ...given);
+      return this.#raw.checkpoint(method, a, b, options);
     } catch (e) {
       throw toError(e);
     }
@@ -614,8 +627,7 @@ const WAIT_ARGUMENTS = {
   ],
   setPowerState: (nodes, target) => [strings('nodes', nodes), identifier('target', target, 'target must be a power action')],
   waitForPowerState: (nodes, state) => [strings('nodes', nodes), identifier('state', state, "state must be 'power on' or 'power off'")],
-  // Two arguments before the options, as the wasm reads every node wait.
-  waitForReservation: (nodes) => [strings('nodes', nodes), undefined],
+  waitForReservation: (nodes) => [strings('nodes', nodes)],
   createAllocation: (fields) => [allocationFields(fields)],
   waitForAllocation: (id) => [identifier('id', id)],
 };

@@ -36,6 +36,15 @@ pub trait Document: Clone + fmt::Debug + 'static {
     /// A whole number from 0 to 2^53, when it is one.
     fn as_u64(&self) -> Option<u64>;
 
+    /// The number, when it is one.
+    fn as_f64(&self) -> Option<f64>;
+
+    /// The boolean, when it is one.
+    fn as_bool(&self) -> Option<bool>;
+
+    /// An object's keys in its order (none when it is no object).
+    fn keys(&self) -> Vec<String>;
+
     /// The document as JSON text, for request bodies and for a field shown
     /// as `%s` shows it.
     fn to_json(&self) -> String;
@@ -157,6 +166,18 @@ impl Document for serde_json::Value {
 
     fn as_u64(&self) -> Option<u64> {
         self.as_u64().filter(|&n| n <= 1 << 53)
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        self.as_f64()
+    }
+
+    fn as_bool(&self) -> Option<bool> {
+        self.as_bool()
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
     }
 
     fn to_json(&self) -> String {

@@ -19,6 +19,8 @@
 //!   The shell performs what it asks.
 //! - [`keystone`]: Keystone v3 authentication without I/O: token requests,
 //!   their answers, the service catalog.
+//! - [`options`]: the options of the client and of each method, their kinds,
+//!   defaults and bounds ([`client::methods`] reads each method's call).
 //! - [`document`]: the JSON documents the core reads, parsed by the runtime.
 //! - [`time`]: ISO 8601 times, as Ironic and Keystone write them.
 //! - [`error`]: the one error type; messages are python-ironicclient's.
@@ -35,6 +37,7 @@ pub mod error;
 pub mod http;
 pub mod ironic;
 pub mod keystone;
+pub mod options;
 pub mod poll;
 pub mod states;
 pub mod tables;

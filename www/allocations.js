@@ -29,7 +29,7 @@ export function createAllocations({ hub, table }) {
         fields,
         label,
         expected: 'active',
-        options: { wait: t > 0 ? t : true, pollInterval: 0.5 },
+        options: { wait: true, ...(t > 0 && { timeout: t }), pollInterval: 0.5 },
       });
     } catch (e) {
       const li = el('li', { class: 'alloc-row', 'data-state': 'not created' });

@@ -688,17 +688,20 @@ export function createHub({ mode }) {
       args = [uuids, msg.action];
       options = { settle: 'all', holdIsTerminal: true };
       if (o.wait !== undefined) options.wait = o.wait;
+      if (o.timeout !== undefined) options.timeout = o.timeout;
       if (o.pollInterval !== undefined) options.pollInterval = o.pollInterval;
       for (const k of ['cleanSteps', 'serviceSteps', 'rescuePassword']) if (o[k] !== undefined) options[k] = o[k];
     } else if (kind === 'power') {
       method = 'setPowerState';
       args = [uuids, msg.action];
       options = { settle: 'all', wait: o.wait ?? true };
+      if (o.timeout !== undefined) options.timeout = o.timeout;
       if (o.pollInterval !== undefined) options.pollInterval = o.pollInterval;
     } else if (kind === 'allocation') {
       method = 'createAllocation';
       args = [msg.fields ?? {}];
       options = { wait: o.wait ?? true, pollInterval: o.pollInterval ?? 0.5 };
+      if (o.timeout !== undefined) options.timeout = o.timeout;
       nodes.splice(0, nodes.length, ['allocation', msg.label ?? null]);
     } else {
       throw new Error(`Unknown kind of wait: ${kind}`);
@@ -719,7 +722,7 @@ export function createHub({ mode }) {
       path: msg.path ?? null,
       nodes,
       startedAt: Date.now(),
-      timeout: o.wait ?? null,
+      timeout: o.timeout ?? null,
     });
     w.secret = o.rescuePassword || null;
     let checkpoint = null;

@@ -93,8 +93,10 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
   function options(a) {
     const o = {};
     if (!a || a.path) {
+      // 0 (or empty) waits without limit: no timeout.
       const t = Number(timeout.value);
-      o.wait = t > 0 ? t : true;
+      o.wait = true;
+      if (t > 0) o.timeout = t;
       o.pollInterval = Number(poll.value) || 1;
     }
     if (a?.needs === 'cleanSteps' || a?.needs === 'serviceSteps') {

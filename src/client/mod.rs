@@ -59,6 +59,8 @@
 mod call;
 mod checkpoint;
 mod exchange;
+pub mod login;
+pub mod methods;
 mod session;
 
 use std::collections::VecDeque;

@@ -92,7 +92,7 @@ pub struct Scope {
 impl Scope {
     /// Each filter's query parameter, the microversion that brought it,
     /// and the option that sets it.
-    const FILTERS: [(&'static str, Microversion, &'static str); 7] = [
+    pub const FILTERS: [(&'static str, Microversion, &'static str); 7] = [
         ("provision_state", Microversion::new(1, 9), "provisionState"),
         ("resource_class", Microversion::new(1, 21), "resourceClass"),
         ("fault", Microversion::new(1, 42), "fault"),

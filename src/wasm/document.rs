@@ -34,8 +34,12 @@ impl Document for Json {
             }
         } else if Array::is_array(v) {
             "list"
-        } else {
+        } else if v.is_object() {
             "dict"
+        } else {
+            // No JSON value: a function, a symbol (js/index.js's stand-in
+            // for what is no data).
+            "object"
         }
     }
 
@@ -72,6 +76,21 @@ impl Document for Json {
     fn as_u64(&self) -> Option<u64> {
         let n = self.0.as_f64()?;
         (n >= 0.0 && n.fract() == 0.0 && n <= (1u64 << 53) as f64).then_some(n as u64)
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        self.0.as_f64()
+    }
+
+    fn as_bool(&self) -> Option<bool> {
+        self.0.as_bool()
+    }
+
+    fn keys(&self) -> Vec<String> {
+        match self.python_type() {
+            "dict" => Object::keys(self.0.unchecked_ref::<Object>()).iter().filter_map(|k| k.as_string()).collect(),
+            _ => Vec::new(),
+        }
     }
 
     fn to_json(&self) -> String {

@@ -1,10 +1,8 @@
 //! Bindings to the JS globals every runtime has (never `window`), and the
 //! conversions between JS values and the core's types.
 
-use js_sys::{Array, Reflect};
+use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
-
-use crate::error::Error;
 
 #[wasm_bindgen]
 extern "C" {
@@ -69,15 +67,4 @@ pub fn text(v: &JsValue) -> Option<String> {
         return None;
     }
     Some(text)
-}
-
-/// One string, or an array of strings.
-pub fn strings(v: &JsValue, what: &str) -> Result<Vec<String>, Error> {
-    let error =
-        || Error::InvalidArgument(format!("{what} must be a string or a list of strings (well-formed Unicode)"));
-    if v.is_string() {
-        return text(v).map(|s| vec![s]).ok_or_else(error);
-    }
-    let array = v.dyn_ref::<Array>().ok_or_else(error)?;
-    array.iter().map(|item| text(&item).ok_or_else(error)).collect()
 }

@@ -6,15 +6,12 @@
 //! - `io`: performing one request: fetch, its time and size limits.
 //! - `document`: the core's documents in the wasm: what `JSON.parse` made.
 //! - `report`: reports, progress events and errors as JS objects (serde).
-//! - `options`: the client's and each method's options, read by a table of
-//!   names and kinds.
 //! - `client`: the exported `RawClient` and the one driver of its calls.
 
 mod client;
 mod document;
 mod io;
 mod js;
-mod options;
 mod report;
 
 use wasm_bindgen::prelude::*;

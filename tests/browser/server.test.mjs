@@ -160,7 +160,7 @@ test('proxy mode: /v1 goes to IRONIC_URL with the token added; the token never r
 
   // The package's own client through the proxy, with the page's token: a wait works end to end.
   const client = new IronicClient({ endpoint: server.url, headers: { 'X-Console-Token': token } });
-  const report = await client.provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 });
+  const report = await client.provision('n1', 'deploy', { wait: true, timeout: 10, pollInterval: 0.02 });
   assert.equal(report.ok, true);
   assert.ok(ironic.seen.every((r) => r.headers['x-auth-token'] === 'sekret-token'));
 
@@ -190,7 +190,7 @@ test('proxy mode with a token source (OS_CLOUD): asked per request, again after 
   };
   const server = await start({ ironicUrl: ironic.url, ironicToken });
   const client = new IronicClient({ endpoint: server.url, headers: { 'X-Console-Token': await pageToken(server.url) } });
-  const report = await client.provision('n1', 'manage', { wait: 10, pollInterval: 0.02 });
+  const report = await client.provision('n1', 'manage', { wait: true, timeout: 10, pollInterval: 0.02 });
   assert.equal(report.ok, true);
   const puts = ironic.requests('PUT', '/v1/nodes/n1/states/provision');
   assert.deepEqual(

@@ -113,7 +113,7 @@ const READS = [
 ];
 const WRITES = [
   { call: 'createAllocation', args: [{ resourceClass: 'gold' }] },
-  { call: 'provision', args: [['e1'], 'manage'], options: { wait: 10, pollInterval: 0.05 } },
+  { call: 'provision', args: [['e1'], 'manage'], options: { wait: true, timeout: 10, pollInterval: 0.05 } },
 ];
 const FLEET = [
   ...nodes({ n1: 'active', e1: 'enroll', m1: 'manageable' }),
@@ -192,7 +192,7 @@ const PHASES = {
         call: 'provision',
         args: [names('p', count), 'manage'],
         options: {
-          wait: pick(rand, [false, 10]),
+          ...pick(rand, [{ wait: false }, { wait: true, timeout: 10 }]),
           pollInterval: 0.05,
           concurrency: between(rand, 1, 4),
           settle: pick(rand, ['first-failure', 'all']),
@@ -216,7 +216,7 @@ const PHASES = {
       spec: {
         call: 'waitForProvisionState',
         args: [names('m', count), 'active'],
-        options: { failOnUnexpectedState: false, pollInterval, timeout: pick(rand, [0, 10]), concurrency: between(rand, 1, 8) },
+        options: { failOnUnexpectedState: false, pollInterval, ...pick(rand, [{}, { timeout: 10 }]), concurrency: between(rand, 1, 8) },
         abortAfter: between(rand, 0, 600),
       },
       grace: pollInterval * 1000 + 150,
@@ -261,13 +261,13 @@ const PHASES = {
         ? {
             call: 'createAllocation',
             args: [{ resourceClass: 'gold' }],
-            options: { wait: 10, pollInterval: 0.02 },
+            options: { wait: true, timeout: 10, pollInterval: 0.02 },
             abortAtEvent: between(rand, 1, 2),
           }
         : {
             call: 'provision',
             args: [names('p', count), 'manage'],
-            options: { wait: 10, pollInterval: 0.02, settle: pick(rand, ['first-failure', 'all']) },
+            options: { wait: true, timeout: 10, pollInterval: 0.02, settle: pick(rand, ['first-failure', 'all']) },
             abortAtEvent: between(rand, 1, 2 * count),
           },
     };

@@ -265,6 +265,8 @@ const RULES = {
 const inRange = (v, min, max) => Number.isFinite(v) && v >= min && v <= max;
 const NUMBER_RULES = {
   time: (v) => (inRange(v, 0, MAX_SECONDS) ? 'valid' : 'invalid'),
+  // A wait's time limit: leaving it out is no limit, so 0 is refused with the rest.
+  timeout: (v) => (inRange(v, 0, MAX_SECONDS) && v > 0 ? 'valid' : 'invalid'),
   interval: (v) => (inRange(v, 0, MAX_SECONDS) && v > 0 ? 'valid' : 'invalid'),
   retryInterval: (v) => (v === 0 ? 'either' : inRange(v, 0, MAX_SECONDS) ? 'valid' : 'invalid'),
   count: (v) => (!Number.isInteger(v) || v < 1 ? 'invalid' : v <= 1e6 ? 'valid' : 'either'),
@@ -302,12 +304,12 @@ function verdict(value, slot) {
     case 'non-plain':
       return type === 'json' ? 'either' : 'invalid';
     case 'boolean':
-      return type === 'boolean' || type === 'wait' ? 'valid' : type === 'json' ? 'either' : 'invalid';
+      return type === 'boolean' ? 'valid' : type === 'json' ? 'either' : 'invalid';
     case 'list':
       return type === 'idents' || type === 'fields' || type === 'json' ? 'either' : 'invalid';
     case 'number': {
-      const rule = NUMBER_RULES[type === 'wait' ? 'time' : slot.rule];
-      if (rule && (type === 'number' || type === 'wait')) return rule(value.number);
+      const rule = NUMBER_RULES[slot.rule];
+      if (rule && type === 'number') return rule(value.number);
       return type === 'json' ? 'either' : 'invalid';
     }
     case 'string': {
@@ -349,11 +351,11 @@ function base(method, ctx, slot = {}) {
     }
     case 'provision':
       // Enroll nodes refuse every action but manage with a 400: a real, quick answer.
-      return [['e1', 'e2'], slot.action ?? 'deploy', { wait: 5, pollInterval: 0.05, signal, ...slot.with }];
+      return [['e1', 'e2'], slot.action ?? 'deploy', { wait: true, timeout: 5, pollInterval: 0.05, signal, ...slot.with }];
     case 'waitForProvisionState':
       return [['n1'], 'active', { timeout: 5, pollInterval: 0.05, signal }];
     case 'setPowerState':
-      return [['n1'], 'power on', { wait: 5, pollInterval: 0.05, signal }];
+      return [['n1'], 'power on', { wait: true, timeout: 5, pollInterval: 0.05, signal }];
     case 'waitForPowerState':
       return [['n1'], 'power on', { timeout: 5, pollInterval: 0.05, signal }];
     case 'waitForReservation':
@@ -367,7 +369,8 @@ function base(method, ctx, slot = {}) {
     case 'getNode':
       return ['n1', { fields: ['uuid', 'name'], signal }];
     case 'listNodes':
-      return [{ limit: 5, fields: ['uuid', 'name'], signal }];
+      // The positions in the scope get a scope of their own, fresh for each trial.
+      return [{ limit: 5, fields: ['uuid', 'name'], signal, ...(slot.scoped && { scope: { provisionState: 'active' } }) }];
     case 'microversion':
       return [{ signal }];
     default:
@@ -434,7 +437,8 @@ const POSITIONS = {
     action: { path: [1], ...S('action', 'deploy') },
     options: { path: [2], ...OPTIONS },
     ...prefixed(2, WAIT_TUNING),
-    wait: { path: [2, 'wait'], type: 'wait', valid: () => 5 },
+    wait: { path: [2, 'wait'], ...B(), valid: () => true },
+    timeout: { path: [2, 'timeout'], ...N('timeout', 5) },
     configDrive: { path: [2, 'configDrive'], ...J({ meta_data: { hostname: 'h' } }) },
     deploySteps: { path: [2, 'deploySteps'], ...J([{ interface: 'deploy', step: 'deploy', args: {}, priority: 50 }]) },
     cleanSteps: { path: [2, 'cleanSteps'], ...J(CLEAN_STEPS), action: 'clean' },
@@ -451,7 +455,7 @@ const POSITIONS = {
     expectedState: { path: [1], ...S('expected', 'active') },
     options: { path: [2], ...OPTIONS },
     ...prefixed(2, WAIT_TUNING),
-    timeout: { path: [2, 'timeout'], ...N('time', 5) },
+    timeout: { path: [2, 'timeout'], ...N('timeout', 5) },
   },
   setPowerState: {
     nodes: NODE_LIST,
@@ -459,7 +463,8 @@ const POSITIONS = {
     action: { path: [1], ...S('action', 'power on') },
     options: { path: [2], ...OPTIONS },
     ...prefixed(2, NODE_FIELD_TUNING),
-    wait: { path: [2, 'wait'], type: 'wait', valid: () => 5 },
+    wait: { path: [2, 'wait'], ...B(), valid: () => true },
+    timeout: { path: [2, 'timeout'], ...N('timeout', 5) },
     powerTimeout: { path: [2, 'powerTimeout'], ...N('count', 5) },
     diagnose: { path: [2, 'diagnose'], ...B() },
     configDrive: { path: [2, 'configDrive'], ...UNKNOWN },
@@ -470,7 +475,7 @@ const POSITIONS = {
     state: { path: [1], ...S('action', 'power on') },
     options: { path: [2], ...OPTIONS },
     ...prefixed(2, NODE_FIELD_TUNING),
-    timeout: { path: [2, 'timeout'], ...N('time', 5) },
+    timeout: { path: [2, 'timeout'], ...N('timeout', 5) },
     diagnose: { path: [2, 'diagnose'], ...B() },
   },
   waitForReservation: {
@@ -478,7 +483,7 @@ const POSITIONS = {
     'a node in the list': NODE_IN_LIST,
     options: { path: [1], ...OPTIONS },
     ...prefixed(1, NODE_FIELD_TUNING),
-    timeout: { path: [1, 'timeout'], ...N('time', 5) },
+    timeout: { path: [1, 'timeout'], ...N('timeout', 5) },
     diagnose: { path: [1, 'diagnose'], ...UNKNOWN },
   },
   getNodeHistory: {
@@ -496,16 +501,17 @@ const POSITIONS = {
     name: { path: [0, 'name'], ...J(undefined), valid: () => undefined },
     options: { path: [1], ...OPTIONS },
     // The new allocation fails (g1, the only gold node, is taken) within a second, or the wait times out.
-    wait: { path: [1, 'wait'], type: 'wait', valid: () => 1, with: { pollInterval: 0.05 } },
-    pollInterval: { path: [1, 'pollInterval'], ...N('interval', 0.05), with: { wait: 1 } },
+    wait: { path: [1, 'wait'], ...B(), valid: () => true, with: { timeout: 1, pollInterval: 0.05 } },
+    timeout: { path: [1, 'timeout'], ...N('timeout', 1), with: { wait: true, pollInterval: 0.05 } },
+    pollInterval: { path: [1, 'pollInterval'], ...N('interval', 0.05), with: { wait: true, timeout: 1 } },
     signal: { path: [1, 'signal'], ...SIGNAL },
-    onProgress: { path: [1, 'onProgress'], ...CALLBACK, with: { wait: 1, pollInterval: 0.05 } },
+    onProgress: { path: [1, 'onProgress'], ...CALLBACK, with: { wait: true, timeout: 1, pollInterval: 0.05 } },
     bogus: { path: [1, 'bogus'], ...UNKNOWN },
   },
   waitForAllocation: {
     id: { path: [0], ...S('node-id', null), valid: () => allocation },
     options: { path: [1], ...OPTIONS },
-    timeout: { path: [1, 'timeout'], ...N('time', 5) },
+    timeout: { path: [1, 'timeout'], ...N('timeout', 5) },
     pollInterval: { path: [1, 'pollInterval'], ...N('interval', 0.05) },
     signal: { path: [1, 'signal'], ...SIGNAL },
     onProgress: { path: [1, 'onProgress'], ...CALLBACK },
@@ -524,7 +530,11 @@ const POSITIONS = {
     fields: { path: [0, 'fields'], type: 'fields', rule: 'field-name', valid: () => ['uuid'] },
     'a field in the list': { path: [0, 'fields', 0], ...S('field-name', 'uuid'), type: 'fields', item: true },
     limit: { path: [0, 'limit'], ...N('count', 5) },
-    provisionState: { path: [0, 'provisionState'], ...S('text', 'active') },
+    scope: { path: [0, 'scope'], type: 'scope', valid: () => ({ provisionState: 'active' }) },
+    // An empty filter is refused (what would it filter by?).
+    'scope.provisionState': { path: [0, 'scope', 'provisionState'], ...S('expected', 'active'), scoped: true },
+    // The filters are the scope's, as in the waits and watch: not an option of their own.
+    provisionState: { path: [0, 'provisionState'], ...UNKNOWN },
     signal: { path: [0, 'signal'], ...SIGNAL },
     bogus: { path: [0, 'bogus'], ...UNKNOWN },
   },

@@ -178,7 +178,8 @@ test('onCheckpoint: first once every PUT is answered, then only after a round th
   const moves = [];
   let planned;
   const report = await client.provision(['a', 'b', 'c'], 'deploy', {
-    wait: 30,
+    wait: true,
+    timeout: 30,
     pollInterval: 0.03,
     settle: 'all',
     onProgress: (e) => log.push({ kind: 'progress', ...e }),
@@ -263,7 +264,8 @@ test('onCheckpoint: a round in which nothing changed makes no checkpoint', async
   // which a loaded machine makes fewer rounds: it once made 3 in 0.6 s).
   const controller = new AbortController();
   const waiting = client.provision(['s1', 's2'], 'deploy', {
-    wait: 60,
+    wait: true,
+    timeout: 60,
     pollInterval: 0.03,
     signal: controller.signal,
     onCheckpoint: (c) => checkpoints.push(c),
@@ -288,10 +290,10 @@ test('checkpoint() is synchronous, sends nothing, and refuses what the method wo
   const client = new IronicClient({ endpoint: ironic.url });
   const madeFrom = Date.now();
   const texts = [
-    client.checkpoint('provision', ['n1'], 'deploy', { wait: 30, pollInterval: 1, configDrive: { user_data: 'x' } }),
+    client.checkpoint('provision', ['n1'], 'deploy', { wait: true, timeout: 30, pollInterval: 1, configDrive: { user_data: 'x' } }),
     client.checkpoint('provision', 'n1', 'deploy'),
     client.checkpoint('waitForProvisionState', ['n1', 'n2'], 'ACTIVE', { timeout: 5 }),
-    client.checkpoint('createAllocation', { resourceClass: 'gold', traits: ['CUSTOM_X'] }, { wait: 5 }),
+    client.checkpoint('createAllocation', { resourceClass: 'gold', traits: ['CUSTOM_X'] }, { wait: true, timeout: 5 }),
     client.checkpoint('createAllocation', { resourceClass: 'gold' }),
     client.checkpoint('waitForAllocation', 'alloc-1', { timeout: 5 }),
   ];
@@ -318,11 +320,14 @@ test('checkpoint() is synchronous, sends nothing, and refuses what the method wo
     [() => client.checkpoint('resume', texts[0]), /method must be/],
     [() => client.checkpoint('provision', 'n1', 'abort', { wait: true }), /Action abort cannot be waited on/],
     [() => client.checkpoint('provision', 'n1', 'fly'), /fly/],
-    [() => client.checkpoint('provision', 'n1', 'deploy', { wait: -1 }), /wait|timeout/i],
-    [() => client.checkpoint('provision', 'n1', 'rescue', { wait: 5 }), /rescue/i],
+    [() => client.checkpoint('provision', 'n1', 'deploy', { wait: true, timeout: -1 }), /^Option timeout must be a positive number/],
+    [() => client.checkpoint('provision', 'n1', 'deploy', { wait: true, timeout: 0 }), /^Option timeout must be a positive number/],
+    [() => client.checkpoint('provision', 'n1', 'deploy', { wait: 5 }), /^Option wait must be true or false/],
+    [() => client.checkpoint('provision', 'n1', 'deploy', { timeout: 5 }), /^Option timeout needs wait: true$/],
+    [() => client.checkpoint('provision', 'n1', 'rescue', { wait: true, timeout: 5 }), /rescue/i],
     [() => client.checkpoint('waitForProvisionState', 'n1', 'active', { timeout: 'soon' }), /timeout/],
     [() => client.checkpoint('provision', 'n1', 'deploy', { bogus: 1 }), /bogus/],
-    [() => client.checkpoint('createAllocation', {}, { wait: 5 }), /resource_class|resourceClass/],
+    [() => client.checkpoint('createAllocation', {}, { wait: true, timeout: 5 }), /resource_class|resourceClass/],
     [() => client.checkpoint('waitForAllocation', 42), /id must be a string/],
   ];
   for (const [call, message] of refused) {
@@ -353,11 +358,12 @@ function thousandNodes() {
     });
     const client = new IronicClient({ endpoint: ironic.url });
     // A deadline far past what a loaded machine takes over the PUTs and the rounds (33 of them).
-    const plan = client.checkpoint('provision', names, 'deploy', { wait: 600, pollInterval: 0.1, settle: 'all' });
+    const plan = client.checkpoint('provision', names, 'deploy', { wait: true, timeout: 600, pollInterval: 0.1, settle: 'all' });
     const checkpoints = [];
     let planned;
     const report = await client.provision(names, 'deploy', {
-      wait: 600,
+      wait: true,
+      timeout: 600,
       pollInterval: 0.1,
       settle: 'all',
       onCheckpoint: (c) => {
@@ -405,7 +411,7 @@ test('1,000 nodes: every checkpoint of the wait is under 40 KB, late ones includ
 // 2. SIGKILL mid-wait, resumed in another process
 
 const KILL_NODES = ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'];
-const KILL_OPTIONS = { wait: 60, pollInterval: 0.1, settle: 'all', concurrency: 2 };
+const KILL_OPTIONS = { wait: true, timeout: 60, pollInterval: 0.1, settle: 'all', concurrency: 2 };
 const killScenario = () => ({
   nodes: KILL_NODES.map((name) => ({ name, provision_state: 'available' })),
   timing: { deploying: [500, 1100], 'wait call-back': [300, 700] },
@@ -537,7 +543,8 @@ test('settled outcomes survive a checkpoint exactly: a refused PUT, a node gone,
   const checkpoints = [];
   let planned;
   const original = await new IronicClient({ endpoint: ironic.url }).provision(names, 'deploy', {
-    wait: 8,
+    wait: true,
+    timeout: 8,
     pollInterval: 0.05,
     settle: 'all',
     onCheckpoint: (c) => {
@@ -670,7 +677,7 @@ test("a step loop with a new client each step: a failure ends in the answer's er
     timing: { deploying: 400, 'wait call-back': 100 },
     transitions: [{ node: 'bad', action: 'deploy', fail: 'Deploy step deploy.write_image failed: no image', at: 'deploying', after: 30 }],
   };
-  const options = { wait: 10, pollInterval: 0.05 };
+  const options = { wait: true, timeout: 10, pollInterval: 0.05 };
   const reference = await sim(scenario);
   const settled = (events) => events.filter((e) => e.done).map((e) => [e.node, e.outcome, e.state]);
   const waited = [];
@@ -732,7 +739,8 @@ async function richCheckpoint() {
   const controller = new AbortController();
   await new IronicClient({ endpoint: ironic.url })
     .provision(['n1', 'n2', 'bad'], 'deploy', {
-      wait: 10,
+      wait: true,
+      timeout: 10,
       pollInterval: 0.03,
       settle: 'all',
       signal: controller.signal,
@@ -1240,7 +1248,7 @@ test("hostile checkpoints: the wait's fields, the rows, the outcomes, the PUT bo
 test('hostile checkpoints: a plan whose PUT bodies were tampered with is refused before any PUT', async () => {
   const ironic = await sim({ nodes: nodes({ n1: 'active', n2: 'available' }) });
   const client = new IronicClient({ endpoint: ironic.url });
-  const plan = JSON.parse(client.checkpoint('provision', ['n1', 'n2'], 'deploy', { wait: 5, pollInterval: 0.05 }));
+  const plan = JSON.parse(client.checkpoint('provision', ['n1', 'n2'], 'deploy', { wait: true, timeout: 5, pollInterval: 0.05 }));
   const edit = (f) => {
     const c = structuredClone(plan);
     f(c);
@@ -1354,9 +1362,12 @@ test('hostile checkpoints: values the options refuse are refused in a checkpoint
     client.waitForProvisionState('n1', 'available', { listThreshold: 0 }),
     /listThreshold must be a whole number from 1/,
   );
-  await assert.rejects(client.provision('n1', 'deploy', { wait: 5, concurrency: 0 }), /concurrency must be a whole number from 1/);
+  await assert.rejects(
+    client.provision('n1', 'deploy', { wait: true, timeout: 5, concurrency: 0 }),
+    /concurrency must be a whole number from 1/,
+  );
   assert.equal(ironic.seen.length, 0);
-  const plan = (node) => JSON.parse(client.checkpoint('provision', [node], 'deploy', { wait: 5, pollInterval: 0.05 }));
+  const plan = (node) => JSON.parse(client.checkpoint('provision', [node], 'deploy', { wait: true, timeout: 5, pollInterval: 0.05 }));
   const [p1, p2] = [plan('n1'), plan('n2')];
   const accepted = [];
   for (const [label, c] of [
@@ -1482,18 +1493,18 @@ test('no credential in any checkpoint: token, basicAuth, getToken, Keystone pass
         (e) => e instanceof InvalidArgumentError && /No checkpoint yet: the endpoint comes from Keystone's catalog/.test(e.message),
       );
     }
-    await client.provision([a, b], 'deploy', { wait: 60, pollInterval: 0.02, onCheckpoint: keepAndMove });
+    await client.provision([a, b], 'deploy', { wait: true, timeout: 60, pollInterval: 0.02, onCheckpoint: keepAndMove });
     await client.waitForProvisionState([a, b], 'active', { timeout: 60, onCheckpoint: keepAndMove });
     await client
       .createAllocation(
         { resourceClass: 'gold', name: `al-${kind.length}-${a}` },
-        { wait: 60, pollInterval: 0.02, onCheckpoint: keepAndMove },
+        { wait: true, timeout: 60, pollInterval: 0.02, onCheckpoint: keepAndMove },
       )
       .catch(() => {});
-    const plan = client.checkpoint('provision', c, 'deploy', { wait: 60, pollInterval: 0.02 });
+    const plan = client.checkpoint('provision', c, 'deploy', { wait: true, timeout: 60, pollInterval: 0.02 });
     keep(plan);
     keep(client.checkpoint('waitForAllocation', 'x', { timeout: 1 }));
-    keep(client.checkpoint('createAllocation', { resourceClass: 'gold' }, { wait: 1 }));
+    keep(client.checkpoint('createAllocation', { resourceClass: 'gold' }, { wait: true, timeout: 1 }));
     let next = plan;
     while (next) {
       const answer = await client.step(next);
@@ -1545,7 +1556,7 @@ test('a rescue password is in the plan until its PUT is answered, and in no chec
   // machine's late rounds on the wall clock could miss rescuing, and leave fewer).
   const ironic = await sim({ manualClock: true, nodes: nodes({ r1: 'active', r2: 'active', r3: 'active' }), timing: { rescuing: 150 } });
   const client = new IronicClient({ endpoint: ironic.url });
-  const options = { rescuePassword: RESCUE, wait: 10, pollInterval: 0.03 };
+  const options = { rescuePassword: RESCUE, wait: true, timeout: 10, pollInterval: 0.03 };
   const plan = client.checkpoint('provision', ['r1', 'r2'], 'rescue', options);
   assert.deepEqual(
     JSON.parse(plan).puts.map((p) => p.body.rescue_password),
@@ -1593,7 +1604,7 @@ test('a rescue password is in the plan until its PUT is answered, and in no chec
 test('resume and step with a signal already aborted reject with its reason and send nothing', async () => {
   const { ironic, text } = await richCheckpoint();
   const client = new IronicClient({ endpoint: ironic.url });
-  const plan = client.checkpoint('provision', 'n1', 'deploy', { wait: 5 });
+  const plan = client.checkpoint('provision', 'n1', 'deploy', { wait: true, timeout: 5 });
   const before = ironic.seen.length;
   for (const reason of [new Error('stop'), 'stop', { why: 'stop' }, 0]) {
     const controller = new AbortController();
@@ -1616,7 +1627,7 @@ test('aborting mid-resume rejects with the reason, and nothing more is sent', as
   const client = new IronicClient({ endpoint: ironic.url });
   const checkpoints = [];
   await client
-    .provision(['n1', 'n2'], 'deploy', { wait: 0.3, pollInterval: 0.03, onCheckpoint: (c) => checkpoints.push(c) })
+    .provision(['n1', 'n2'], 'deploy', { wait: true, timeout: 0.3, pollInterval: 0.03, onCheckpoint: (c) => checkpoints.push(c) })
     .catch(() => {});
   const controller = new AbortController();
   const reason = new Error('enough');
@@ -1651,7 +1662,7 @@ test('aborting a step mid-round, or a resumed plan among its PUTs, rejects with 
   const client = new IronicClient({ endpoint: ironic.url });
   await client.microversion();
 
-  const plan = client.checkpoint('provision', ['p1', 'p2', 'p3', 'p4'], 'deploy', { wait: 10, concurrency: 1 });
+  const plan = client.checkpoint('provision', ['p1', 'p2', 'p3', 'p4'], 'deploy', { wait: true, timeout: 10, concurrency: 1 });
   const controller = new AbortController();
   const reason = new Error('stop the PUTs');
   const running = client.resume(plan, { signal: controller.signal });
@@ -1681,7 +1692,7 @@ test("a checkpoint resumed past its deadline: one last check, then the call's ow
   const ironic = await sim(scenario);
   const client = new IronicClient({ endpoint: ironic.url });
   // The call itself, to the end.
-  const original = await client.provision(['t1', 't2'], 'deploy', { wait: 1, pollInterval: 0.2 }).catch((e) => e);
+  const original = await client.provision(['t1', 't2'], 'deploy', { wait: true, timeout: 1, pollInterval: 0.2 }).catch((e) => e);
   assert.ok(original instanceof StateTransitionTimeout);
 
   for (const method of ['resume', 'step']) {
@@ -1691,7 +1702,8 @@ test("a checkpoint resumed past its deadline: one last check, then the call's ow
     let checkpoint;
     await new IronicClient({ endpoint: again.url })
       .provision(['t1', 't2'], 'deploy', {
-        wait: 1,
+        wait: true,
+        timeout: 1,
         pollInterval: 0.2,
         signal: controller.signal,
         onCheckpoint: (c) => {
@@ -1776,7 +1788,7 @@ test('an onCheckpoint that throws, rejects, never settles or is re-entrant leave
       transitions: [{ node: 'f', action: 'deploy', fail: 'no image' }],
     };
     const names = ['a', 'b', 'f'];
-    const options = { wait: 60, pollInterval: 0.02, settle: 'all' };
+    const options = { wait: true, timeout: 60, pollInterval: 0.02, settle: 'all' };
     const reference = await sim(scenario);
     const expected = outcomes(
       await new IronicClient({ endpoint: reference.url }).provision(names, 'deploy', {
@@ -1863,7 +1875,8 @@ test("an onCheckpoint that aborts the call's own signal ends it with the reason,
   let atAbort;
   await assert.rejects(
     client.provision(['a', 'b'], 'deploy', {
-      wait: 10,
+      wait: true,
+      timeout: 10,
       pollInterval: 0.02,
       signal: controller.signal,
       onCheckpoint: () => {
@@ -1900,7 +1913,7 @@ test('createAllocation and waitForAllocation, resumed or stepped from any checkp
   });
   const client = new IronicClient({ endpoint: ironic.url });
   const posts = () => ironic.requests('POST', '/v1/allocations').length;
-  const options = { wait: 10, pollInterval: 0.03 };
+  const options = { wait: true, timeout: 10, pollInterval: 0.03 };
 
   // The methods themselves.
   const checkpoints = [];
@@ -1957,7 +1970,7 @@ test('createAllocation and waitForAllocation, resumed or stepped from any checkp
 test('a failing allocation, resumed, fails as the method does', async () => {
   const ironic = await sim({ nodes: [{ name: 'g1', provision_state: 'available', resource_class: 'gold' }], timing: { allocating: 100 } });
   const client = new IronicClient({ endpoint: ironic.url });
-  const options = { wait: 5, pollInterval: 0.03 };
+  const options = { wait: true, timeout: 5, pollInterval: 0.03 };
   const checkpoints = [];
   const original = await client
     .createAllocation({ resourceClass: 'silver', name: 's-orig' }, { ...options, onCheckpoint: (c) => checkpoints.push(c) })

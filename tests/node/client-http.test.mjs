@@ -97,7 +97,7 @@ test('409 and 503 are retried; Retry-After is honoured; retries are counted', as
     },
     { retryInterval: 0.05 },
   );
-  const report = await client.provision('n1', 'manage', { wait: 10, pollInterval: 0.05 });
+  const report = await client.provision('n1', 'manage', { wait: true, timeout: 10, pollInterval: 0.05 });
   assert.equal(report.ok, true);
   assert.equal(ironic.requests('PUT', '/v1/nodes/n1/states/provision').length, 3);
   assert.equal(report.retries, 3);
@@ -221,13 +221,43 @@ test('invalid options are typed errors, raised before anything is sent', async (
   const client = await start();
   // Each call is made only when its turn comes, so no rejection goes unhandled.
   const cases = [
-    [() => client.provision('n1', 'deploy', { wait: -1 }), 'Timeout must be a non-negative number'],
-    [() => client.provision('n1', 'deploy', { wait: 'soon' }), 'Option wait must be true, false or a timeout in seconds'],
+    [
+      () => client.provision('n1', 'deploy', { wait: true, timeout: -1 }),
+      'Option timeout must be a positive number of seconds (leave it out to wait without limit)',
+    ],
+    [
+      () => client.provision('n1', 'deploy', { wait: 5 }),
+      "Option wait must be true or false (the wait's time limit is timeout, in seconds)",
+    ],
+    [
+      () => client.provision('n1', 'deploy', { wait: 0 }),
+      "Option wait must be true or false (the wait's time limit is timeout, in seconds)",
+    ],
+    [
+      () => client.provision('n1', 'deploy', { wait: 'soon' }),
+      "Option wait must be true or false (the wait's time limit is timeout, in seconds)",
+    ],
+    [() => client.provision('n1', 'deploy', { timeout: 5 }), 'Option timeout needs wait: true'],
+    [() => client.setPowerState('n1', 'power off', { wait: false, timeout: 5 }), 'Option timeout needs wait: true'],
     [() => client.provision('n1', 'fly'), 'Unknown provision action: fly'],
     [() => client.provision('n1', 'clean', { wait: true }), 'clean needs exactly one of cleanSteps and runbook'],
     [() => client.provision('n1', 'rescue'), 'rescue needs a rescuePassword'],
-    [() => client.waitForProvisionState('n1', 'active', { timeout: NaN }), 'Timeout must be a non-negative number'],
-    [() => client.waitForProvisionState('n1', 'active', { timeout: Infinity }), 'Timeout must be a non-negative number'],
+    [
+      () => client.waitForProvisionState('n1', 'active', { timeout: NaN }),
+      'Option timeout must be a positive number of seconds (leave it out to wait without limit)',
+    ],
+    [
+      () => client.waitForProvisionState('n1', 'active', { timeout: Infinity }),
+      'Option timeout must be a positive number of seconds (leave it out to wait without limit)',
+    ],
+    [
+      () => client.waitForProvisionState('n1', 'active', { timeout: 0 }),
+      'Option timeout must be a positive number of seconds (leave it out to wait without limit)',
+    ],
+    [
+      () => client.waitForProvisionState('n1', 'active', { timeout: 2147484 }),
+      'Option timeout must be at most 2147483 seconds (about 24.8 days; leave it out to wait without limit)',
+    ],
     [() => client.waitForProvisionState('n1', 'active', { pollInterval: 0 }), 'Poll interval must be a positive number'],
     [
       () => client.waitForProvisionState('n1', 'active', { settle: 'some' }),
@@ -258,7 +288,7 @@ test('listNodes follows pages and keeps the provision_state filter', async () =>
   const page = await client.listNodes({ limit: 10 });
   assert.equal(page.length, 10);
   assert.ok('target_provision_state' in page[0], 'without fields, full (detail) nodes');
-  const active = await client.listNodes({ provisionState: 'active', fields: ['name', 'provision_state'] });
+  const active = await client.listNodes({ scope: { provisionState: 'active' }, fields: ['name', 'provision_state'] });
   assert.deepEqual(
     active.map((n) => n.name),
     ['m0', 'm5', 'm10', 'm15', 'm20'],

@@ -41,7 +41,8 @@ for (const [action, from, extra, expected, via] of ACTIONS) {
     const seen = [];
     const report = await client.provision('n1', action, {
       ...extra,
-      wait: 10,
+      wait: true,
+      timeout: 10,
       pollInterval: 0.02,
       onProgress: (e) => seen.push(e.state),
     });
@@ -110,7 +111,7 @@ test('a failure rejects with StateTransitionFailed carrying last_error and the r
     nodes: nodes({ n1: 'available' }),
     transitions: [{ node: 'n1', action: 'deploy', fail: 'No deploy steps returned by the driver' }],
   });
-  await assert.rejects(client.provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 }), (e) => {
+  await assert.rejects(client.provision('n1', 'deploy', { wait: true, timeout: 10, pollInterval: 0.02 }), (e) => {
     assert.ok(e instanceof StateTransitionFailed);
     assert.equal(e.name, 'StateTransitionFailed');
     assert.equal(
@@ -146,7 +147,7 @@ test('an unexpected stable state fails, unless failOnUnexpectedState is off', as
 // the test's own timeout came at the deadline, not after the interval.
 test("a timeout rejects with python-ironicclient's message and a final check at the deadline", { timeout: 120_000 }, async () => {
   const client = await start({ nodes: nodes({ a: 'available', b: 'available' }), transitions: [{ action: 'deploy', stall: true }] });
-  await assert.rejects(client.provision(['a', 'b'], 'deploy', { wait: 1.5, pollInterval: 600 }), (e) => {
+  await assert.rejects(client.provision(['a', 'b'], 'deploy', { wait: true, timeout: 1.5, pollInterval: 600 }), (e) => {
     assert.ok(e instanceof StateTransitionTimeout);
     assert.equal(e.message, 'Node(s) a, b failed to reach state active in 1.5 seconds');
     assert.deepEqual(e.nodes, ['a', 'b']);
@@ -296,7 +297,8 @@ test("settle all: a refused PUT is that node's outcome and the others are still 
   const client = await start({ nodes: nodes({ a: 'available', busy: 'active', b: 'available' }) });
   const events = [];
   const report = await client.provision(['a', 'busy', 'b'], 'deploy', {
-    wait: 10,
+    wait: true,
+    timeout: 10,
     pollInterval: 0.02,
     settle: 'all',
     onProgress: (e) => events.push(e),
@@ -347,7 +349,7 @@ test("first-failure (the default) stops at the first failure in the caller's ord
 
 test('hold states: waited through by default, terminal with holdIsTerminal', async () => {
   const client = await start({ nodes: nodes({ n1: 'available' }), transitions: [{ node: 'n1', action: 'deploy', hold: true }] });
-  const report = await client.provision('n1', 'deploy', { wait: 10, pollInterval: 0.02, holdIsTerminal: true });
+  const report = await client.provision('n1', 'deploy', { wait: true, timeout: 10, pollInterval: 0.02, holdIsTerminal: true });
   assert.deepEqual(
     report.nodes.map((n) => [n.outcome, n.state]),
     [['held', 'deploy hold']],
@@ -359,13 +361,16 @@ test('allocations: active, error, timeout', async () => {
   const client = await start({
     nodes: [{ name: 'g1', provision_state: 'available', resource_class: 'gold' }],
   });
-  const { allocation, report } = await client.createAllocation({ resourceClass: 'gold', name: 'alloc-1' }, { wait: 5, pollInterval: 0.02 });
+  const { allocation, report } = await client.createAllocation(
+    { resourceClass: 'gold', name: 'alloc-1' },
+    { wait: true, timeout: 5, pollInterval: 0.02 },
+  );
   assert.equal(allocation.state, 'active');
   assert.equal(allocation.name, 'alloc-1');
   assert.equal(report.allocation.outcome, 'reached');
   assert.equal(ironic.sim.node('g1').allocation_uuid, allocation.uuid);
 
-  await assert.rejects(client.createAllocation({ resourceClass: 'no-such-class' }, { wait: 5, pollInterval: 0.02 }), (e) => {
+  await assert.rejects(client.createAllocation({ resourceClass: 'no-such-class' }, { wait: true, timeout: 5, pollInterval: 0.02 }), (e) => {
     assert.ok(e instanceof StateTransitionFailed);
     assert.match(
       e.message,

@@ -42,7 +42,7 @@ test('a round while a POST stores its wait leaves the PUTs to the POST: each nod
   storage.gate = new Promise((resolve) => {
     release = resolve;
   });
-  const posting = post(waits, 'provision', [['n1', 'n2'], 'deploy', { wait: 10, pollInterval: 0.1 }]);
+  const posting = post(waits, 'provision', [['n1', 'n2'], 'deploy', { wait: true, timeout: 10, pollInterval: 0.1 }]);
   // Once the record is readable (its write not yet over), a round must not step it. Waited for, not slept
   // for: the bound is for a POST that never stores, far past what a loaded machine takes.
   for (const giveUp = Date.now() + 30_000; (await storage.list('wait:')).length === 0; ) {

@@ -76,18 +76,18 @@ const MODES = {
     nodes: available(PUT_NODES),
     target: { method: 'PUT', path: '/v1/nodes/*/states/provision' },
     targets: PUT_NODES.length,
-    run: (client, { timeout, ...o }) => client.provision(PUT_NODES, 'deploy', { ...o, wait: timeout }),
+    run: (client, { timeout, ...o }) => client.provision(PUT_NODES, 'deploy', { ...o, wait: true, timeout }),
   },
   allocation: {
     nodes: [{ name: 'g1', provision_state: 'available', resource_class: 'gold' }],
     target: { method: 'GET', path: '/v1/allocations/*' },
-    run: (client, { timeout, pollInterval }) => client.createAllocation({ resourceClass: 'gold' }, { wait: timeout, pollInterval }),
+    run: (client, { timeout, pollInterval }) => client.createAllocation({ resourceClass: 'gold' }, { wait: true, timeout, pollInterval }),
   },
   // The same call, with the faults on its POST.
   allocationPost: {
     nodes: [{ name: 'g1', provision_state: 'available', resource_class: 'gold' }],
     target: { method: 'POST', path: '/v1/allocations' },
-    run: (client, { timeout, pollInterval }) => client.createAllocation({ resourceClass: 'gold' }, { wait: timeout, pollInterval }),
+    run: (client, { timeout, pollInterval }) => client.createAllocation({ resourceClass: 'gold' }, { wait: true, timeout, pollInterval }),
   },
   listNodes: {
     nodes: LIST.map((name) => ({ name, provision_state: 'active' })),
@@ -689,7 +689,7 @@ matrix('307 on a rescue PUT: the rescue password never reaches another origin', 
   nodes: () => PUT_NODES.map((name) => ({ name, provision_state: 'active' })),
   fault: ({ recorder }) => ({ kind: 'redirect', status: 307, location: `${recorder.url}{path}` }),
   run: (client, { timeout }) =>
-    client.provision(PUT_NODES, 'rescue', { rescuePassword: 'SECRET-RESCUE-PW', wait: timeout, pollInterval: POLL }),
+    client.provision(PUT_NODES, 'rescue', { rescuePassword: 'SECRET-RESCUE-PW', wait: true, timeout, pollInterval: POLL }),
   secrets: ['SECRET-RESCUE-PW'],
   fast: true,
   expect: fails(IronicHttpError, /redirect/i, { status: 307 }),
@@ -844,7 +844,7 @@ matrix('100k identifiers, settle all', ['single'], {
 });
 matrix('100k identifiers to provision', ['single'], {
   timeout: 2,
-  run: (client, o) => client.provision(HUGE, 'deploy', { wait: o.timeout, pollInterval: o.pollInterval }),
+  run: (client, o) => client.provision(HUGE, 'deploy', { wait: true, timeout: o.timeout, pollInterval: o.pollInterval }),
   expect: fails([InvalidArgumentError, IronicHttpError]),
 });
 

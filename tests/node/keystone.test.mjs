@@ -290,7 +290,7 @@ test('an abort while logging in rejects with the reason, and nothing is sent aft
   const before = ironic.seen.length;
   const controller = new AbortController();
   const reason = new Error('operator said stop');
-  const call = client.provision('n1', 'manage', { wait: 30, signal: controller.signal });
+  const call = client.provision('n1', 'manage', { wait: true, timeout: 30, signal: controller.signal });
   await new Promise((resolve) => setTimeout(resolve, 100));
   controller.abort(reason);
   await assert.rejects(call, (e) => e === reason);

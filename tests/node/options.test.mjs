@@ -32,11 +32,11 @@ const METHODS = {
 /** Per method: an option it takes, and a value of the wrong type for it with the message's ending. */
 const MISTYPED = {
   provision: ['disableRamdisk', 'yes', 'must be a boolean'],
-  waitForProvisionState: ['timeout', '5', 'must be a number'],
-  createAllocation: ['wait', 'soon', 'must be true, false or a timeout in seconds'],
+  waitForProvisionState: ['timeout', '5', 'must be a positive number of seconds (leave it out to wait without limit)'],
+  createAllocation: ['wait', 'soon', "must be true or false (the wait's time limit is timeout, in seconds)"],
   waitForAllocation: ['pollInterval', true, "must be a number of seconds or 'auto'"],
   getNode: ['fields', [1, 2], 'must be a string or a list of strings'],
-  listNodes: ['provisionState', 7, 'must be a string'],
+  listNodes: ['scope', 'active', 'must be an object'],
   microversion: ['signal', 'now', 'must be an AbortSignal'],
 };
 
@@ -64,6 +64,16 @@ for (const [method, call] of Object.entries(METHODS)) {
     await refusedUnsent(() => call({ [key]: value }), `Option ${key} ${problem}`);
   });
 }
+
+test("listNodes: the filters are its scope's, as the waits' and watch's; a top-level provisionState is refused, nothing sent", async () => {
+  await refusedUnsent(() => client.listNodes({ provisionState: 'active' }), 'Option provisionState is not known');
+  await refusedUnsent(() => client.listNodes({ scope: { provisionState: 7 } }), 'Option scope.provisionState must be a string');
+  const active = await client.listNodes({ scope: { provisionState: 'active' }, fields: ['name'] });
+  assert.deepEqual(
+    active.map((n) => n.name),
+    ['n1'],
+  );
+});
 
 test('the constructor: an unknown or mistyped option throws InvalidArgumentError naming it', () => {
   const make = (options) => () => new IronicClient({ endpoint: ironic.url, ...options });

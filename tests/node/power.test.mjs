@@ -22,7 +22,8 @@ test('setPowerState sends each node its power PUT and waits until the target is 
   const client = await start({ nodes: nodes({ n1: 'active', n2: 'available' }) });
   const events = [];
   const report = await client.setPowerState(['n1', 'n2'], 'power off', {
-    wait: 30,
+    wait: true,
+    timeout: 30,
     pollInterval: 0.1,
     onProgress: (e) => events.push(e),
   });
@@ -47,7 +48,7 @@ test('setPowerState sends each node its power PUT and waits until the target is 
 
 test('a reboot keeps power on throughout and is over only when its target is cleared', async () => {
   const client = await start({ nodes: nodes({ n1: 'active' }), timing: { power: 600 } });
-  const report = await client.setPowerState('n1', 'reboot', { wait: 30, pollInterval: 0.1 });
+  const report = await client.setPowerState('n1', 'reboot', { wait: true, timeout: 30, pollInterval: 0.1 });
   assert.equal(report.nodes[0].outcome, 'reached');
   // On the simulator's clock: the check that ended the wait came after the reboot ended (its target
   // cleared), not before: it waited for the reboot, not for power on, which the node had at once.
@@ -64,7 +65,7 @@ test('a failed power action is a StateTransitionFailed, and diagnose adds the no
     nodes: nodes({ n1: 'active', n2: 'active' }),
     transitions: [{ node: 'n1', action: 'power off', fail: 'IPMI: BMC 10.0.0.7 did not answer' }],
   });
-  await assert.rejects(client.setPowerState(['n1', 'n2'], 'power off', { wait: 30, pollInterval: 0.1 }), (e) => {
+  await assert.rejects(client.setPowerState(['n1', 'n2'], 'power off', { wait: true, timeout: 30, pollInterval: 0.1 }), (e) => {
     assert.ok(e instanceof StateTransitionFailed);
     assert.match(
       e.message,
@@ -74,7 +75,13 @@ test('a failed power action is a StateTransitionFailed, and diagnose adds the no
   });
   assert.equal(bodies('GET', '/v1/nodes/*/history'), 0, 'no history without diagnose');
 
-  const report = await client.setPowerState(['n1', 'n2'], 'power off', { wait: 30, pollInterval: 0.1, settle: 'all', diagnose: true });
+  const report = await client.setPowerState(['n1', 'n2'], 'power off', {
+    wait: true,
+    timeout: 30,
+    pollInterval: 0.1,
+    settle: 'all',
+    diagnose: true,
+  });
   assert.equal(report.ok, false);
   const [n1, n2] = report.nodes;
   assert.equal(n1.outcome, 'failed');
@@ -92,7 +99,7 @@ test('a failed power action is a StateTransitionFailed, and diagnose adds the no
 test('diagnose on a failed deploy gives its last events; below API 1.78 it says why there are none', async () => {
   const scenario = { nodes: nodes({ n1: 'available' }), transitions: [{ node: 'n1', action: 'deploy', fail: 'Image checksum mismatch' }] };
   let client = await start(scenario);
-  let report = await client.provision('n1', 'deploy', { wait: 30, pollInterval: 0.1, settle: 'all', diagnose: true });
+  let report = await client.provision('n1', 'deploy', { wait: true, timeout: 30, pollInterval: 0.1, settle: 'all', diagnose: true });
   const entry = report.nodes[0];
   assert.equal(entry.outcome, 'failed');
   assert.ok(
@@ -105,7 +112,7 @@ test('diagnose on a failed deploy gives its last events; below API 1.78 it says 
   await ironic.close();
 
   client = await start(scenario, { microversion: '1.70' });
-  report = await client.provision('n1', 'deploy', { wait: 30, pollInterval: 0.1, settle: 'all', diagnose: true });
+  report = await client.provision('n1', 'deploy', { wait: true, timeout: 30, pollInterval: 0.1, settle: 'all', diagnose: true });
   assert.equal(report.nodes[0].history, undefined);
   assert.equal(report.nodes[0].historyError, 'Node history needs API version 1.78; the server speaks 1.70');
   assert.equal(bodies('GET', '/v1/nodes/n1/history'), 0);
@@ -135,7 +142,7 @@ test('waitForPowerState waits out a power action; waitForReservation waits for t
 
 test('a power wait times out with the nodes still under way, after one last check', async () => {
   const client = await start({ nodes: nodes({ n1: 'active' }), transitions: [{ node: 'n1', action: 'power', stall: true }] });
-  await assert.rejects(client.setPowerState('n1', 'power off', { wait: 1, pollInterval: 0.3 }), (e) => {
+  await assert.rejects(client.setPowerState('n1', 'power off', { wait: true, timeout: 1, pollInterval: 0.3 }), (e) => {
     assert.ok(e instanceof StateTransitionTimeout);
     assert.equal(e.message, 'Node(s) n1 failed to reach state power off in 1 seconds');
     return true;
@@ -168,7 +175,8 @@ test('a power wait checkpoints and resumes: no PUT twice, the same end', async (
   let last;
   await assert.rejects(
     client.setPowerState('n1', 'power off', {
-      wait: 30,
+      wait: true,
+      timeout: 30,
       pollInterval: 0.1,
       signal: controller.signal,
       powerTimeout: 20,
@@ -197,7 +205,8 @@ test('an abort is final: the promise rejects with its reason and nothing is sent
   const controller = new AbortController();
   const reason = { why: 'operator left' };
   const call = client.setPowerState('n1', 'power off', {
-    wait: 30,
+    wait: true,
+    timeout: 30,
     pollInterval: 0.1,
     signal: controller.signal,
     onProgress: () => controller.abort(reason),

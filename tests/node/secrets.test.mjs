@@ -74,7 +74,7 @@ test('a redirect to another origin takes neither the token nor a rescue password
     const client = new IronicClient({ endpoint: server.url, token: TOKEN, microversion: '1.80' });
     const events = [];
     const outcomes = await Promise.allSettled([
-      client.provision('n1', 'rescue', { rescuePassword: RESCUE, wait: 2, onProgress: (e) => events.push(e) }),
+      client.provision('n1', 'rescue', { rescuePassword: RESCUE, wait: true, timeout: 2, onProgress: (e) => events.push(e) }),
       client.getNode('n2'),
       client.listNodes(),
       client.waitForProvisionState('n2', 'active', { timeout: 2 }),
@@ -134,7 +134,8 @@ test('no failure shows a secret: HTTP errors, unreachable, timeouts, bad bodies,
       const results = await Promise.allSettled([
         client.provision(['n1'], 'rescue', {
           rescuePassword: RESCUE,
-          wait: 1,
+          wait: true,
+          timeout: 1,
           pollInterval: 0.1,
           settle: 'all',
           onProgress: (e) => events.push(e),

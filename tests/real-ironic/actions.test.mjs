@@ -43,7 +43,8 @@ describe('against a real Ironic', { concurrency: true }, () => {
       for (const [action, options, , , expected, working] of LIFECYCLE) {
         const states = [];
         const report = await client.provision('life-iw', action, {
-          wait: 600,
+          wait: true,
+          timeout: 600,
           pollInterval: 0.5,
           ...options,
           onProgress: (e) => states.push(e.state),
@@ -81,7 +82,7 @@ describe('against a real Ironic', { concurrency: true }, () => {
     const client = new IronicClient({ endpoint: ironic.url });
     const states = [];
     const [report, [theirs]] = await Promise.all([
-      client.provision('adopt-iw', 'adopt', { wait: 300, pollInterval: 0.5, onProgress: (e) => states.push(e.state) }),
+      client.provision('adopt-iw', 'adopt', { wait: true, timeout: 300, pollInterval: 0.5, onProgress: (e) => states.push(e.state) }),
       ironic.oracle([{ op: 'provision', nodes: ['adopt-py'], target: 'adopt', wait: 300, poll_interval: 0.5 }]),
     ]);
     assert.deepEqual(
@@ -111,7 +112,7 @@ describe('allocations', () => {
     const client = new IronicClient({ endpoint: ironic.url });
     const { allocation, report } = await client.createAllocation(
       { resourceClass: 'gold', candidateNodes: ['gold-iw'], name: 'alloc-iw' },
-      { wait: 300, pollInterval: 0.5 },
+      { wait: true, timeout: 300, pollInterval: 0.5 },
     );
     assert.equal(allocation.name, 'alloc-iw');
     assert.equal(report.ok, true, JSON.stringify(report));

@@ -44,8 +44,8 @@ test('manage, then provide: the change feed and list mode side by side, the same
   ]) {
     const start = ironic.seen.length;
     const [byFeed, byList] = await Promise.all([
-      feed.provision(FEED, action, { ...options, wait: 600 }),
-      list.provision(LIST, action, { ...options, wait: 600, listMode: 'list' }),
+      feed.provision(FEED, action, { ...options, wait: true, timeout: 600 }),
+      list.provision(LIST, action, { ...options, wait: true, timeout: 600, listMode: 'list' }),
     ]);
     for (const report of [byFeed, byList]) {
       assert.equal(report.ok, true);
@@ -121,7 +121,7 @@ test('watch on the real API: every node of the scope once, then the moves of a m
     if (change.type === 'added') added.add(change.node.name);
     else moved.set(change.node.name, [...(moved.get(change.node.name) ?? []), change.node.provision_state]);
     if (added.size === LIST.length && !managing) {
-      managing = client.provision(LIST.slice(0, 3), 'manage', { wait: 600 });
+      managing = client.provision(LIST.slice(0, 3), 'manage', { wait: true, timeout: 600 });
     }
     if (LIST.slice(0, 3).every((n) => moved.get(n)?.at(-1) === 'manageable')) break;
   }

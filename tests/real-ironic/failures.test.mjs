@@ -49,7 +49,7 @@ async function sameFailure({ ours, recover, theirs, during }) {
   return error;
 }
 
-const wait = { wait: 300, pollInterval: 0.5 };
+const wait = { wait: true, timeout: 300, pollInterval: 0.5 };
 // Nodes that need no automated cleaning reach available (and come back from a failed deploy) sooner.
 const NO_CLEANING = { automated_clean: false };
 const pyWait = { wait: 300, poll_interval: 0.5 };
@@ -169,7 +169,10 @@ describe('allocation failures', () => {
     const uuid = '5e1ec7ed-0000-4000-8000-00000000a11c';
     const e = await sameFailure({
       ours: () =>
-        client().createAllocation({ resourceClass: 'no-such-class', uuid, name: 'alloc-fails' }, { wait: 300, pollInterval: 0.5 }),
+        client().createAllocation(
+          { resourceClass: 'no-such-class', uuid, name: 'alloc-fails' },
+          { wait: true, timeout: 300, pollInterval: 0.5 },
+        ),
       recover: async () => {
         assert.equal((await ironic.api('DELETE', `/v1/allocations/${uuid}`)).status, 204);
       },
@@ -219,7 +222,7 @@ describe('HTTP errors from Ironic, with request ids', { concurrency: true }, () 
 
   test('400: an action the node cannot take in its state; the wait is skipped', async () => {
     const { uuid } = await ironic.nodeIn('enroll', { name: 'refuses' });
-    const e = await rejection(client().provision('refuses', 'provide', { wait: 10 }));
+    const e = await rejection(client().provision('refuses', 'provide', { wait: true, timeout: 10 }));
     const [theirs] = await ironic.oracle([{ op: 'provision', nodes: ['refuses'], target: 'provide', wait: 10 }]);
     assert.equal(theirs.type, 'BadRequest');
     sameHttpError(e, theirs, { status: 400, method: 'PUT', glob: '/v1/nodes/refuses/states/provision' });
@@ -236,7 +239,7 @@ describe('HTTP errors from Ironic, with request ids', { concurrency: true }, () 
     assert.equal(await ironic.sql("UPDATE nodes SET reservation = 'other-host' WHERE name = 'locked'"), 1);
     try {
       const c = new IronicClient({ endpoint: ironic.url, maxRetries: 2, retryInterval: 0.2 });
-      const e = await rejection(c.provision('locked', 'manage', { wait: 10 }));
+      const e = await rejection(c.provision('locked', 'manage', { wait: true, timeout: 10 }));
       const puts = ironic.requests('PUT', '/v1/nodes/locked/states/provision');
       assert.equal(puts.length, 3, 'one try and two retries');
       assert.ok(puts.every((r) => r.status === 409));
@@ -262,7 +265,7 @@ describe('HTTP errors from Ironic, with request ids', { concurrency: true }, () 
     const before = ironic.requests('GET', '/v1/nodes/broken').length;
     const waited = await rejection(c.waitForProvisionState('broken', 'manageable', { timeout: 20 }));
     assert.equal(ironic.requests('GET', '/v1/nodes/broken').length, before + 1, 'one GET: a 500 is not retried');
-    const sent = await rejection(c.provision('broken', 'manage', { wait: 10 }));
+    const sent = await rejection(c.provision('broken', 'manage', { wait: true, timeout: 10 }));
     const [pyGet, pyWait, pySent] = await ironic.oracle([
       { op: 'get', node: 'broken' },
       { op: 'wait', nodes: ['broken'], expected: 'manageable', timeout: 20 },
@@ -308,7 +311,7 @@ describe('microversions', () => {
     const errors = [
       await rejection(c.getNode('pinned')),
       await rejection(c.waitForProvisionState('pinned', 'enroll', { timeout: 10 })),
-      await rejection(c.provision('pinned', 'manage', { wait: 10 })),
+      await rejection(c.provision('pinned', 'manage', { wait: true, timeout: 10 })),
     ];
     const theirs = await ironic.oracle(
       [

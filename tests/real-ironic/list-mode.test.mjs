@@ -106,7 +106,7 @@ function checkRounds(start, expected, listThreshold, waited = WAITED) {
 test('manage 64 nodes: one paginated list per round, stopping once every node is found', async (t) => {
   const client = new IronicClient({ endpoint: ironic.url });
   const start = ironic.seen.length;
-  const report = await client.provision(WAITED, 'manage', { wait: 600, pollInterval: 0.5, listMode: 'list' });
+  const report = await client.provision(WAITED, 'manage', { wait: true, timeout: 600, pollInterval: 0.5, listMode: 'list' });
   assert.equal(report.ok, true);
   assert.deepEqual(new Set(report.nodes.map((n) => `${n.outcome} ${n.state}`)), new Set(['reached manageable']));
   const rounds = checkRounds(start, 'manageable', 50);
@@ -119,7 +119,13 @@ test('manage 64 nodes: one paginated list per round, stopping once every node is
 test('provide 64 nodes, every round a list (listThreshold 1): each round stops at the page of the last unsettled node', async (t) => {
   const client = new IronicClient({ endpoint: ironic.url });
   const start = ironic.seen.length;
-  const report = await client.provision(WAITED, 'provide', { wait: 600, pollInterval: 1, listThreshold: 1, listMode: 'list' });
+  const report = await client.provision(WAITED, 'provide', {
+    wait: true,
+    timeout: 600,
+    pollInterval: 1,
+    listThreshold: 1,
+    listMode: 'list',
+  });
   assert.equal(report.ok, true);
   assert.deepEqual(new Set(report.nodes.map((n) => `${n.outcome} ${n.state}`)), new Set(['reached available']));
   const rounds = checkRounds(start, 'available', 1);

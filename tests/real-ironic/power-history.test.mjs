@@ -18,19 +18,24 @@ test('power on, power off and reboot with wait end as the node does, each one PU
   await ironic.createNode({ name: 'pw-1' });
   const client = new IronicClient({ endpoint: ironic.url });
   // A new fake-hardware node has no power state until its first action.
-  const on = await client.setPowerState('pw-1', 'power on', { wait: 300, pollInterval: 0.2 });
+  const on = await client.setPowerState('pw-1', 'power on', { wait: true, timeout: 300, pollInterval: 0.2 });
   assert.deepEqual(
     on.nodes.map((n) => [n.outcome, n.state, n.targetState]),
     [['reached', 'power on', null]],
   );
   const seen = [];
-  const off = await client.setPowerState('pw-1', 'power off', { wait: 300, pollInterval: 0.2, onProgress: (e) => seen.push(e) });
+  const off = await client.setPowerState('pw-1', 'power off', {
+    wait: true,
+    timeout: 300,
+    pollInterval: 0.2,
+    onProgress: (e) => seen.push(e),
+  });
   assert.equal(off.nodes[0].state, 'power off');
   assert.ok(
     seen.some((e) => e.targetState === 'power off' && !e.done),
     `the action was seen under way: ${JSON.stringify(seen)}`,
   );
-  const reboot = await client.setPowerState('pw-1', 'reboot', { wait: 300, pollInterval: 0.2 });
+  const reboot = await client.setPowerState('pw-1', 'reboot', { wait: true, timeout: 300, pollInterval: 0.2 });
   assert.deepEqual(
     reboot.nodes.map((n) => [n.outcome, n.state]),
     [['reached', 'power on']],
@@ -48,11 +53,15 @@ test('a failed deploy: diagnose gives its history, as getNodeHistory does', asyn
   await ironic.nodeIn('available', { name: 'hist-1' });
   const client = new IronicClient({ endpoint: ironic.url });
   const deploySteps = [{ interface: 'deploy', step: 'deploy', args: {}, priority: 0 }];
-  await assert.rejects(client.provision('hist-1', 'deploy', { wait: 600, pollInterval: 0.5, deploySteps }), StateTransitionFailed);
+  await assert.rejects(
+    client.provision('hist-1', 'deploy', { wait: true, timeout: 600, pollInterval: 0.5, deploySteps }),
+    StateTransitionFailed,
+  );
   await ironic.setState('hist-1', 'deleted');
   await ironic.reach('hist-1', 'available', { ms: 600_000 });
   const report = await client.provision('hist-1', 'deploy', {
-    wait: 600,
+    wait: true,
+    timeout: 600,
     pollInterval: 0.5,
     deploySteps,
     settle: 'all',

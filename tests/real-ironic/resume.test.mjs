@@ -12,7 +12,7 @@ import { realIronic, sleep } from './support.mjs';
 
 const TOKEN = 'real-ironic-resume-token-6c1f'; // Ironic runs without auth and ignores it; no checkpoint may hold it
 const NO_CLEANING = { automated_clean: false };
-const WAIT = { wait: 600, pollInterval: 0.5 };
+const WAIT = { wait: true, timeout: 600, pollInterval: 0.5 };
 
 let ironic;
 before(async () => {

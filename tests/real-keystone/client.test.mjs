@@ -82,7 +82,12 @@ describe('the package against a real Keystone and a real Ironic behind it', { co
   test('password auth: Ironic from the catalog, a wait that reaches its state', async () => {
     const events = [];
     const client = new IronicClient({ auth: password() });
-    const report = await client.provision('kn-1', 'manage', { wait: 60, pollInterval: 1, onProgress: (e) => events.push(e) });
+    const report = await client.provision('kn-1', 'manage', {
+      wait: true,
+      timeout: 60,
+      pollInterval: 1,
+      onProgress: (e) => events.push(e),
+    });
     assert.equal(report.nodes[0].outcome, 'reached', JSON.stringify(report));
     const { endpoint, token, expiresAt } = await client.authenticate();
     assert.equal(endpoint, ironic.url, 'the public baremetal endpoint of the catalog');
@@ -171,7 +176,7 @@ describe('the package against a real Keystone and a real Ironic behind it', { co
   test("a wrong password is an AuthError with Keystone's message and request id, and no secret", async () => {
     const wrong = 'not-carols-password';
     const client = new IronicClient({ auth: password({ password: wrong }) });
-    const error = await client.provision('kn-1', 'manage', { wait: 10 }).catch((e) => e);
+    const error = await client.provision('kn-1', 'manage', { wait: true, timeout: 10 }).catch((e) => e);
     assert.ok(error instanceof AuthError, String(error));
     assert.equal(error.status, 401);
     assert.match(error.requestId, /^req-[0-9a-f-]{36}$/);

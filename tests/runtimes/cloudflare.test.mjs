@@ -177,8 +177,8 @@ const SCENARIO = {
 test('waits that succeed, fail and time out end as in Node; 50 WebSocket listeners on overlapping waits cost one loop', async () => {
   // Deploys of 4 s and rounds every 2 s: a few rounds each.
   const calls = [
-    ['provision', ['a1', 'a2'], 'deploy', { wait: 60, pollInterval: 2 }],
-    ['provision', ['b1'], 'deploy', { wait: 60, pollInterval: 2 }],
+    ['provision', ['a1', 'a2'], 'deploy', { wait: true, timeout: 60, pollInterval: 2 }],
+    ['provision', ['b1'], 'deploy', { wait: true, timeout: 60, pollInterval: 2 }],
     ['waitForProvisionState', ['c1'], 'active', { timeout: 5, pollInterval: 2 }],
     ['waitForProvisionState', ['a1', 'a2', 'b1'], 'active', { timeout: 60, pollInterval: 2, settle: 'all' }],
   ];
@@ -310,7 +310,7 @@ test('Ironic down mid-wait: the wait goes on when it is back (its listeners told
     transitions: [{ node: 'o2', action: 'deploy', stall: true }],
   });
   const since = sim.requests().next;
-  const id = await post('provision', ['o1'], 'deploy', { wait: 120, pollInterval: 0.5 });
+  const id = await post('provision', ['o1'], 'deploy', { wait: true, timeout: 120, pollInterval: 0.5 });
   const short = await post('waitForProvisionState', ['o2'], 'active', { timeout: 8, pollInterval: 0.5 });
   const listener = listen(id);
   await listener.opened;
@@ -346,7 +346,7 @@ test('workerd killed (SIGKILL) mid-wait and started again: the waits end as unin
     nodes: ['k1', 'k2', 'k3'].map((name) => ({ name, provision_state: 'available' })),
     transitions: [{ node: 'k3', action: 'deploy', fail: NO_IMAGE, at: 'deploying', after: 1500 }],
   };
-  const args = [['k1', 'k2', 'k3'], 'deploy', { wait: 60, pollInterval: 0.4, settle: 'all' }];
+  const args = [['k1', 'k2', 'k3'], 'deploy', { wait: true, timeout: 60, pollInterval: 0.4, settle: 'all' }];
   const [want] = await uninterrupted(reference, TOKEN, scenario, [['provision', ...args]]);
 
   sim.load(scenario);

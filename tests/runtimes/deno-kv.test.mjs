@@ -223,12 +223,12 @@ const SCENARIO = {
 
 test('waits that succeed, fail and time out end as in Node; SSE listeners get progress, then the end', async () => {
   const calls = [
-    ['provision', ['a1', 'a2'], 'deploy', { wait: 60, pollInterval: 1 }],
-    ['provision', ['b1'], 'deploy', { wait: 60, pollInterval: 1 }],
+    ['provision', ['a1', 'a2'], 'deploy', { wait: true, timeout: 60, pollInterval: 1 }],
+    ['provision', ['b1'], 'deploy', { wait: true, timeout: 60, pollInterval: 1 }],
     ['waitForProvisionState', ['c1'], 'active', { timeout: 4, pollInterval: 1 }],
     ['waitForProvisionState', ['a1', 'a2', 'b1'], 'active', { timeout: 60, pollInterval: 1, settle: 'all' }],
     // A config drive of 300 KB: the record, with the body until it is sent, is stored in parts.
-    ['provision', 'e1', 'deploy', { wait: 60, pollInterval: 1, configDrive: 'x'.repeat(300_000) }],
+    ['provision', 'e1', 'deploy', { wait: true, timeout: 60, pollInterval: 1, configDrive: 'x'.repeat(300_000) }],
   ];
   const expected = await uninterrupted(reference, TOKEN, SCENARIO, calls);
 
@@ -355,7 +355,7 @@ test('deno killed (SIGKILL) mid-wait and started again on the same KV file: the 
     transitions: [{ node: 'k3', action: 'deploy', fail: NO_IMAGE, at: 'deploying', after: 1500 }],
   };
   const calls = [
-    ['provision', ['k1', 'k2', 'k3'], 'deploy', { wait: 60, pollInterval: 0.4, settle: 'all' }],
+    ['provision', ['k1', 'k2', 'k3'], 'deploy', { wait: true, timeout: 60, pollInterval: 0.4, settle: 'all' }],
     ['waitForProvisionState', ['k1'], 'active', { timeout: 60, pollInterval: 0.4 }],
   ];
   const expected = await uninterrupted(reference, TOKEN, scenario, calls);

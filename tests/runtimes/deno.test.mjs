@@ -70,7 +70,7 @@ const putsByNode = () => {
 
 test('Deno: a wait checkpointed mid-wait, its process aborted and gone, resumed by a new client in a new Deno process: the uninterrupted outcome, no PUT twice', async () => {
   const nodes = ['d1', 'd2', 'd3'];
-  const spec = { nodes, action: 'deploy', options: { wait: 60, pollInterval: 0.2, settle: 'all' } };
+  const spec = { nodes, action: 'deploy', options: { wait: true, timeout: 60, pollInterval: 0.2, settle: 'all' } };
   const load = () => loadResume(nodes, 'd3', { deploying: 100, 'wait call-back': 100 }); // d3 fails at 300 ms
   const expected = {
     ok: false,
@@ -124,7 +124,7 @@ test('Deno: a wait checkpointed mid-wait, its process aborted and gone, resumed 
 
 test('Deno: a step loop, each step by a new client in a new Deno process, ends as the uninterrupted call: PUTs in the first step, one round a step', async () => {
   const nodes = ['s1', 's2', 's3'];
-  const spec = { nodes, action: 'deploy', options: { wait: 60, pollInterval: 0.2 } }; // settle: first failure
+  const spec = { nodes, action: 'deploy', options: { wait: true, timeout: 60, pollInterval: 0.2 } }; // settle: first failure
   const load = () => loadResume(nodes, 's3', { deploying: 1500, 'wait call-back': 1000 }); // s3 fails at 4000 ms
   const message = `Node s3 failed to reach state active. It's in state deploy failed, and has error: ${NO_IMAGE}`;
   const nodesAtEnd = [

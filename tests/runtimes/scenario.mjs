@@ -104,7 +104,8 @@ export async function runScenario(api, { url }) {
       await load({ nodes: [{ name: 'n1', provision_state: 'available' }] });
       const progress = [];
       const report = await client().provision('n1', 'deploy', {
-        wait: 10,
+        wait: true,
+        timeout: 10,
         pollInterval: 0.02,
         onProgress: (e) => progress.push(e),
       });
@@ -126,7 +127,7 @@ export async function runScenario(api, { url }) {
       let reportOutcomes;
       const out = await rejection(
         client()
-          .provision('n1', 'deploy', { wait: 10, pollInterval: 0.02 })
+          .provision('n1', 'deploy', { wait: true, timeout: 10, pollInterval: 0.02 })
           .catch((e) => {
             reportOutcomes = e?.report && outcomes(e.report);
             throw e;
@@ -144,7 +145,7 @@ export async function runScenario(api, { url }) {
         ],
         transitions: [{ node: 'bad', action: 'deploy', fail: 'No deploy steps returned by the driver' }],
       });
-      const report = await client().provision(['good', 'bad'], 'deploy', { wait: 10, pollInterval: 0.02, settle: 'all' });
+      const report = await client().provision(['good', 'bad'], 'deploy', { wait: true, timeout: 10, pollInterval: 0.02, settle: 'all' });
       return { ok: report.ok, nodes: outcomes(report), errors: report.nodes.map((n) => n.error ?? null) };
     },
 
@@ -161,7 +162,7 @@ export async function runScenario(api, { url }) {
       // check) on a loaded machine: the call ends at its deadline, checked or not.
       const out = await rejection(
         client()
-          .provision(['a', 'b'], 'deploy', { wait: 3, pollInterval: 10 })
+          .provision(['a', 'b'], 'deploy', { wait: true, timeout: 3, pollInterval: 10 })
           .catch((e) => {
             report = e?.report;
             throw e;
@@ -181,10 +182,13 @@ export async function runScenario(api, { url }) {
         nodes: [{ name: 'g1', provision_state: 'available', resource_class: 'gold', power_state: 'power off' }],
       });
       const c = client();
-      const { allocation, report } = await c.createAllocation({ resourceClass: 'gold', name: 'alloc-1' }, { wait: 5, pollInterval: 0.02 });
+      const { allocation, report } = await c.createAllocation(
+        { resourceClass: 'gold', name: 'alloc-1' },
+        { wait: true, timeout: 5, pollInterval: 0.02 },
+      );
       const g1 = await c.getNode('g1');
       const failed = await rejection(
-        c.createAllocation({ resourceClass: 'no-such-class', name: 'alloc-2' }, { wait: 5, pollInterval: 0.02 }),
+        c.createAllocation({ resourceClass: 'no-such-class', name: 'alloc-2' }, { wait: true, timeout: 5, pollInterval: 0.02 }),
         ['allocation', 'state', 'lastError'],
       );
       return {
@@ -320,7 +324,7 @@ export async function runScenario(api, { url }) {
     async listMode() {
       const names = Array.from({ length: 60 }, (_, i) => `l${String(i).padStart(2, '0')}`);
       await load({ nodes: names.map((name) => ({ name, provision_state: 'available' })) });
-      const report = await client().provision(names, 'deploy', { wait: 30, pollInterval: 0.1, listMode: 'list' });
+      const report = await client().provision(names, 'deploy', { wait: true, timeout: 30, pollInterval: 0.1, listMode: 'list' });
       const gets = await sim.log('GET', '/v1/nodes*');
       const lists = gets.filter((r) => r.path === '/v1/nodes');
       return {
@@ -411,7 +415,7 @@ export async function runScenario(api, { url }) {
       return {
         all: names(all),
         detailed: ['uuid', 'driver', 'driver_info', 'last_error'].every((k) => k in all[0]),
-        active: names(await c.listNodes({ provisionState: 'active' })),
+        active: names(await c.listNodes({ scope: { provisionState: 'active' } })),
         limited: names(await c.listNodes({ limit: 2 })),
         fields: [names(narrow), Object.keys(narrow[0]).sort()],
       };

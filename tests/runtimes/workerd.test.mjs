@@ -76,7 +76,12 @@ test('workerd: a Worker making ONE step per request (as a Durable Object alarm w
     const since = sim.requests().next;
     answer =
       steps.length === 0
-        ? await post('/start', { ironic: sim.url, nodes, action: 'deploy', options: { wait: 120, pollInterval: 0.2, settle: 'all' } })
+        ? await post('/start', {
+            ironic: sim.url,
+            nodes,
+            action: 'deploy',
+            options: { wait: true, timeout: 120, pollInterval: 0.2, settle: 'all' },
+          })
         : await post('/step', { ironic: sim.url, checkpoint: answer.checkpoint });
     const sent = sim.log({ since });
     steps.push({

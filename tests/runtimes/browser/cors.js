@@ -31,7 +31,7 @@ async function run() {
     getNode: await outcome(async () => (await client.getNode('cors-1', fields)).provision_state),
     missing: await outcome(() => client.getNode('ghost')),
     manage: await outcome(async () => {
-      const report = await client.provision('cors-1', 'manage', { wait: 120, pollInterval: 0.5 });
+      const report = await client.provision('cors-1', 'manage', { wait: true, timeout: 120, pollInterval: 0.5 });
       return report.nodes.map((n) => [n.node, n.outcome, n.state]);
     }),
     // Request headers a preflight must allow (Ironic runs without auth here and ignores them).

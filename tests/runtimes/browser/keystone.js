@@ -27,7 +27,7 @@ async function run() {
   const client = new IronicClient({ auth: auth(given.password) });
   return {
     manage: await outcome(async () => {
-      const report = await client.provision('kb-1', 'manage', { wait: 120, pollInterval: 0.5 });
+      const report = await client.provision('kb-1', 'manage', { wait: true, timeout: 120, pollInterval: 0.5 });
       return report.nodes.map((n) => [n.node, n.outcome, n.state]);
     }),
     endpoint: await outcome(async () => (await client.authenticate()).endpoint),

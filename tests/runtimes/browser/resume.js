@@ -38,7 +38,7 @@ const options = {
 data.mode = saved ? 'resumed' : 'started';
 const call = saved
   ? client.resume(saved, options)
-  : client.provision(NODES, 'deploy', { wait: 120, pollInterval: 0.2, settle: 'all', ...options });
+  : client.provision(NODES, 'deploy', { wait: true, timeout: 120, pollInterval: 0.2, settle: 'all', ...options });
 call.then(
   (report) => {
     localStorage.removeItem(KEY);

@@ -1,13 +1,13 @@
-//! The `auth` and `basicAuth` options, read into the core's login (what
-//! a login sends and when is the core's: `crate::client`).
+//! The `auth` and `basicAuth` options, read into the client's login (what
+//! a login sends and when: [`super::session`]).
 
-use wasm_bindgen::JsValue;
-
-use crate::client::{endpoint, Keystone, Login};
+use crate::document::Document;
 use crate::error::Error;
 use crate::http::encode::basic_auth;
 use crate::keystone::{self, ApplicationCredential, AuthMethod, Credentials, Named, Owned, Scope as TokenScope};
-use crate::wasm::options::{Kind, Options};
+use crate::options::{Kind, Options};
+
+use super::{endpoint, Keystone, Login};
 
 /// The fields `auth` may have, keystoneauth's names camel-cased.
 const FIELDS: &[&str] = &[
@@ -37,7 +37,7 @@ const SCOPE: &[&str] =
 /// The `auth`, `region` and `interface` options. Each auth type takes its
 /// own fields: a field it does not use is refused rather than ignored, so
 /// that a mistyped configuration is not silently another login.
-pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: Option<String>) -> Result<Login, Error> {
+pub fn login<D: Document>(auth: Option<&D>, region: Option<String>, interface: Option<String>) -> Result<Login, Error> {
     let Some(auth) = auth else {
         if region.is_some() || interface.is_some() {
             return Err(Error::InvalidArgument(
@@ -148,7 +148,7 @@ pub(super) fn login(auth: Option<&JsValue>, region: Option<String>, interface: O
 
 /// The user: by id, or by name in a domain (keystoneauth would send a
 /// name without one, and Keystone would refuse it with a vaguer message).
-fn user(a: &Options, auth_type: &str) -> Result<Owned, Error> {
+fn user<D: Document>(a: &Options<D>, auth_type: &str) -> Result<Owned, Error> {
     match (a.text("userId"), a.text("username")) {
         (Some(id), _) => Ok(Owned::Id(id)),
         (None, Some(name)) => Ok(Owned::Name { name, domain: domain(a, "user")? }),
@@ -159,7 +159,7 @@ fn user(a: &Options, auth_type: &str) -> Result<Owned, Error> {
 }
 
 /// The domain of the user's or the project's name.
-fn domain(a: &Options, of: &str) -> Result<Named, Error> {
+fn domain<D: Document>(a: &Options<D>, of: &str) -> Result<Named, Error> {
     match (a.text(&format!("{of}DomainId")), a.text(&format!("{of}DomainName"))) {
         (Some(id), _) => Ok(Named::Id(id)),
         (None, Some(name)) => Ok(Named::Name(name)),
@@ -171,7 +171,7 @@ fn domain(a: &Options, of: &str) -> Result<Named, Error> {
 }
 
 /// Ironic's HTTP basic auth, as an `Authorization` header.
-pub(super) fn basic(user: &str, password: &str) -> Result<String, Error> {
+pub fn basic(user: &str, password: &str) -> Result<String, Error> {
     if user.contains(':') || user.chars().chain(password.chars()).any(char::is_control) {
         return Err(Error::InvalidArgument(
             "basic auth: the username must not contain ':' and neither part a control character".into(),
