@@ -7,7 +7,7 @@
 // `step()`; this module keeps the records and answers the HTTP API:
 //   POST   /waits        { method, args }  -> 201 { id }  (its PUTs sent)
 //   GET    /waits                          -> 200 [{ id, method, done }]
-//   GET    /waits/{id}                     -> 200 { id, method, done, wakeAt, outages, report, error }
+//   GET    /waits/{id}                     -> 200 { id, method, done, wakeAtMs, outages, report, error }
 //   DELETE /waits/{id}                     -> 204: nothing more is sent for it
 // and reads the options of GET /watch, which each host streams its way.
 // A record holds the checkpoint (which never holds a credential), the
@@ -114,7 +114,7 @@ export class Waits {
       throw new BadRequest(`${e?.name ?? 'Error'}: ${e?.message ?? e}`);
     }
     const id = crypto.randomUUID();
-    const record = { id, method, created: this.now(), checkpoint, wakeAt: this.now(), done: false, report: null, error: null };
+    const record = { id, method, created: this.now(), checkpoint, wakeAtMs: this.now(), done: false, report: null, error: null };
     // Running from before it is stored: a round that reads it meanwhile
     // (a write to Deno KV takes a while) must leave its PUTs to this request.
     const controller = new AbortController();
@@ -157,7 +157,7 @@ export class Waits {
   async round() {
     const now = this.now();
     const records = await this.storage.list('wait:');
-    const due = records.filter((r) => !r.done && !this.running.has(r.id) && r.wakeAt <= now + LOOKAHEAD_MS);
+    const due = records.filter((r) => !r.done && !this.running.has(r.id) && r.wakeAtMs <= now + LOOKAHEAD_MS);
     const old = records.filter((r) => r.done && now - r.ended > KEEP_MS);
     await Promise.all([this.step(due, true), ...old.map((r) => this.storage.delete(keyOf(r.id)))]);
     return this.earliest(records);
@@ -170,7 +170,7 @@ export class Waits {
 
   /** The earliest wake of `records` still waiting, not counting those a step is under way for (it will say). */
   earliest(records) {
-    const times = records.filter((r) => !r.done && !this.running.has(r.id)).map((r) => r.wakeAt);
+    const times = records.filter((r) => !r.done && !this.running.has(r.id)).map((r) => r.wakeAtMs);
     return times.length ? Math.min(...times) : null;
   }
 
@@ -195,7 +195,7 @@ export class Waits {
     } catch (e) {
       // step() answers a wait's failure; it throws only for a checkpoint it
       // cannot take up (and an abort: DELETE, whose record is gone).
-      answer = controller.signal.aborted ? null : { checkpoint: null, wakeAt: null, report: null, error: e };
+      answer = controller.signal.aborted ? null : { checkpoint: null, wakeAtMs: null, report: null, error: e };
     }
     try {
       // Deleted while it stepped: nothing of it is kept.
@@ -205,14 +205,14 @@ export class Waits {
         // The round is lost, not the wait: its checkpoint stays.
         record.outages = (record.outages ?? 0) + 1;
         const later = this.now() + Math.min(OUTAGE_MAX_MS, OUTAGE_FIRST_MS * 2 ** (record.outages - 1));
-        record.wakeAt = Math.min(later, deadline);
+        record.wakeAtMs = Math.min(later, deadline);
         publish({ type: 'outage', error: plain(answer.error) });
       } else if (answer.checkpoint) {
-        Object.assign(record, { checkpoint: answer.checkpoint, wakeAt: answer.wakeAt, outages: 0 });
+        Object.assign(record, { checkpoint: answer.checkpoint, wakeAtMs: answer.wakeAtMs, outages: 0 });
       } else {
         Object.assign(record, {
           checkpoint: null,
-          wakeAt: null,
+          wakeAtMs: null,
           done: true,
           outages: 0,
           ended: this.now(),
@@ -253,8 +253,8 @@ function deadlineOf(checkpoint) {
 
 /** What GET /waits/{id} shows of a record. */
 export function view(record) {
-  const { id, method, done, wakeAt, report, error, outages = 0 } = record;
-  return { id, method, done, wakeAt, outages, report, error };
+  const { id, method, done, wakeAtMs, report, error, outages = 0 } = record;
+  return { id, method, done, wakeAtMs, outages, report, error };
 }
 
 class BadRequest extends Error {}

@@ -363,7 +363,7 @@ export interface AllocationFields {
 
 export interface StepResult {
   checkpoint: string | null;
-  wakeAt: number | null;
+  wakeAtMs: number | null;
   report: WaitReport | AllocationReport | { allocation: object; report: AllocationReport | null } | null;
   error: IronicWaitError | null;
 }
@@ -476,7 +476,7 @@ export class IronicClient {
   ): Promise<WaitReport | AllocationReport | { allocation: object; report: AllocationReport | null }>;
   /**
    * One step of the call a checkpoint was made of: the PUTs still due, or one round of checks. Call again with
-   * `checkpoint` at `wakeAt` (ms since the epoch), in any process; at the end both are null and `report` is the
+   * `checkpoint` at `wakeAtMs` (ms since the epoch), in any process; at the end both are null and `report` is the
    * call's answer, with `error` when it failed (not thrown, so that a loop can keep it). `onProgress` gets the events
    * of the step's round.
    */

@@ -606,8 +606,8 @@ export class IronicClient {
 
   /**
    * One step of the call a checkpoint was made of (its PUTs, or one round
-   * of checks): `{ checkpoint, wakeAt }` to go on from at `wakeAt`, or at
-   * the end `{ checkpoint: null, wakeAt: null, report, error }`.
+   * of checks): `{ checkpoint, wakeAtMs }` to go on from at `wakeAtMs`, or at
+   * the end `{ checkpoint: null, wakeAtMs: null, report, error }`.
    */
   async step(checkpoint, options) {
     const answer = await this.#call('step', () => [checkpointText(checkpoint)], options);

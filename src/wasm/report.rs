@@ -242,7 +242,8 @@ pub fn created(allocation: JsValue, report: JsValue) -> JsValue {
 #[serde(rename_all = "camelCase")]
 struct Stepped<'a> {
     checkpoint: Option<&'a str>,
-    wake_at: Option<f64>,
+    /// Milliseconds since the epoch.
+    wake_at_ms: Option<f64>,
     #[serde(serialize_with = "preserve")]
     report: JsValue,
     #[serde(serialize_with = "preserve")]
@@ -252,7 +253,7 @@ struct Stepped<'a> {
 pub fn stepped(checkpoint: Option<&str>, wake_at: Option<u64>, report: JsValue, e: Option<&Error>) -> JsValue {
     // The error carries the report too, as the original call's would.
     let error = e.map_or(JsValue::NULL, |e| error(e, Some(&report).filter(|r| !r.is_null())));
-    to_js(&Stepped { checkpoint, wake_at: wake_at.map(|w| w as f64), report, error })
+    to_js(&Stepped { checkpoint, wake_at_ms: wake_at.map(|w| w as f64), report, error })
 }
 
 /// `authenticate()`'s answer.

@@ -602,7 +602,7 @@ test('settled outcomes survive a checkpoint exactly: a refused PUT, a node gone,
 // ---------------------------------------------------------------------------
 // 3. step loops
 
-test('a step loop, each step in a new process, sleeping until wakeAt: the same outcomes, no PUT twice', async () => {
+test('a step loop, each step in a new process, sleeping until wakeAtMs: the same outcomes, no PUT twice', async () => {
   const expected = await uninterrupted();
   // Deploys of 4-6.5 s, on a manual clock moved a second between steps: the same steps however long a
   // loaded machine takes to start each step's process (on the wall clock a slow start could leave only
@@ -629,19 +629,19 @@ test('a step loop, each step in a new process, sleeping until wakeAt: the same o
     steps.push({ answer, sent, at: Date.now() });
     checkpoint = answer.checkpoint;
     if (checkpoint) {
-      assert.equal(typeof answer.wakeAt, 'number');
+      assert.equal(typeof answer.wakeAtMs, 'number');
       // Due after the step began and no later than one interval after it ended (by order, not by a margin).
       assert.ok(
-        answer.wakeAt >= stepFrom - 50 && answer.wakeAt <= stepBy + options.pollInterval * 1000 + 50,
-        `wakeAt ${answer.wakeAt - stepFrom} ms after the step began, which took ${stepBy - stepFrom} ms`,
+        answer.wakeAtMs >= stepFrom - 50 && answer.wakeAtMs <= stepBy + options.pollInterval * 1000 + 50,
+        `wakeAtMs ${answer.wakeAtMs - stepFrom} ms after the step began, which took ${stepBy - stepFrom} ms`,
       );
-      await sleep(Math.max(0, answer.wakeAt - Date.now()));
+      await sleep(Math.max(0, answer.wakeAtMs - Date.now()));
       ironic.sim.advance(1000);
     }
   }
   const last = steps.at(-1).answer;
   assert.equal(last.checkpoint, null);
-  assert.equal(last.wakeAt, null);
+  assert.equal(last.wakeAtMs, null);
   assert.equal(last.error, null, 'settle all: the call resolves');
   assert.deepEqual(outcomes(last.report), expected);
   assert.deepEqual(putsPerNode(ironic), once(KILL_NODES));
@@ -700,11 +700,11 @@ test("a step loop with a new client each step: a failure ends in the answer's er
     checkpoint = answer.checkpoint;
     if (checkpoint) {
       stepOn(checkpoint);
-      await sleep(Math.max(0, answer.wakeAt - Date.now()));
+      await sleep(Math.max(0, answer.wakeAtMs - Date.now()));
     }
   }
   assert.equal(answer.checkpoint, null);
-  assert.equal(answer.wakeAt, null);
+  assert.equal(answer.wakeAtMs, null);
   assert.ok(answer.error instanceof StateTransitionFailed, String(answer.error));
   assert.equal(answer.error.message, original.message);
   assert.deepEqual([answer.error.node, answer.error.state, answer.error.lastError], [original.node, original.state, original.lastError]);
@@ -1573,7 +1573,7 @@ test('a rescue password is in the plan until its PUT is answered, and in no chec
     answer = await new IronicClient({ endpoint: ironic.url }).step(next);
     next = answer.checkpoint;
     if (next) later.push(next);
-    await sleep(Math.max(0, (answer.wakeAt ?? 0) - Date.now()));
+    await sleep(Math.max(0, (answer.wakeAtMs ?? 0) - Date.now()));
     ironic.sim.advance(100);
   }
   assert.deepEqual(
@@ -1720,7 +1720,7 @@ test("a checkpoint resumed past its deadline: one last check, then the call's ow
       error = await fresh.resume(checkpoint).catch((e) => e);
     } else {
       const answer = await fresh.step(checkpoint);
-      assert.deepEqual([answer.checkpoint, answer.wakeAt], [null, null]);
+      assert.deepEqual([answer.checkpoint, answer.wakeAtMs], [null, null]);
       error = answer.error;
       // The step's answer carries the report beside the error.
       if (error && !error.report) error.report = answer.report;
@@ -1940,7 +1940,7 @@ test('createAllocation and waitForAllocation, resumed or stepped from any checkp
   while (next) {
     answer = await new IronicClient({ endpoint: ironic.url }).step(next);
     next = answer.checkpoint;
-    await sleep(Math.max(0, (answer.wakeAt ?? 0) - Date.now()));
+    await sleep(Math.max(0, (answer.wakeAtMs ?? 0) - Date.now()));
   }
   assert.equal(answer.error, null);
   assert.deepEqual(shape(answer.report), createdShape);

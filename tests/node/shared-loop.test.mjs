@@ -124,7 +124,7 @@ test('steps of a wait on one client keep its change feed: once it is filled, a q
   // listing's second page, every node found), while the step reads the listing to its end: an interval
   // of a minute, so that the last page's answer, however late a loaded machine reads it, comes before
   // the next round is due (at 0.2 s a late one let that step begin the next round too: 4 requests). A
-  // step's round is due at once, so the steps follow each other without sleeping until wakeAt.
+  // step's round is due at once, so the steps follow each other without sleeping until wakeAtMs.
   let checkpoint = client.checkpoint(
     'waitForProvisionState',
     fleet.map((n) => n.name),

@@ -133,13 +133,13 @@ test('deploy with wait on three nodes as a step loop, a new client per step: PUT
     assert.ok(!last.checkpoint.includes(TOKEN), 'no token in a checkpoint');
     assert.equal(last.report, null);
     assert.equal(last.error, null);
-    assert.ok(last.wakeAt <= Date.now() + 1000, `wakeAt within a poll interval (${last.wakeAt - Date.now()} ms)`);
-    await sleep(Math.max(0, last.wakeAt - Date.now()));
+    assert.ok(last.wakeAtMs <= Date.now() + 1000, `wakeAtMs within a poll interval (${last.wakeAtMs - Date.now()} ms)`);
+    await sleep(Math.max(0, last.wakeAtMs - Date.now()));
     checkpoint = last.checkpoint;
   }
 
   t.diagnostic(`${steps.length} steps: ${JSON.stringify(steps)}`);
-  assert.equal(last.wakeAt, null);
+  assert.equal(last.wakeAtMs, null);
   assert.equal(last.error, null);
   assert.equal(last.report.ok, true, JSON.stringify(last.report));
   assert.deepEqual(

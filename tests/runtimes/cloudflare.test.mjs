@@ -196,8 +196,8 @@ test('waits that succeed, fail and time out end as in Node; 50 WebSocket listene
   await until(async () => {
     const wakes = [];
     for (const id of ids) {
-      const { done, wakeAt } = (await call('GET', `/waits/${id}`)).body;
-      if (!done) wakes.push(wakeAt);
+      const { done, wakeAtMs } = (await call('GET', `/waits/${id}`)).body;
+      if (!done) wakes.push(wakeAtMs);
     }
     return Math.max(...wakes) - Math.min(...wakes) < 1000;
   }, 'the waits due together');

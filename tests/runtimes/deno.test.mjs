@@ -153,10 +153,10 @@ test('Deno: a step loop, each step by a new client in a new Deno process, ends a
     });
     if (!last.checkpoint) break;
     assert.ok(!last.checkpoint.includes(TOKEN), 'no token in a checkpoint');
-    assert.equal(typeof last.wakeAt, 'number');
-    assert.ok(last.wakeAt <= Date.now() + 200, `wakeAt within a poll interval (${last.wakeAt - Date.now()} ms)`);
+    assert.equal(typeof last.wakeAtMs, 'number');
+    assert.ok(last.wakeAtMs <= Date.now() + 200, `wakeAtMs within a poll interval (${last.wakeAtMs - Date.now()} ms)`);
     assert.equal(last.report, null);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, last.wakeAt - Date.now())));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, last.wakeAtMs - Date.now())));
     sim.advance(700);
     checkpoint = last.checkpoint;
   }
@@ -170,7 +170,7 @@ test('Deno: a step loop, each step by a new client in a new Deno process, ends a
     { puts: 0, gets: 3 },
     { puts: 0, gets: 1 },
   ]);
-  assert.equal(last.wakeAt, null);
+  assert.equal(last.wakeAtMs, null);
   assert.deepEqual(last.error, { name: 'StateTransitionFailed', message, isError: true });
   assert.deepEqual(last.report, { ok: false, nodes: nodesAtEnd });
   assert.deepEqual(putsByNode(), { s1: 1, s2: 1, s3: 1 });

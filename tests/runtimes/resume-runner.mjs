@@ -126,10 +126,10 @@ const modes = {
   },
 
   async step() {
-    const { checkpoint, wakeAt, report, error } = await client().step(arg);
+    const { checkpoint, wakeAtMs, report, error } = await client().step(arg);
     return {
       checkpoint,
-      wakeAt,
+      wakeAtMs,
       report: report && { ok: report.ok, nodes: outcomes(report) },
       error: error && { name: error.name, message: error.message, isError: error instanceof Error },
     };

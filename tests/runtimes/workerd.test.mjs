@@ -91,9 +91,9 @@ test('workerd: a Worker making ONE step per request (as a Durable Object alarm w
     if (!answer.checkpoint) break;
     assert.ok(!answer.checkpoint.includes(TOKEN), 'no token in a checkpoint');
     assert.equal(answer.report, null);
-    assert.equal(typeof answer.wakeAt, 'number');
-    // The alarm: at wakeAt, with the clock 700 ms on.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, answer.wakeAt - Date.now())));
+    assert.equal(typeof answer.wakeAtMs, 'number');
+    // The alarm: at wakeAtMs, with the clock 700 ms on.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, answer.wakeAtMs - Date.now())));
     sim.advance(700);
   }
 
@@ -107,7 +107,7 @@ test('workerd: a Worker making ONE step per request (as a Durable Object alarm w
     { puts: [], gets: ['w1', 'w2'] },
     { puts: [], gets: ['w1', 'w2'] },
   ]);
-  assert.equal(answer.wakeAt, null);
+  assert.equal(answer.wakeAtMs, null);
   assert.equal(answer.error, null);
   assert.deepEqual(answer.report, {
     ok: false,

@@ -36,7 +36,7 @@ struct Handle {
     reject: Function,
     on_progress: Option<Function>,
     on_checkpoint: Option<Function>,
-    /// A `step`: it resolves with `{ checkpoint, wakeAt, report, error }`.
+    /// A `step`: it resolves with `{ checkpoint, wakeAtMs, report, error }`.
     step: bool,
     subject: Subject,
     signal: Option<AbortSignal>,

@@ -107,7 +107,7 @@ impl RawClient {
     }
 
     /// One step of the call a checkpoint was made of: its PUTs, or one
-    /// round of checks; `{ checkpoint, wakeAt }` to go on from, or the end.
+    /// round of checks; `{ checkpoint, wakeAtMs }` to go on from, or the end.
     pub fn step(&self, checkpoint: JsValue, options: JsValue) -> Promise {
         self.call(&options, options::STEP, &|o| {
             let (checkpoint, caller) = calls::resumed(&checkpoint, &o, true)?;
