@@ -111,6 +111,29 @@ export interface IronicClientOptions {
   headers?: Record<string, string>;
   /** The `User-Agent` sent outside browsers (default `ironic-wait/<version>`). */
   userAgent?: string;
+  /**
+   * The `fetch` every request goes through, Keystone's included (default: the platform's): a function with its
+   * signature, called with a `Request` and no `init`. Use it for a private CA, a proxy, mTLS or a test double (in Node,
+   * undici's `fetch` with a `dispatcher`). It must follow the request's `signal`: an abort, a deadline or
+   * `requestTimeout` cancel the request through it. What it throws or rejects with is a connection failure of that
+   * request (retried as one); it may answer with any `Response`-like object (`status`, `headers.get`, `body`).
+   */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Told of each request once it is answered or has failed; what it throws is ignored. */
+  onRequest?: (request: RequestRecord) => void;
+}
+
+/** What `onRequest` sees of a request: never a header or a body. */
+export interface RequestRecord {
+  method: 'GET' | 'PUT' | 'POST';
+  /** The URL's path and query, e.g. `/v1/nodes/n1?fields=uuid,provision_state`. */
+  path: string;
+  /** The HTTP status; null when no answer came (a connection failure, a time limit). */
+  status: number | null;
+  /** Seconds from the request's start to its answer read whole (or its failure). */
+  duration: number;
+  /** The answer's `X-OpenStack-Request-Id`, if it has one. */
+  requestId: string | null;
 }
 
 /**

@@ -279,7 +279,53 @@ function tokenSource(getToken) {
   };
 }
 
-/** `onProgress` and `onCheckpoint`: what it throws, or its promise rejects with, is ignored. */
+/** The `fetch` option, checked to be a function; `transport` wraps it. */
+const fetchFunction = (fetch) => fetch;
+
+const clock = () => globalThis.performance?.now() ?? Date.now();
+
+/**
+ * The `fetch` the wasm calls when the caller gave `fetch` or `onRequest`:
+ * the caller's (or the platform's), called as the platform's is, with the
+ * Request and without `this`. Its answer is always a promise, which
+ * rejects when the request's signal aborts even if the caller's fetch does
+ * not follow it (a call is never held by it), and rejects with what it
+ * throws. `onRequest` is told of each request once its answer's headers
+ * came (or it failed): method, path and query, status, seconds, request id.
+ */
+function transport(fetch = globalThis.fetch, onRequest) {
+  return (request) => {
+    const signal = request.signal;
+    const started = clock();
+    const answer = new Promise((resolve, reject) => {
+      apply(addListener, signal, ['abort', () => reject(reasonOf(signal)), { once: true }]);
+      // Settled by the fetch's answer, not resolved to it: a promise
+      // resolved to one that never settles could no longer be rejected.
+      const fetched = new Promise((settle) => settle(apply(fetch, undefined, [request])));
+      apply(promiseThen, fetched, [resolve, reject]);
+    });
+    if (onRequest) {
+      const { method, url } = request;
+      const at = url.indexOf('/', url.indexOf('//') + 2);
+      const tell = (status, requestId) =>
+        onRequest({ method, path: at < 0 ? '/' : url.slice(at), status, duration: (clock() - started) / 1000, requestId });
+      apply(promiseThen, answer, [
+        (response) => {
+          try {
+            const status = response.status;
+            tell(typeof status === 'number' ? status : null, response.headers.get('x-openstack-request-id'));
+          } catch {
+            tell(null, null);
+          }
+        },
+        () => tell(null, null),
+      ]);
+    }
+    return answer;
+  };
+}
+
+/** `onProgress`, `onCheckpoint` and `onRequest`: what it throws, or its promise rejects with, is ignored. */
 function progressListener(onProgress) {
   const ignore = () => {};
   return (event) => {
@@ -298,7 +344,14 @@ const NOT_DATA = Symbol('not data');
 const MAX_DEPTH = 2;
 
 /** Option values that must stay JS values: callbacks, wrapped here (the wasm checks where each is allowed). */
-const CALLBACKS = { __proto__: null, getToken: tokenSource, onProgress: progressListener, onCheckpoint: progressListener };
+const CALLBACKS = {
+  __proto__: null,
+  getToken: tokenSource,
+  fetch: fetchFunction,
+  onRequest: progressListener,
+  onProgress: progressListener,
+  onCheckpoint: progressListener,
+};
 /** Option values that are JSON data for the server, cloned as they would go on the wire. */
 const JSON_OPTIONS = ['configDrive', 'cleanSteps', 'deploySteps', 'serviceSteps'];
 
@@ -401,6 +454,7 @@ export class IronicClient {
     const given = readOptions('IronicClient options', options);
     // Browsers refuse to let pages set User-Agent; elsewhere identify ourselves.
     if (given.userAgent === undefined && sendsUserAgent) given.userAgent = `ironic-wait/${version()}`;
+    if (given.fetch || given.onRequest) given.fetch = transport(given.fetch, given.onRequest);
     try {
       this.#raw = new RawClient(given);
     } catch (e) {

@@ -180,6 +180,10 @@ pub const CLIENT: &[(&str, Kind)] = &[
     // Any names, string values: read as the object's entries.
     ("headers", Value),
     ("userAgent", Text),
+    // Functions the shell wrapped: the `fetch` every request goes through,
+    // and a hook told of each request (js/index.js folds it into `fetch`).
+    ("fetch", Value),
+    ("onRequest", Value),
 ];
 
 /// The wait-tuning options of `provision` and `waitForProvisionState`.

@@ -4,7 +4,7 @@
 
 use gloo_net::http::{Headers, Method, RequestBuilder};
 use gloo_timers::callback::Timeout;
-use js_sys::{Reflect, Uint8Array};
+use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -27,6 +27,7 @@ pub fn perform(
     controller: &AbortController,
     timeout_at: Option<u64>,
     max_body: usize,
+    fetch: Option<&Function>,
 ) -> impl std::future::Future<Output = Reply> {
     // The time limit aborts this fetch alone; cleared when dropped.
     let timer = timeout_at.map(|at| {
@@ -34,7 +35,7 @@ pub fn perform(
         Timeout::new(js::timer_ms(at.saturating_sub(js::now())), move || controller.abort())
     });
     let signal = controller.signal();
-    let started = start(&send, &signal);
+    let started = start(&send, &signal, fetch);
     async move {
         let reply = match started {
             // The request is held until its answer is read: Node's fetch
@@ -67,8 +68,9 @@ fn cors_hint(e: &JsValue) -> &'static str {
     }
 }
 
-/// Calls `fetch` for `send`: its promise, and the request it was given.
-fn start(send: &Send, signal: &AbortSignal) -> Result<(js_sys::Promise, web_sys::Request), JsValue> {
+/// Calls `fetch` (the caller's, or the global one) for `send`: its
+/// promise, and the request it was given.
+fn start(send: &Send, signal: &AbortSignal, fetch: Option<&Function>) -> Result<(Promise, web_sys::Request), JsValue> {
     let headers = Headers::new();
     for (name, value) in &send.headers {
         // Checked when the client was made, so `set` cannot throw.
@@ -102,12 +104,24 @@ fn start(send: &Send, signal: &AbortSignal) -> Result<(js_sys::Promise, web_sys:
     // ECONNREFUSED"), and traps (`unreachable!`) when `fetch` rejects with
     // something that is not an `Error`, which a wrapped or polyfilled
     // `fetch` may do.
-    Ok((js::fetch(&request)?, request))
+    let promise = match fetch {
+        // js/index.js's wrapper of the caller's: always a promise, which
+        // rejects when the signal aborts even if the caller's fetch does not.
+        Some(fetch) => fetch.call1(&JsValue::UNDEFINED, &request)?.unchecked_into(),
+        None => js::fetch(&request)?,
+    };
+    Ok((promise, request))
 }
 
 /// The answer to `send`, once `promise` (its fetch) resolves.
-async fn answer(promise: js_sys::Promise, send: &Send, max_body: usize) -> Result<Reply, JsValue> {
-    let response: web_sys::Response = JsFuture::from(promise).await?.dyn_into()?;
+async fn answer(promise: Promise, send: &Send, max_body: usize) -> Result<Reply, JsValue> {
+    let response = JsFuture::from(promise).await?;
+    // Read as a Response by its members, not its class: a caller's `fetch`
+    // (undici's, a polyfill's) answers with its own.
+    if !response.is_object() {
+        return Err(js_sys::Error::new("fetch resolved with something that is not a Response").into());
+    }
+    let response: web_sys::Response = response.unchecked_into();
     let header = |name: &str| response.headers().get(name).ok().flatten();
     let request_id = header("x-openstack-request-id").or_else(|| header("openstack-request-id"));
     let status = response.status();

@@ -388,3 +388,31 @@ test('http_basic and none through auth: the same requests as basicAuth and no au
   assert.ok(ironic.seen.slice(from).every((r) => !r.headers.authorization && !r.headers['x-auth-token']));
   assert.deepEqual(await none.authenticate(), { endpoint: ironic.url, token: null, expiresAt: null });
 });
+
+test("the fetch option carries Keystone's login as well as Ironic's requests; onRequest sees no secret", async () => {
+  const keystone = await startKeystone();
+  after(() => keystone.close());
+  const through = [];
+  const records = [];
+  const client = new IronicClient({
+    auth: password(keystone.url),
+    fetch: (request) => {
+      through.push(`${request.method} ${new URL(request.url).origin}${new URL(request.url).pathname}`);
+      return fetch(request);
+    },
+    onRequest: (r) => records.push(r),
+  });
+  const node = await client.getNode('n1');
+  assert.equal(node.name, 'n1');
+  assert.deepEqual(through, [`POST ${keystone.url}/v3/auth/tokens`, `GET ${ironic.url}/v1`, `GET ${ironic.url}/v1/nodes/n1`]);
+  assert.deepEqual(
+    records.map((r) => [r.method, r.path, r.status]),
+    [
+      ['POST', '/v3/auth/tokens', 201],
+      ['GET', '/v1', 200],
+      ['GET', '/v1/nodes/n1', 200],
+    ],
+  );
+  assert.equal(records[0].requestId, 'req-ks-1');
+  assert.ok(!visible(records).includes(SECRET) && !visible(records).includes('gAAAA'), 'no secret or token in the records');
+});

@@ -1,4 +1,4 @@
-// Options are read in the wasm into declared structs (src/wasm/options.rs):
+// Options are read in the core by declared tables (src/options.rs):
 // an unknown key or a value of the wrong type, on the constructor and on
 // every method, is an InvalidArgumentError naming the option, and nothing
 // is sent (the simulator's request log says so). Hostile objects are still

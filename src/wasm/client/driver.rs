@@ -105,6 +105,9 @@ impl<K: PartialEq + Copy, V> Table<K, V> {
 pub struct Driver {
     client: RefCell<Client<Json>>,
     get_token: Option<Function>,
+    /// The `fetch` js/index.js made of the caller's (and `onRequest`);
+    /// the global one otherwise.
+    fetch: Option<Function>,
     /// The largest answer read, in bytes.
     max_body: usize,
     calls: RefCell<Table<CallId, Handle>>,
@@ -123,10 +126,16 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub fn new(client: Client<Json>, get_token: Option<Function>, max_body: usize) -> Rc<Driver> {
+    pub fn new(
+        client: Client<Json>,
+        get_token: Option<Function>,
+        fetch: Option<Function>,
+        max_body: usize,
+    ) -> Rc<Driver> {
         Rc::new_cyclic(|me| Driver {
             client: RefCell::new(client),
             get_token,
+            fetch,
             max_body,
             calls: RefCell::default(),
             in_flight: RefCell::default(),
@@ -303,7 +312,7 @@ impl Driver {
                 self.in_flight.borrow_mut().insert(id, controller.clone());
                 let Some(me) = self.me.upgrade() else { return };
                 // Sent now; answered on a later task.
-                let reply = io::perform(send, &controller, timeout_at, self.max_body);
+                let reply = io::perform(send, &controller, timeout_at, self.max_body, self.fetch.as_ref());
                 wasm_bindgen_futures::spawn_local(async move {
                     let reply = reply.await;
                     // Cancelled: its reply is wanted no more.

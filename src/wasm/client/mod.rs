@@ -158,6 +158,6 @@ fn start(prepared: Result<(CallSpec, Caller), Error>) -> Result<(Begin, Caller),
 fn read_client(options: &JsValue) -> Result<Rc<Driver>, Error> {
     let opts = Options::read(&Json(options.clone()), "IronicClient options", "Option ", options::CLIENT)?;
     let (config, max_body) = methods::client(&opts)?;
-    let get_token = opts.value("getToken").map(|f| f.0.unchecked_into::<Function>());
-    Ok(Driver::new(client::Client::new(config), get_token, max_body))
+    let function = |name| opts.value(name).map(|f| f.0.unchecked_into::<Function>());
+    Ok(Driver::new(client::Client::new(config), function("getToken"), function("fetch"), max_body))
 }
