@@ -22,13 +22,14 @@ const SELECTOR_VARIABLES = new Set(['OS_CLOUD', 'OS_REGION_NAME', 'OS_CLIENT_CON
  * Resolve the OpenStack configuration into IronicClient options.
  * @param {object} [options]
  * @param {Record<string, string>} [options.flags] parsed --os-* values keyed by OS_FLAGS[].key
+ * @param {boolean} [options.verify] --verify (true) or --insecure (false); the file's otherwise
  * @param {Record<string, string|undefined>} [options.env] the environment (OS_*, XDG_CONFIG_HOME)
  * @param {string} [options.cwd] first directory searched for clouds.yaml
  * @param {string} [options.home] home directory (~/.config/openstack)
  * @param {string[]} [options.systemDirs] the system directories searched last
- * @returns {Promise<{ client: object, cloud: string|null }>}
+ * @returns {Promise<{ client: object, cloud: string|null, tls?: { cacert?: string, verify: boolean } }>}
  */
-export async function resolveConfig({ flags = {}, env = process.env, cwd = process.cwd(), home = os.homedir(), systemDirs } = {}) {
+export async function resolveConfig({ flags = {}, verify, env = process.env, cwd = process.cwd(), home = os.homedir(), systemDirs } = {}) {
   for (const key of Object.keys(flags)) {
     if (!BY_KEY.has(key)) throw new ConfigError(`Unknown configuration option: ${key}`);
   }
@@ -72,7 +73,18 @@ export async function resolveConfig({ flags = {}, env = process.env, cwd = proce
   value.endpoint = fromArgs('endpoint') ?? fileEndpoint(fileLayer);
   value.microversion = fromArgs('microversion') ?? fileMicroversion(fileLayer);
 
-  return { client: buildClientOptions(value), cloud };
+  // Certificates, as OSC: --insecure (verify false) or --verify beats the file's `verify` (or its old
+  // `insecure`); a CA bundle counts only while certificates are checked. Absent: the platform's checks.
+  const tls = { cacert: value.cacert, verify: verify ?? fileVerify(fileLayer) ?? true };
+  return { client: buildClientOptions(value), cloud, ...((tls.cacert !== undefined || !tls.verify) && { tls }) };
+}
+
+/** clouds.yaml's `verify`, or its older `insecure` (its opposite); undefined when neither is set. */
+function fileVerify(layer) {
+  const truth = (v) => (typeof v === 'boolean' ? v : typeof v === 'string' ? !/^(false|no|off|0)$/i.test(v) : undefined);
+  if (layer.verify !== undefined) return truth(layer.verify);
+  const insecure = truth(layer.insecure);
+  return insecure === undefined ? undefined : !insecure;
 }
 
 function fileValue(layer, option) {

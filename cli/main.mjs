@@ -8,6 +8,7 @@ import { helpWidth, maskSecrets, Parser, UsageError } from './args.mjs';
 import { COMMANDS, CommandError } from './commands.mjs';
 import { ConfigError, OS_FLAGS, resolveConfig } from './config.mjs';
 import { Progress } from './output.mjs';
+import { tlsFetch } from './tls.mjs';
 
 const GLOBAL_NOTES =
   'Configuration: --os-cloud (clouds.yaml), the OS_* variables and the --os-* options, with ' +
@@ -42,6 +43,9 @@ function globalParser(prog) {
       help: f.help ?? `(Env: ${f.env})`,
     });
   }
+  const verification = parser.addGroup();
+  verification.add({ flags: ['--verify'], action: 'store_true', help: 'Verify server certificate (default)' });
+  verification.add({ flags: ['--insecure'], action: 'store_true', help: 'Disable server certificate verification' });
   parser.add({
     flags: ['--max-retries'],
     metavar: '<max-retries-number>',
@@ -175,7 +179,9 @@ export async function main(argv, { prog, path, env, stdout, stderr, readStdin })
   try {
     const flags = {};
     for (const f of OS_FLAGS) if (options[`os:${f.key}`] !== undefined) flags[f.key] = options[`os:${f.key}`];
-    const { client: clientOptions } = await resolveConfig({ flags, env });
+    const verify = options.insecure ? false : options.verify ? true : undefined;
+    const { client: clientOptions, tls } = await resolveConfig({ flags, verify, env });
+    if (tls) clientOptions.fetch = await tlsFetch(tls);
     if (options.max_retries !== undefined) clientOptions.maxRetries = options.max_retries;
     if (options.retry_interval !== undefined) clientOptions.retryInterval = options.retry_interval;
     const client = new IronicClient(clientOptions);

@@ -151,6 +151,14 @@ export const OS_FLAGS = [
     help: 'Catalog interface: public (default), internal, admin',
   },
   {
+    flag: '--os-cacert',
+    key: 'cacert',
+    env: 'OS_CACERT',
+    file: 'cacert',
+    metavar: '<ca-bundle-file>',
+    help: 'CA certificate bundle file (Env: OS_CACERT)',
+  },
+  {
     flag: '--os-baremetal-api-version',
     key: 'microversion',
     env: 'OS_BAREMETAL_API_VERSION',
