@@ -526,9 +526,16 @@ export class IronicHttpError extends IronicWaitError {
   /** Ironic's own message (`faultstring`). */
   detail: string;
 }
-export class ConnectionError extends IronicWaitError {}
-/** No credentials: Keystone refused them (`status`, `requestId`: its answer's), no Ironic in its catalog, `getToken()` failed. */
+/** Ironic (or Keystone) could not be reached, after the retries; `cause` is what the runtime's `fetch` threw last. */
+export class ConnectionError extends IronicWaitError {
+  cause?: unknown;
+}
+/**
+ * No credentials: Keystone refused them (`status`, `requestId`: its answer's), no Ironic in its catalog, `getToken()`
+ * failed (`cause`: what it threw or rejected with).
+ */
 export class AuthError extends IronicWaitError {
+  cause?: unknown;
   status?: number;
   requestId?: string | null;
 }

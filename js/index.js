@@ -41,8 +41,9 @@ function deepFreeze(value) {
 
 /** Base class of every error this package raises itself. */
 export class IronicWaitError extends Error {
-  constructor(message, fields = {}) {
-    super(message);
+  /** `fields.cause`, where there is one, is the error's `cause` (what the runtime's fetch or getToken() threw). */
+  constructor(message, { cause, ...fields } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
     Object.assign(this, fields);
   }
 }

@@ -36,10 +36,10 @@ export async function main(name, fn) {
 // gzip -9, as in wasm-toolchain.md, so figures compare with its table.
 export const PKG = join(ROOT, 'pkg');
 export const WASM_FILE = 'ironic_wait_bg.wasm';
-// 154.8 KB since every method's options were read in the core, the wasm's
-// per-method exports became one `run` (-1.1 KB) and the `fetch` and
-// `onRequest` client options came in (+0.4 KB, mostly their JS): 154.7 KB
-// measured.
+// 155.3 KB since every method's options were read in the core, the wasm's
+// per-method exports became one `run` (-1.1 KB), the `fetch` and
+// `onRequest` client options came in (+0.4 KB, mostly their JS) and errors
+// chained their `cause` (+0.5 KB): 155.2 KB measured.
 // 156 KB since issue 22's power and lock waits and `diagnose` (+5.7 KB of
 // wasm gzip: their decision rows, the power PUT, a phase that reads failed
 // nodes' history, the options and the one export they share; measured on
@@ -53,7 +53,7 @@ export const WASM_FILE = 'ironic_wait_bg.wasm';
 // visitor per view), options through serde +11.3, reports through serde +3.3,
 // gloo-net and gloo-timers +2.5. The README's performance section has the
 // figures; the issue's target of 45 KB is not reached.
-export const BUDGET_GZIP = 154.8 * 1024;
+export const BUDGET_GZIP = 155.3 * 1024;
 
 export function gzipSize(bytes) {
   return gzipSync(bytes, { level: zlib.Z_BEST_COMPRESSION }).length;

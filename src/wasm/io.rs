@@ -21,14 +21,15 @@ use crate::http::{message, Reply, Response};
 /// core sent before a deadline must not leave after it. The future reads
 /// the whole answer. Never fails: what goes wrong is a [`Reply`] the core
 /// judges. At `timeout_at` the request is aborted and is
-/// [`Reply::TimedOut`].
+/// [`Reply::TimedOut`]. A failure of the connection comes with what the
+/// runtime's fetch threw (the `cause` of the error it may end in).
 pub fn perform(
     send: Send,
     controller: &AbortController,
     timeout_at: Option<u64>,
     max_body: usize,
     fetch: Option<&Function>,
-) -> impl std::future::Future<Output = Reply> {
+) -> impl std::future::Future<Output = (Reply, Option<JsValue>)> {
     // The time limit aborts this fetch alone; cleared when dropped.
     let timer = timeout_at.map(|at| {
         let controller = controller.clone();
@@ -47,11 +48,11 @@ pub fn perform(
         };
         drop(timer);
         match reply {
-            Ok(reply) => reply,
-            Err(_) if timeout_at.is_some_and(|at| js::now() >= at) => Reply::TimedOut,
-            Err(_) if signal.aborted() => Reply::Unusable(Error::Aborted),
-            Err(e) if js::is_permission_error(&e) => Reply::Unusable(Error::Connection(js::describe(&e))),
-            Err(e) => Reply::ConnectionFailed(js::describe(&e) + cors_hint(&e)),
+            Ok(reply) => (reply, None),
+            Err(_) if timeout_at.is_some_and(|at| js::now() >= at) => (Reply::TimedOut, None),
+            Err(_) if signal.aborted() => (Reply::Unusable(Error::Aborted), None),
+            Err(e) if js::is_permission_error(&e) => (Reply::Unusable(Error::Connection(js::describe(&e))), Some(e)),
+            Err(e) => (Reply::ConnectionFailed(js::describe(&e) + cors_hint(&e)), Some(e)),
         }
     }
 }

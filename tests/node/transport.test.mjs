@@ -168,3 +168,34 @@ test('fetch and onRequest must be functions', () => {
     );
   }
 });
+
+test('a ConnectionError chains what fetch threw as its cause; an AuthError what getToken() threw', async () => {
+  const refused = new IronicClient({ endpoint: 'http://127.0.0.1:9', maxRetries: 0 });
+  const e = await refused.getNode('n1').catch((e) => e);
+  assert.ok(e instanceof ConnectionError);
+  assert.ok(e.cause instanceof TypeError, 'the runtime fetch failure');
+  assert.equal(e.cause.message, 'fetch failed');
+  assert.ok(!Object.keys(e).includes('cause'), 'a cause as the platform sets it: not enumerable');
+
+  const thrown = new Error('mTLS handshake failed');
+  const own = new IronicClient({ endpoint: NOWHERE, maxRetries: 1, retryInterval: 0, fetch: () => Promise.reject(thrown) });
+  assert.equal((await own.getNode('n1').catch((e) => e)).cause, thrown, 'the very value the last attempt rejected with');
+
+  const sealed = new RangeError('vault sealed');
+  const tokenless = new IronicClient({
+    endpoint: ironic.url,
+    getToken: async () => {
+      throw sealed;
+    },
+  });
+  const auth = await tokenless.getNode('n1').catch((e) => e);
+  assert.equal(auth.name, 'AuthError');
+  assert.equal(auth.message, 'Authentication failed: getToken() failed: vault sealed');
+  assert.equal(auth.cause, sealed);
+
+  // step() keeps its error in its answer: chained the same way.
+  const checkpoint = own.checkpoint('waitForProvisionState', ['n1'], 'active');
+  const { error } = await own.step(checkpoint);
+  assert.ok(error instanceof ConnectionError);
+  assert.equal(error.cause, thrown);
+});

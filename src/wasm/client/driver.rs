@@ -110,6 +110,10 @@ pub struct Driver {
     fetch: Option<Function>,
     /// The largest answer read, in bytes.
     max_body: usize,
+    /// The latest failures of `fetch` and `getToken()`: their text, as the
+    /// core's errors quote it, and what was thrown, which an error quoting
+    /// it carries as its `cause`.
+    causes: RefCell<Vec<(String, JsValue)>>,
     calls: RefCell<Table<CallId, Handle>>,
     in_flight: RefCell<Table<RequestId, AbortController>>,
     inbox: RefCell<VecDeque<Input>>,
@@ -137,6 +141,7 @@ impl Driver {
             get_token,
             fetch,
             max_body,
+            causes: RefCell::default(),
             calls: RefCell::default(),
             in_flight: RefCell::default(),
             inbox: RefCell::default(),
@@ -314,7 +319,12 @@ impl Driver {
                 // Sent now; answered on a later task.
                 let reply = io::perform(send, &controller, timeout_at, self.max_body, self.fetch.as_ref());
                 wasm_bindgen_futures::spawn_local(async move {
-                    let reply = reply.await;
+                    let (reply, thrown) = reply.await;
+                    if let (Some(thrown), Reply::ConnectionFailed(text) | Reply::Unusable(Error::Connection(text))) =
+                        (thrown, &reply)
+                    {
+                        me.caused(text, thrown);
+                    }
                     // Cancelled: its reply is wanted no more.
                     if me.in_flight.borrow_mut().remove(id).is_some() {
                         me.inbox.borrow_mut().push_back(Input::Reply(id, reply));
@@ -391,11 +401,14 @@ impl Driver {
                     Some(Err((e, report))) if handle.step => {
                         let report = report.map_or(JsValue::NULL, |r| report_to_js(r, &mut handle));
                         let value = report::stepped(None, None, report, Some(&e));
+                        self.chain(&e, &js_sys::Reflect::get(&value, &"error".into()).unwrap_or_default());
                         let _ = handle.resolve.call1(&JsValue::UNDEFINED, &value);
                     }
                     Some(Err((e, report))) => {
                         let report = report.map(|r| report_to_js(r, &mut handle));
-                        let _ = handle.reject.call1(&JsValue::UNDEFINED, &report::error(&e, report.as_ref()));
+                        let error = report::error(&e, report.as_ref());
+                        self.chain(&e, &error);
+                        let _ = handle.reject.call1(&JsValue::UNDEFINED, &error);
                     }
                     None => {}
                 }
@@ -403,23 +416,51 @@ impl Driver {
         }
     }
 
+    /// Keeps what `fetch` or `getToken()` threw, known by its text.
+    fn caused(&self, text: &str, thrown: JsValue) {
+        let mut causes = self.causes.borrow_mut();
+        if causes.len() == 8 {
+            causes.remove(0);
+        }
+        causes.push((text.to_string(), thrown));
+    }
+
+    /// Sets `error`'s `cause` (a JS error object of `e`) to what the
+    /// runtime threw, when `e` is a connection or login failure quoting it
+    /// (its message ends with the text).
+    fn chain(&self, e: &Error, error: &JsValue) {
+        let message = match e {
+            Error::Connection(message) => message,
+            Error::Auth(a) => &a.message,
+            _ => return,
+        };
+        let causes = self.causes.borrow();
+        if let Some((_, thrown)) = causes.iter().rev().find(|(text, _)| message.ends_with(text.as_str())) {
+            let _ = js_sys::Reflect::set(error, &"cause".into(), thrown);
+        }
+    }
+
     /// Calls `getToken()` (which may return a promise); its answer comes
     /// back as an input.
     fn ask_token(&self, id: RequestId) {
-        let failed = |e: &JsValue| Error::auth(format!("getToken() failed: {}", js::describe(e)));
+        let failed = |me: &Driver, e: &JsValue| {
+            let text = js::describe(e);
+            me.caused(&text, e.clone());
+            Error::auth(format!("getToken() failed: {text}"))
+        };
         let Some(get_token) = &self.get_token else {
             let e = Error::auth("no getToken to ask for a token");
             return self.inbox.borrow_mut().push_back(Input::Token(id, Err(e)));
         };
         let token = match get_token.call0(&JsValue::UNDEFINED) {
             Ok(token) => Promise::resolve(&token),
-            Err(e) => return self.inbox.borrow_mut().push_back(Input::Token(id, Err(failed(&e)))),
+            Err(e) => return self.inbox.borrow_mut().push_back(Input::Token(id, Err(failed(self, &e)))),
         };
         let Some(me) = self.me.upgrade() else { return };
         wasm_bindgen_futures::spawn_local(async move {
             let answer = match JsFuture::from(token).await {
                 Ok(token) => js::text(&token).ok_or_else(|| Error::auth("getToken() must return a string")),
-                Err(e) => Err(failed(&e)),
+                Err(e) => Err(failed(&me, &e)),
             };
             me.inbox.borrow_mut().push_back(Input::Token(id, answer));
             me.drive();
