@@ -202,19 +202,22 @@ export type Outcome =
   | 'stopped'
   | 'accepted';
 
-export interface ProgressEvent {
-  /** The node as the caller named it (allocation waits carry `allocation` instead). */
-  node?: string;
-  allocation?: string;
+/** What every progress event has; see {@link ProgressEvent}. */
+interface ProgressFields {
   state: string | null;
   targetState: string | null;
   lastError: string | null;
   /** Seconds since the wait began. */
   elapsed: number;
-  /** True when this target just settled; `outcome` says how. */
-  done: boolean;
-  outcome: Outcome | null;
 }
+
+/**
+ * An observed state change (`done: false`) or a settled target (`done: true`, with its `outcome`), of a node (`node`:
+ * as the caller named it) or, for allocation waits, of an allocation (`allocation`).
+ */
+export type ProgressEvent = ({ node: string; allocation?: never } | { allocation: string; node?: never }) &
+  ProgressFields &
+  ({ done: false; outcome: null } | { done: true; outcome: Outcome });
 
 export interface WaitTuning {
   /**
@@ -275,7 +278,7 @@ export interface WaitTuning {
    * changed: keep the last one to `resume` or `step` from in another process. It holds no credential; a request body
    * not yet sent (a rescue password) is in it until sent. What the callback throws is ignored.
    */
-  onCheckpoint?: (checkpoint: string) => void;
+  onCheckpoint?: (checkpoint: Checkpoint) => void;
   /**
    * After the wait, each node that failed gets `history` in its report entry: its last 5 node history events,
    * oldest first (`GET /v1/nodes/{id}/history`, API 1.78; one request per failed node, made even when the wait ended
@@ -335,12 +338,12 @@ export interface NodeReport {
   outcome: Outcome;
   /** For outcomes `error` and `not-found`: what went wrong (an IronicHttpError, say, with its request id). */
   error?: IronicWaitError;
-  state?: string | null;
-  targetState?: string | null;
-  lastError?: string | null;
-  polls?: number;
+  state: string | null;
+  targetState: string | null;
+  lastError: string | null;
+  polls: number;
   /** Seconds from the start of the wait until this node settled. */
-  elapsed?: number;
+  elapsed: number;
   /** With `diagnose`, a failed node's last history events, oldest first. */
   history?: NodeHistoryEvent[];
   /** With `diagnose`, why a failed node has no `history` (an older Ironic, a failed request). */
@@ -366,11 +369,23 @@ export interface AllocationReport {
     lastError: string | null;
     polls: number;
     elapsed: number;
-    body: object | null;
+    /** The allocation as Ironic last sent it. */
+    body: Allocation | null;
+    /** For outcomes `error` and `not-found`: what went wrong. */
+    error?: IronicWaitError;
   };
   requests: number;
   retries: number;
   elapsed: number;
+}
+
+/** The options of `waitForAllocation`: an allocation wait has no provision-state rules, lists or concurrency. */
+export type AllocationWaitOptions = Pick<WaitTuning, 'timeout' | 'pollInterval' | 'budget' | 'signal' | 'onProgress' | 'onCheckpoint'>;
+
+/** The options of `createAllocation`. */
+export interface CreateAllocationOptions extends AllocationWaitOptions {
+  /** `true`: wait until the allocation is active (within `timeout`, if given). Absent or `false`: create only. */
+  wait?: boolean;
 }
 
 export interface AllocationFields {
@@ -384,23 +399,94 @@ export interface AllocationFields {
   extra?: Record<string, unknown>;
 }
 
-export interface StepResult {
-  checkpoint: string | null;
-  wakeAtMs: number | null;
-  report: WaitReport | AllocationReport | { allocation: object; report: AllocationReport | null } | null;
-  error: IronicWaitError | null;
+/** `createAllocation`'s answer: the allocation as created, and with `wait` its report. */
+export interface CreatedAllocation {
+  allocation: Allocation;
+  report: AllocationReport | null;
 }
+
+/** The waits a checkpoint can be made of, and what each call settles with. */
+export interface WaitResults {
+  provision: WaitReport;
+  waitForProvisionState: WaitReport;
+  setPowerState: WaitReport;
+  waitForPowerState: WaitReport;
+  waitForReservation: WaitReport;
+  createAllocation: CreatedAllocation;
+  waitForAllocation: AllocationReport;
+}
+export type WaitMethod = keyof WaitResults;
+
+/**
+ * A checkpoint's text (JSON), typed by the method of the call it is of, so that `resume` and `step` answer what that
+ * call would. Any string read back from storage is taken too (its method is then not known to the types).
+ */
+export type Checkpoint<M extends WaitMethod = WaitMethod> = string & { readonly __method?: M };
+
+/**
+ * One step's answer: a checkpoint to go on from at `wakeAtMs`, or (both null) the end with the call's answer in
+ * `report` and, if it failed, its error.
+ */
+export type StepResult<M extends WaitMethod = WaitMethod> =
+  | { checkpoint: Checkpoint<M>; wakeAtMs: number; report: null; error: null }
+  | { checkpoint: null; wakeAtMs: null; report: WaitResults[M] | null; error: IronicWaitError | null };
 
 export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** One change of `watch()`: `removed` is a node deleted or gone from the scope (its `node` is null). */
-export interface NodeChange {
-  type: 'added' | 'modified' | 'removed';
+/**
+ * One change of `watch()`: a node `added` to the scope or `modified` (with the fields listed: uuid, name,
+ * provision_state, target_provision_state, last_error, provision_updated_at and `fields`), or `removed` (deleted or
+ * gone from the scope; `node` is null).
+ */
+export type NodeChange = { type: 'added' | 'modified'; uuid: string; node: Node } | { type: 'removed'; uuid: string; node: null };
+
+/**
+ * A node as Ironic gives it: the fields asked for (all of them without `fields`), those of ironic-wait's decisions
+ * typed; any other as `unknown`.
+ */
+export interface Node {
+  uuid?: string;
+  name?: string | null;
+  provision_state?: string;
+  target_provision_state?: string | null;
+  provision_updated_at?: string | null;
+  power_state?: string | null;
+  target_power_state?: string | null;
+  maintenance?: boolean;
+  maintenance_reason?: string | null;
+  fault?: string | null;
+  last_error?: string | null;
+  reservation?: string | null;
+  driver?: string;
+  resource_class?: string | null;
+  conductor_group?: string;
+  conductor?: string | null;
+  owner?: string | null;
+  lessee?: string | null;
+  shard?: string | null;
+  instance_uuid?: string | null;
+  created_at?: string;
+  updated_at?: string | null;
+  [field: string]: unknown;
+}
+
+/** An allocation as Ironic gives it. */
+export interface Allocation {
   uuid: string;
-  /** The fields listed: uuid, name, provision_state, target_provision_state, last_error, provision_updated_at and `fields`. */
-  node: Record<string, unknown> | null;
+  name: string | null;
+  state: string;
+  last_error: string | null;
+  resource_class: string | null;
+  traits: string[];
+  candidate_nodes: string[];
+  node_uuid: string | null;
+  owner?: string | null;
+  extra: Record<string, unknown>;
+  created_at?: string;
+  updated_at?: string | null;
+  [field: string]: unknown;
 }
 
 export interface WatchOptions {
@@ -440,23 +526,11 @@ export class IronicClient {
   /** A node's history (API 1.78): its events as Ironic lists them, oldest first (one page: Ironic keeps 300 a node by default). */
   getNodeHistory(node: string, options?: CallOptions): Promise<NodeHistoryEvent[]>;
   /** Creates an allocation and, with `wait`, waits until it is active. */
-  createAllocation(
-    fields: AllocationFields,
-    options?: CallOptions & {
-      /** `true`: wait until the allocation is active (within `timeout`, if given). */
-      wait?: boolean;
-      /** Seconds, with `wait: true`; omitted: no limit. */
-      timeout?: number;
-      pollInterval?: number | 'auto';
-      budget?: number;
-      onProgress?: (event: ProgressEvent) => void;
-      onCheckpoint?: (checkpoint: string) => void;
-    },
-  ): Promise<{ allocation: object; report: AllocationReport | null }>;
+  createAllocation(fields: AllocationFields, options?: CreateAllocationOptions): Promise<CreatedAllocation>;
   /** Waits until the allocation is active (every second by default). */
-  waitForAllocation(id: string, options?: WaitOptions): Promise<AllocationReport>;
+  waitForAllocation(id: string, options?: AllocationWaitOptions): Promise<AllocationReport>;
   /** One node; `fields` limits what is returned (API 1.8+). */
-  getNode(id: string, options?: CallOptions & { fields?: string[] }): Promise<Record<string, unknown>>;
+  getNode(id: string, options?: CallOptions & { fields?: string[] }): Promise<Node>;
   /**
    * The nodes of a scope, once at the start (unless `initial: false`), then each change of them, in the manner of
    * `kubectl get -w`, on the client's one poll loop (shared with its waits). A consumer slower than the changes gets
@@ -471,39 +545,52 @@ export class IronicClient {
    * watcher's or a wait's listing of it) share the same requests; or, with `limit`, one page of that many, on its own.
    * `fields` (API 1.8+) limits what each node has, as Ironic lists it; without it, every field (`/v1/nodes/detail`).
    */
-  listNodes(options?: CallOptions & { fields?: string[]; limit?: number; scope?: Scope }): Promise<Record<string, unknown>[]>;
+  listNodes(options?: CallOptions & { fields?: string[]; limit?: number; scope?: Scope }): Promise<Node[]>;
   /**
    * The checkpoint of a wait, made without sending anything: `method` and its arguments as that method takes them.
    * `resume` or `step` it to run the call.
    */
-  checkpoint(method: 'provision', nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): string;
-  checkpoint(method: 'waitForProvisionState', nodes: string | string[], expectedState: string, options?: WaitOptions): string;
-  checkpoint(method: 'setPowerState', nodes: string | string[], action: PowerAction, options?: PowerOptions): string;
-  checkpoint(method: 'waitForPowerState', nodes: string | string[], state: 'power on' | 'power off', options?: NodeFieldWaitTuning): string;
-  checkpoint(method: 'waitForReservation', nodes: string | string[], options?: Omit<NodeFieldWaitTuning, 'diagnose'>): string;
+  checkpoint(method: 'provision', nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): Checkpoint<'provision'>;
   checkpoint(
-    method: 'createAllocation',
-    fields: AllocationFields,
-    options?: CallOptions & { wait?: boolean; timeout?: number; pollInterval?: number | 'auto'; budget?: number },
-  ): string;
-  checkpoint(method: 'waitForAllocation', id: string, options?: WaitOptions): string;
+    method: 'waitForProvisionState',
+    nodes: string | string[],
+    expectedState: string,
+    options?: WaitOptions,
+  ): Checkpoint<'waitForProvisionState'>;
+  checkpoint(method: 'setPowerState', nodes: string | string[], action: PowerAction, options?: PowerOptions): Checkpoint<'setPowerState'>;
+  checkpoint(
+    method: 'waitForPowerState',
+    nodes: string | string[],
+    state: 'power on' | 'power off',
+    options?: NodeFieldWaitTuning,
+  ): Checkpoint<'waitForPowerState'>;
+  checkpoint(
+    method: 'waitForReservation',
+    nodes: string | string[],
+    options?: Omit<NodeFieldWaitTuning, 'diagnose'>,
+  ): Checkpoint<'waitForReservation'>;
+  checkpoint(method: 'createAllocation', fields: AllocationFields, options?: CreateAllocationOptions): Checkpoint<'createAllocation'>;
+  checkpoint(method: 'waitForAllocation', id: string, options?: AllocationWaitOptions): Checkpoint<'waitForAllocation'>;
   /**
    * Goes on with the call a checkpoint was made of (in this process or another, of this client's endpoint) and
    * settles as that call would have: the same report or error, no PUT sent twice, its deadline kept (one last check
    * if it is past). A checkpoint that is not one, of another endpoint, tampered with or of a later format is an
    * InvalidArgumentError, nothing sent.
    */
-  resume(
-    checkpoint: string,
-    options?: CallOptions & { onProgress?: (event: ProgressEvent) => void; onCheckpoint?: (checkpoint: string) => void },
-  ): Promise<WaitReport | AllocationReport | { allocation: object; report: AllocationReport | null }>;
+  resume<M extends WaitMethod>(
+    checkpoint: Checkpoint<M>,
+    options?: CallOptions & { onProgress?: (event: ProgressEvent) => void; onCheckpoint?: (checkpoint: Checkpoint<M>) => void },
+  ): Promise<WaitResults[M]>;
   /**
    * One step of the call a checkpoint was made of: the PUTs still due, or one round of checks. Call again with
    * `checkpoint` at `wakeAtMs` (ms since the epoch), in any process; at the end both are null and `report` is the
    * call's answer, with `error` when it failed (not thrown, so that a loop can keep it). `onProgress` gets the events
    * of the step's round.
    */
-  step(checkpoint: string, options?: CallOptions & { onProgress?: (event: ProgressEvent) => void }): Promise<StepResult>;
+  step<M extends WaitMethod>(
+    checkpoint: Checkpoint<M>,
+    options?: CallOptions & { onProgress?: (event: ProgressEvent) => void },
+  ): Promise<StepResult<M>>;
   /** The API microversion in use, negotiated first if needed. */
   microversion(options?: CallOptions): Promise<string>;
   /**

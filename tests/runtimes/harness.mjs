@@ -18,8 +18,8 @@ export const HERE = fileURLToPath(new URL('.', import.meta.url));
 export const BIN = join(ROOT, 'node_modules', '.bin');
 
 const tarballs = new Map();
-/** `npm pack` of the repository (pkg/ must be built) into `dir`, once per process. */
-function packTarball(dir) {
+/** `npm pack` of the repository (pkg/ must be built) into `dir`, once per process: the tarball's path. */
+export function packTarball(dir) {
   if (tarballs.has(dir)) return tarballs.get(dir);
   mkdirSync(dir, { recursive: true });
   const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], {
