@@ -15,13 +15,12 @@
 // credentials are the host's and stay in its environment.
 //
 // Ironic down: python-ironicclient's wait fails once its retries of a
-// connection error (or a 502, 503 or 504) are spent, about ten seconds.
-// A host's waits last longer than the processes python runs in, so a round
-// that ends that way is taken again from the wait's last checkpoint, later
-// and later (OUTAGE_FIRST_MS doubling to OUTAGE_MAX_MS), until the wait's
-// deadline: a step then makes its one last check, and a wait whose Ironic
-// is still down ends with that error, as python's would. Its listeners get
-// { type: 'outage', error } for each round lost.
+// connection error (or a 409 or 503) are spent, about ten seconds. A
+// host's waits last longer than the processes python runs in, so its
+// rounds step with `retryOutages`: a round lost that way gives the wait's
+// last checkpoint back, due later and later, until the wait's deadline
+// (the client's rule). Its listeners get { type: 'outage', error } for
+// each round lost; GET /waits/{id} counts those in a row.
 
 /** The methods a wait is made of: those `client.checkpoint` takes. */
 const METHODS = [
@@ -42,11 +41,6 @@ const LOOKAHEAD_MS = 1000;
 
 /** A finished wait's record is kept this long for its report, then dropped. */
 const KEEP_MS = 24 * 3600 * 1000;
-
-/** While Ironic is down, a wait's rounds back off from this, doubling... */
-const OUTAGE_FIRST_MS = 2000;
-/** ...up to this. */
-const OUTAGE_MAX_MS = 5 * 60 * 1000;
 
 /** The key of wait `id` in the host's storage. */
 const keyOf = (id) => `wait:${id}`;
@@ -191,6 +185,7 @@ export class Waits {
       answer = await this.client.step(record.checkpoint, {
         signal: controller.signal,
         onProgress: (event) => publish({ type: 'progress', event }),
+        retryOutages: outages,
       });
     } catch (e) {
       // step() answers a wait's failure; it throws only for a checkpoint it
@@ -200,15 +195,11 @@ export class Waits {
     try {
       // Deleted while it stepped: nothing of it is kept.
       if (!answer || controller.signal.aborted) return;
-      const deadline = outages && !answer.checkpoint && isOutage(answer.error) ? deadlineOf(record.checkpoint) : null;
-      if (deadline !== null && this.now() < deadline) {
-        // The round is lost, not the wait: its checkpoint stays.
-        record.outages = (record.outages ?? 0) + 1;
-        const later = this.now() + Math.min(OUTAGE_MAX_MS, OUTAGE_FIRST_MS * 2 ** (record.outages - 1));
-        record.wakeAtMs = Math.min(later, deadline);
-        publish({ type: 'outage', error: plain(answer.error) });
-      } else if (answer.checkpoint) {
-        Object.assign(record, { checkpoint: answer.checkpoint, wakeAtMs: answer.wakeAtMs, outages: 0 });
+      if (answer.checkpoint) {
+        // A round lost to an outage gives the checkpoint it began from back.
+        const outages = answer.outage ? (record.outages ?? 0) + 1 : 0;
+        Object.assign(record, { checkpoint: answer.checkpoint, wakeAtMs: answer.wakeAtMs, outages });
+        if (answer.outage) publish({ type: 'outage', error: plain(answer.outage) });
       } else {
         Object.assign(record, {
           checkpoint: null,
@@ -228,26 +219,6 @@ export class Waits {
       this.running.delete(record.id);
     }
     if (record.done) publish({ type: 'done', report: record.report, error: record.error }, true);
-  }
-}
-
-/** Ironic down or unreachable, after the client's retries. */
-function isOutage(error) {
-  return error?.name === 'ConnectionError' || (error?.name === 'IronicHttpError' && [502, 503, 504].includes(error.status));
-}
-
-/**
- * The wall-clock deadline of the wait a checkpoint is of (its `startedAt`
- * and its wait's `timeoutUs`, fields of checkpoint format 1): Infinity for
- * a wait without one, -Infinity for what cannot be read (no retry then).
- */
-function deadlineOf(checkpoint) {
-  try {
-    const { ironicWaitCheckpoint, startedAt, wait } = JSON.parse(checkpoint);
-    if (ironicWaitCheckpoint !== 1 || !Number.isFinite(startedAt) || !Number.isFinite(wait?.timeoutUs)) return -Infinity;
-    return wait.timeoutUs > 0 ? startedAt + wait.timeoutUs / 1000 : Infinity;
-  } catch {
-    return -Infinity;
   }
 }
 

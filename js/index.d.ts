@@ -428,7 +428,14 @@ export type Checkpoint<M extends WaitMethod = WaitMethod> = string & { readonly 
  * `report` and, if it failed, its error.
  */
 export type StepResult<M extends WaitMethod = WaitMethod> =
-  | { checkpoint: Checkpoint<M>; wakeAtMs: number; report: null; error: null }
+  | {
+      checkpoint: Checkpoint<M>;
+      wakeAtMs: number;
+      report: null;
+      error: null;
+      /** With `retryOutages`: the outage this step's round was lost to (`checkpoint` is the one it began from). */
+      outage?: IronicWaitError;
+    }
   | { checkpoint: null; wakeAtMs: null; report: WaitResults[M] | null; error: IronicWaitError | null };
 
 export interface CallOptions {
@@ -589,7 +596,15 @@ export class IronicClient {
    */
   step<M extends WaitMethod>(
     checkpoint: Checkpoint<M>,
-    options?: CallOptions & { onProgress?: (event: ProgressEvent) => void },
+    options?: CallOptions & {
+      onProgress?: (event: ProgressEvent) => void;
+      /**
+       * A round lost to an outage (a failure the retries could not mend: a connection failure, 409 or 503) before the
+       * deadline does not end the call: the step answers the checkpoint it began from, due later and later (2 s
+       * doubling to 5 minutes), with the error in `outage`. For hosts whose waits outlive an Ironic restart.
+       */
+      retryOutages?: boolean;
+    },
   ): Promise<StepResult<M>>;
   /** The API microversion in use, negotiated first if needed. */
   microversion(options?: CallOptions): Promise<string>;

@@ -464,22 +464,24 @@ export class IronicClient {
   }
 
   /**
-   * Runs a RawClient method on `args`, read now (before any await, so the
-   * caller may change its objects as soon as the call returns), with
-   * `options` last.
+   * Runs `method` of the wasm's `run` on the arguments `args()` gives (two
+   * at most before the options, the missing ones undefined), read now
+   * (before any await, so the caller may change its objects as soon as the
+   * call returns), and `options`. The call's start is marked before they
+   * are read: a wait's deadline counts from the method's call.
    *
    * An abort before the call settles rejects it at once with the caller's
    * own reason, as is (as fetch does), whatever the wasm answers later: its
    * cancelled work winds down behind it.
    */
-  /** `args()` is called here, after the call's start is marked: a wait's time runs from the method's call. */
-  async #call(method, args, options) {
+  async #run(method, args, options) {
     const raw = this.#raw;
     raw.began();
-    args = args();
+    const [a, b] = args();
     const given = readOptions('options', options);
+    const start = () => this.#settle(raw.run(method, a, b, given));
     const signal = given.signal;
-    if (!signal) return this.#settle(raw[method](...args, given));
+    if (!signal) return start();
     if (aborted(signal)) throw reasonOf(signal);
     let rejectNow;
     const abortedCall = new Promise((_, reject) => {
@@ -487,7 +489,7 @@ export class IronicClient {
     });
     const following = readable('Option signal', () => follow(signal, () => rejectNow(reasonOf(signal))));
     given.signal = following.signal;
-    const work = this.#settle(raw[method](...args, given));
+    const work = start();
     // Whichever comes second is ignored, not left unhandled.
     work.catch(() => {});
     abortedCall.catch(() => {});
@@ -496,18 +498,6 @@ export class IronicClient {
     } finally {
       following.stop();
     }
-  }
-
-  /** A method of the wasm's `run`: `method`, its arguments before its options (two, the missing ones undefined), its options. */
-  #run(method, args, options) {
-    return this.#call(
-      'run',
-      () => {
-        const [a, b] = args();
-        return [method, a, b];
-      },
-      options,
-    );
   }
 
   /** The wasm's answer as the API gives it: reports with Error objects, errors as classes. */
@@ -656,7 +646,7 @@ export class IronicClient {
 
   /** Goes on with the call a checkpoint was made of, to the end it would have had. */
   async resume(checkpoint, options) {
-    return this.#call('resume', () => [checkpointText(checkpoint)], options);
+    return this.#run('resume', () => [checkpointText(checkpoint)], options);
   }
 
   /**
@@ -665,8 +655,9 @@ export class IronicClient {
    * the end `{ checkpoint: null, wakeAtMs: null, report, error }`.
    */
   async step(checkpoint, options) {
-    const answer = await this.#call('step', () => [checkpointText(checkpoint)], options);
+    const answer = await this.#run('step', () => [checkpointText(checkpoint)], options);
     if (answer.error) answer.error = toError(answer.error);
+    if (answer.outage) answer.outage = toError(answer.outage);
     if (answer.report) answer.report = withErrors(answer.report);
     return answer;
   }

@@ -307,8 +307,10 @@ pub const AUTHENTICATE: &[(&str, Kind)] = &[("signal", Value), ("refused", Text)
 pub const RESUME: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value), ("onCheckpoint", Value)];
 
 /// `step(checkpoint, options)`: one step; its checkpoint is in its
-/// answer, the events of its round go to `onProgress`.
-pub const STEP: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value)];
+/// answer, the events of its round go to `onProgress`; `retryOutages`: a
+/// round lost to an outage is taken again later rather than ending the
+/// call.
+pub const STEP: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value), ("retryOutages", Flag)];
 
 // ---- the options as the core takes them ----------------------------------
 

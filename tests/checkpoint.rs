@@ -2051,3 +2051,90 @@ fn an_auto_cadence_and_its_budget_are_kept_and_older_checkpoints_read_as_fixed()
     let wait = read(&old).unwrap().wait.unwrap();
     assert_eq!((wait.auto, wait.budget), (false, 0));
 }
+
+// ---- 4. steps that ride out an outage ---------------------------------------------
+
+/// A step loop as an edge host runs it (`retryOutages`): each step from the
+/// last checkpoint, at its `wake_at`; a round lost to an outage gives the
+/// same checkpoint back, one more outage counted, later. Returns how it
+/// ended, when, and each step's `(outages in its checkpoint, lost: the
+/// error's text, wake_at - now)`.
+/// One step of [`outage_loop`]: the outages its checkpoint counts, the
+/// error its round was lost to, and how long after it the next step is due.
+type OutageStep = (u32, Option<String>, u64);
+
+fn outage_loop(world: &World, text: &str) -> (Summary, u64, Vec<OutageStep>) {
+    let (mut text, mut at, mut steps) = (text.to_string(), 0, Vec::new());
+    for step in 0..1000u64 {
+        let origin = 7 + step;
+        let mut shell = Shell::new(world, config(), origin, at);
+        let cp = read(&text).unwrap();
+        let call = shell.client.resume(&cp, origin, true).unwrap();
+        shell.client.retry_outages(call, cp.outages);
+        shell.run();
+        if shell.answers.contains_key(&call) {
+            return (summary(shell.answer(call)), shell.settled_at(call), steps);
+        }
+        let (_, wake_at) = shell.stepped.expect("stepped or settled");
+        let lost = shell.client.lost_round(call).map(|(n, e)| (n, e.to_string()));
+        let next = match &lost {
+            // The round is lost: the checkpoint it began from goes on.
+            Some((outages, _)) => {
+                assert_eq!(*outages, cp.outages + 1, "one more in a row");
+                assert!(shell.client.checkpoint(call).is_none(), "a lost round has no checkpoint of its own");
+                Checkpoint { outages: *outages, ..cp }
+            }
+            None => shell.client.checkpoint(call).unwrap(),
+        };
+        let lost = lost.map(|(_, e)| e);
+        text = next.to_json();
+        round_trips(&next, &text);
+        let world_now = at + (shell.now - origin);
+        steps.push((next.outages, lost, wake_at - WALL0 - world_now));
+        shell.client.drop_call(call);
+        at = wake_at - WALL0;
+    }
+    panic!("no end after 1,000 steps");
+}
+
+#[test]
+fn a_step_rides_out_an_outage_later_and_later_then_goes_on_or_ends_at_the_deadline() {
+    let mut world = World::new();
+    world.node("n1", &[(0, "deploying", None), (120_000, "active", None)]);
+    // Ironic answers 503 to every node GET from 5 s to 70 s: each round's
+    // GET fails after its 5 retries (10 s), a lost round each time.
+    world.busy.push(("GET", "/v1/nodes".into(), 5_000, 70_000));
+    let wait = |timeout| {
+        planner().plan(CallSpec::Wait(WaitOptions { timeout, ..WaitOptions::nodes(vec!["n1".into()], "active") }), 0)
+    };
+
+    let (s, settled_at, steps) = outage_loop(&world, &wait(300.0).unwrap().to_json());
+    assert_eq!(s.error, None, "the wait reached its state once Ironic was back: {steps:?}");
+    assert_eq!(s.ok, Some(true), "{steps:?}");
+    let lost: Vec<(u32, u64)> =
+        steps.iter().filter(|(_, lost, _)| lost.is_some()).map(|(n, _, later)| (*n, *later)).collect();
+    assert!(lost.len() >= 3, "{steps:?}");
+    for (n, later) in &lost {
+        assert_eq!(*later, ironic_wait::http::retry::outage_delay_ms(*n), "the {n}th outage in a row: {steps:?}");
+    }
+    assert!(lost.windows(2).all(|w| w[1].0 == w[0].0 + 1), "counted in a row: {lost:?}");
+    let after = steps.iter().skip_while(|(_, lost, _)| lost.is_none()).find(|(_, lost, _)| lost.is_none());
+    assert_eq!(after.map(|(n, ..)| *n), Some(0), "the first round not lost counts no outage: {steps:?}");
+    assert!(steps.iter().all(|(_, lost, _)| lost.as_deref().is_none_or(|e| e.contains("HTTP 503"))), "{steps:?}");
+    assert!(settled_at >= 70_000, "ends after Ironic came back at 70 s: {settled_at}");
+
+    // An outage that lasts past the deadline: the last step is due at the
+    // deadline, whose last check is lost too: the wait times out there.
+    let (s, settled_at, steps) = outage_loop(&world, &wait(30.0).unwrap().to_json());
+    assert!(matches!(&s.error, Some(Error::StateTransitionTimeout { .. })), "{:?} {steps:?}", s.error);
+    assert!((30_000..45_000).contains(&settled_at), "ended by its deadline's round: {settled_at}");
+    assert!(steps.iter().all(|(_, _, later)| steps.is_empty() || *later <= 30_000), "{steps:?}");
+
+    // Not an outage (the node does not exist): the step ends the wait at once.
+    let (s, _, steps) = outage_loop(
+        &world,
+        &planner().plan(CallSpec::Wait(WaitOptions::nodes(vec!["ghost".into()], "active")), 0).unwrap().to_json(),
+    );
+    assert!(matches!(&s.error, Some(e) if e.to_string().contains("HTTP 404")), "{:?}", s.error);
+    assert!(steps.iter().all(|(_, lost, _)| lost.is_none()), "{steps:?}");
+}

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use crate::document::Document;
 use crate::engine::{Event, Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions};
 use crate::error::{Error, Seconds, Subject};
-use crate::http::retry::RetryPolicy;
+use crate::http::retry::{is_outage, outage_delay_ms, RetryPolicy};
 use crate::http::{Reply, Request};
 use crate::ironic::answers::not_an_object;
 use crate::ironic::microversion::Microversion;
@@ -252,6 +252,12 @@ pub struct Call<D> {
     /// PUTs are done or a round has ended; `paused` then.
     pub(super) one_step: bool,
     paused: bool,
+    /// A step that rides out outages (`retryOutages`): the outages its
+    /// checkpoint counts.
+    pub(super) outage_retry: Option<u32>,
+    /// Its round was lost to an outage: the outages to count in the
+    /// checkpoint it was resumed from, and the error.
+    pub(super) lost: Option<(u32, Error)>,
     /// Resumed by a client whose endpoint a login is still to find: the
     /// checkpoint's, which it must be before anything is sent.
     pub(super) endpoint: Option<String>,
@@ -283,6 +289,8 @@ impl<D: Document> Call<D> {
             action: None,
             one_step: false,
             paused: false,
+            outage_retry: None,
+            lost: None,
             endpoint: None,
             saved_round: 0,
             changed: false,
@@ -524,11 +532,35 @@ impl<D: Document> Call<D> {
         }
         self.phase = Phase::Over;
         cx.session.leave_call(self.id, cx.out);
+        if let Err((e, _)) = &answer {
+            if self.lose_round(e, session, out, now) {
+                return;
+            }
+        }
         if let Ok(Answer::Report(r) | Answer::Created { report: Some(r), .. }) | Err((_, Some(r))) = &answer {
             self.waited = Some(r.waited.clone());
         }
         self.answer = Some(answer);
         out.push(Action::Settled(self.id));
+    }
+
+    /// A step's round lost to an outage, with time left (see
+    /// `Client::retry_outages`): the wait is not over, and goes on later
+    /// from where the step began. Whether it was.
+    #[inline(never)]
+    fn lose_round(&mut self, e: &Error, session: &Session, out: &mut Outgoing, now: Millis) -> bool {
+        let Some(outages) = self.outage_retry.take() else { return false };
+        if !is_outage(e) || self.deadline.is_some_and(|d| now >= d) {
+            return false;
+        }
+        let outages = outages.saturating_add(1);
+        let later = now.saturating_add(outage_delay_ms(outages));
+        let wake_at = self.deadline.map_or(later, |d| later.min(d));
+        let wake_at = (wake_at as i64).saturating_add(session.wall_offset).max(0) as u64;
+        self.lost = Some((outages, e.clone()));
+        self.paused = true;
+        out.push(Action::Stepped { call: self.id, wake_at });
+        true
     }
 
     fn fail(&mut self, e: Error, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {

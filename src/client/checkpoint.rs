@@ -71,6 +71,9 @@ pub struct Checkpoint {
     pub settled: Vec<(u32, SavedOutcome, u64)>,
     /// An allocation wait: the allocation as last seen (JSON text).
     pub body: Option<String>,
+    /// Rounds lost in a row to an outage, each taken again later from this
+    /// checkpoint (`step` with `retryOutages`); 0 once a round is not.
+    pub outages: u32,
 }
 
 /// One node's PUT: its body until sent, then how it ended.
@@ -359,6 +362,9 @@ impl Checkpoint {
             ("requests", self.requests.to_string()),
             ("retries", self.retries.to_string()),
         ];
+        if self.outages > 0 {
+            o.push(("outages", self.outages.to_string()));
+        }
         if let Some(action) = &self.action {
             o.push(("action", text(action)));
         }
@@ -581,6 +587,7 @@ impl Checkpoint {
             targets,
             settled,
             body: doc.get("body").filter(|b| b.python_type() != "NoneType").map(|b| b.to_json()),
+            outages: doc.get("outages").map(|_| small(doc, "outages")).transpose()?.unwrap_or(0),
         })
     }
 
@@ -653,6 +660,10 @@ impl<D: Document> Call<D> {
     /// list), one that is over, or one whose endpoint is not known yet (a
     /// Keystone login finds it).
     pub fn checkpoint(&self, session: &Session, poll: &Loop<D>) -> Option<Checkpoint> {
+        // Lost to an outage: its checkpoint is the one it was resumed from.
+        if self.lost.is_some() {
+            return None;
+        }
         let method = self.method?;
         let wall = |mono: Millis| (mono as i64).saturating_add(session.wall_offset).max(0) as u64;
         let mut cp = Checkpoint {
@@ -672,6 +683,7 @@ impl<D: Document> Call<D> {
             targets: Vec::new(),
             settled: Vec::new(),
             body: None,
+            outages: 0,
         };
         match &self.phase {
             Phase::Puts(p) => {

@@ -48,6 +48,8 @@ pub fn options(method: &str) -> Option<&'static [(&'static str, Kind)]> {
         "listNodes" => LIST_NODES,
         "watch" => WATCH,
         "authenticate" => AUTHENTICATE,
+        "resume" => RESUME,
+        "step" => STEP,
         _ => return None,
     })
 }

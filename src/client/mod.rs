@@ -296,6 +296,24 @@ impl<D: Document> Client<D> {
         Ok(id)
     }
 
+    /// A step resumed from a checkpoint that counts `outages` rides them
+    /// out: a round lost to an outage (a failure the retry policy retries,
+    /// after the retries) before the deadline ends the step, due later and
+    /// later ([`crate::http::retry::outage_delay_ms`]), with no checkpoint of
+    /// its own: [`Client::lost_round`] says why, and the caller goes on from
+    /// the checkpoint it resumed, counting that many outages.
+    pub fn retry_outages(&mut self, call: CallId, outages: u32) {
+        if let Some(c) = self.calls.iter_mut().find(|c| c.id() == call) {
+            c.outage_retry = Some(outages);
+        }
+    }
+
+    /// The outage a step's round was lost to, and the outages in a row to
+    /// count in its checkpoint (see [`Client::retry_outages`]).
+    pub fn lost_round(&self, call: CallId) -> Option<(u32, &Error)> {
+        self.calls.iter().find(|c| c.id() == call)?.lost.as_ref().map(|(n, e)| (*n, e))
+    }
+
     /// Forgets a call (one that has stepped): what it waited for is left.
     pub fn drop_call(&mut self, call: CallId) {
         if let Some(i) = self.calls.iter().position(|c| c.id() == call) {

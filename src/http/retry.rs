@@ -1,6 +1,7 @@
 //! The one retry policy: which failed replies are sent again, and after
 //! how long.
 
+use crate::error::Error;
 use crate::http::Reply;
 
 /// The longest pause a `Retry-After` can ask for; a larger one counts as this.
@@ -27,6 +28,26 @@ impl Default for RetryPolicy {
 /// this is said.
 pub fn retryable_status(status: u16) -> bool {
     matches!(status, 409 | 503)
+}
+
+/// An error that means the server is down or unreachable: a failure the
+/// retry policy retries (a connection failure, 409, 503), still failing
+/// after the retries.
+pub fn is_outage(e: &Error) -> bool {
+    match e {
+        Error::Connection(_) => true,
+        Error::Http(h) => retryable_status(h.status),
+        _ => false,
+    }
+}
+
+/// A round of a wait lost to an outage (what the retry policy retries,
+/// still failing after the retries), the `n`th in a row: taken again this
+/// much later, from 2 s doubling to 5 minutes (see `step`'s `retryOutages`).
+pub fn outage_delay_ms(n: u32) -> u64 {
+    const FIRST_MS: u64 = 2000;
+    const MAX_MS: u64 = 5 * 60 * 1000;
+    FIRST_MS.saturating_mul(1 << n.saturating_sub(1).min(20)).min(MAX_MS)
 }
 
 impl RetryPolicy {
@@ -67,6 +88,13 @@ mod tests {
     use crate::error::Error;
     use crate::http::Response;
     use crate::ironic::answers::reply_error;
+
+    #[test]
+    fn an_outage_is_taken_again_later_and_later_up_to_five_minutes() {
+        let delays: Vec<u64> = (1..=10).map(outage_delay_ms).collect();
+        assert_eq!(delays, [2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000, 300000, 300000]);
+        assert_eq!(outage_delay_ms(u32::MAX), 300_000);
+    }
 
     #[test]
     fn retries_follow_python_ironicclient_and_honour_retry_after() {

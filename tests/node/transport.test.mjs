@@ -199,3 +199,28 @@ test('a ConnectionError chains what fetch threw as its cause; an AuthError what 
   assert.ok(error instanceof ConnectionError);
   assert.equal(error.cause, thrown);
 });
+
+test('step with retryOutages: a round lost to an outage gives its checkpoint back, due later, and says why', async () => {
+  let down = true;
+  const flaky = (request) => (down ? Promise.reject(new TypeError('fetch failed')) : redirected()(request));
+  const client = new IronicClient({ endpoint: NOWHERE, fetch: flaky, maxRetries: 1, retryInterval: 0 });
+  const planned = client.checkpoint('waitForProvisionState', ['n1'], 'active', { timeout: 600 });
+  const lost = await client.step(planned, { retryOutages: true });
+  assert.ok(lost.outage instanceof ConnectionError, 'the outage');
+  assert.equal(lost.outage.cause.message, 'fetch failed');
+  assert.equal(lost.error, null);
+  assert.deepEqual({ ...JSON.parse(lost.checkpoint), outages: undefined }, { ...JSON.parse(planned), outages: undefined });
+  assert.equal(JSON.parse(lost.checkpoint).outages, 1);
+  const again = await client.step(lost.checkpoint, { retryOutages: true });
+  assert.equal(JSON.parse(again.checkpoint).outages, 2, 'counted in a row');
+  assert.ok(again.wakeAtMs - lost.wakeAtMs >= 1000, 'later and later');
+  // Without it, the step ends the call with the error, as python-ironicclient's wait would.
+  const ended = await client.step(planned);
+  assert.equal(ended.checkpoint, null);
+  assert.ok(ended.error instanceof ConnectionError);
+  // Ironic back: the wait goes on from the checkpoint it was given back.
+  down = false;
+  const done = await client.step(again.checkpoint, { retryOutages: true });
+  assert.equal(done.checkpoint, null);
+  assert.equal(done.report.nodes[0].outcome, 'reached');
+});

@@ -37,6 +37,7 @@ pub fn caller(opts: &Opts) -> Caller {
         on_checkpoint: js_value::<Function>(opts, "onCheckpoint"),
         subject: Subject::Node,
         step: false,
+        retry_outages: false,
     }
 }
 
@@ -56,7 +57,8 @@ pub fn resumed(text: &JsValue, opts: &Opts, step: bool) -> Result<(Checkpoint, C
         "createAllocation" | "waitForAllocation" => Subject::Allocation,
         _ => Subject::Node,
     };
-    Ok((checkpoint, Caller { subject, step, ..caller(opts) }))
+    let retry_outages = opts.flag("retryOutages").unwrap_or(false);
+    Ok((checkpoint, Caller { subject, step, retry_outages, ..caller(opts) }))
 }
 
 /// A method's call (see `crate::client::methods::call`) and its caller.

@@ -45,6 +45,9 @@ struct Handle {
     entries: Vec<Option<JsValue>>,
     /// A watch's consumer waits for changes: resolve it with them.
     pull: Option<Function>,
+    /// A step with `retryOutages`: the checkpoint it began from, to give
+    /// back if its round is lost to an outage.
+    resumed: Option<Checkpoint>,
 }
 
 impl Drop for Handle {
@@ -63,6 +66,9 @@ pub struct Caller {
     pub subject: Subject,
     /// `step(checkpoint)`: one step, answered in its envelope.
     pub step: bool,
+    /// `step`'s `retryOutages`: a round lost to an outage gives the
+    /// checkpoint back, due later (`Client::retry_outages`).
+    pub retry_outages: bool,
 }
 
 /// What a call is: a new one, or one going on from a checkpoint.
@@ -165,13 +171,19 @@ impl Driver {
             let _ = reject.call1(&JsValue::UNDEFINED, &signal.reason());
             return (None, promise);
         }
+        let mut resumed = None;
         let started = {
             let mut client = self.client.borrow_mut();
             let now = self.now(&mut client);
             let began = self.began.take().map_or(now, |at| at.min(now));
             match call {
                 Begin::Start(spec) => Ok(client.start(spec, began)),
-                Begin::Resume(checkpoint) => client.resume(&checkpoint, began, caller.step),
+                Begin::Resume(checkpoint) => client.resume(&checkpoint, began, caller.step).inspect(|&id| {
+                    if caller.retry_outages {
+                        client.retry_outages(id, checkpoint.outages);
+                        resumed = Some(checkpoint);
+                    }
+                }),
             }
         };
         let id = match started {
@@ -203,6 +215,7 @@ impl Driver {
             listener,
             entries: Vec::new(),
             pull: None,
+            resumed,
         };
         self.calls.borrow_mut().insert(id, handle);
         self.drive_soon();
@@ -373,10 +386,24 @@ impl Driver {
                 let _ = pull.call1(&JsValue::UNDEFINED, &report::changes(taken));
             }
             Action::Stepped { call, wake_at } => {
-                let checkpoint = self.client.borrow().checkpoint(call).map(|c| c.to_json());
+                let Some(mut handle) = self.calls.borrow_mut().remove(call) else { return };
+                let (checkpoint, outage) = {
+                    let client = self.client.borrow();
+                    match (client.lost_round(call), handle.resumed.take()) {
+                        // Lost to an outage: the checkpoint it began from goes on.
+                        (Some((outages, e)), Some(resumed)) => {
+                            let error = report::error(e, None);
+                            self.chain(e, &error);
+                            (Some(Checkpoint { outages, ..resumed }.to_json()), Some(error))
+                        }
+                        _ => (client.checkpoint(call).map(|c| c.to_json()), None),
+                    }
+                };
                 self.client.borrow_mut().drop_call(call);
-                let Some(handle) = self.calls.borrow_mut().remove(call) else { return };
                 let value = report::stepped(checkpoint.as_deref(), Some(wake_at), JsValue::NULL, None);
+                if let Some(outage) = outage {
+                    let _ = js_sys::Reflect::set(&value, &"outage".into(), &outage);
+                }
                 let _ = handle.resolve.call1(&JsValue::UNDEFINED, &value);
             }
             Action::Settled(call) => {

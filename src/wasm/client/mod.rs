@@ -54,12 +54,19 @@ impl RawClient {
     /// A method by name (one export for all keeps the package's glue
     /// small): `a` and `b` are its arguments before its options, as many
     /// as it takes.
+    /// `resume` and `step` take a checkpoint: the call it is of goes on.
     pub fn run(&self, method: JsValue, a: JsValue, b: JsValue, options: JsValue) -> Promise {
         let method = js::text(&method).unwrap_or_default();
         let Some(known) = methods::options(&method) else {
             return Promise::reject(&report::error(&Error::InvalidArgument("unknown method".into()), None));
         };
-        self.call(&options, known, &|o| start(calls::prepare(&method, &a, &b, o)))
+        self.call(&options, known, &|o| match method.as_str() {
+            resume @ ("resume" | "step") => {
+                let (checkpoint, caller) = calls::resumed(&a, &o, resume == "step")?;
+                Ok((Begin::Resume(checkpoint), caller))
+            }
+            _ => start(calls::prepare(&method, &a, &b, o)),
+        })
     }
 
     /// Starts watching (see js/index.js): `[id, promise]`, the promise
@@ -95,24 +102,6 @@ impl RawClient {
             self.driver.plan(spec)
         };
         plan().map_err(|e| report::error(&e, None))
-    }
-
-    /// Goes on with the call a checkpoint was made of, to its end: it
-    /// settles as the original call would have.
-    pub fn resume(&self, checkpoint: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::RESUME, &|o| {
-            let (checkpoint, caller) = calls::resumed(&checkpoint, &o, false)?;
-            Ok((Begin::Resume(checkpoint), caller))
-        })
-    }
-
-    /// One step of the call a checkpoint was made of: its PUTs, or one
-    /// round of checks; `{ checkpoint, wakeAtMs }` to go on from, or the end.
-    pub fn step(&self, checkpoint: JsValue, options: JsValue) -> Promise {
-        self.call(&options, options::STEP, &|o| {
-            let (checkpoint, caller) = calls::resumed(&checkpoint, &o, true)?;
-            Ok((Begin::Resume(checkpoint), caller))
-        })
     }
 }
 
