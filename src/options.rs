@@ -255,29 +255,26 @@ pub const WAIT_FOR_POWER: &[(&str, Kind)] = node_field_wait![("diagnose", Flag)]
 /// nothing to diagnose.
 pub const WAIT_FOR_RESERVATION: &[(&str, Kind)] = node_field_wait![];
 
-/// `getNodeHistory(node, options)`.
-pub const GET_NODE_HISTORY: &[(&str, Kind)] = &[("signal", Value)];
+/// The options of the allocation waits.
+macro_rules! allocation_wait {
+    ($($extra:expr),*) => {
+        &[
+            ("timeout", Timeout),
+            ("pollInterval", Interval),
+            ("budget", Number),
+            ("signal", Value),
+            ("onProgress", Value),
+            ("onCheckpoint", Value),
+            $($extra),*
+        ]
+    };
+}
 
 /// `createAllocation(fields, options)`.
-pub const CREATE_ALLOCATION: &[(&str, Kind)] = &[
-    ("wait", Wait),
-    ("timeout", Timeout),
-    ("pollInterval", Interval),
-    ("budget", Number),
-    ("signal", Value),
-    ("onProgress", Value),
-    ("onCheckpoint", Value),
-];
+pub const CREATE_ALLOCATION: &[(&str, Kind)] = allocation_wait![("wait", Wait)];
 
 /// `waitForAllocation(id, options)`.
-pub const WAIT_FOR_ALLOCATION: &[(&str, Kind)] = &[
-    ("timeout", Timeout),
-    ("pollInterval", Interval),
-    ("budget", Number),
-    ("signal", Value),
-    ("onProgress", Value),
-    ("onCheckpoint", Value),
-];
+pub const WAIT_FOR_ALLOCATION: &[(&str, Kind)] = allocation_wait![];
 
 /// `watch(options)`: `fields` are node fields watched beyond the provision
 /// state's.
@@ -296,7 +293,8 @@ pub const GET_NODE: &[(&str, Kind)] = &[("fields", Strings), ("signal", Value)];
 /// `listNodes(options)`.
 pub const LIST_NODES: &[(&str, Kind)] = &[("fields", Strings), ("limit", Number), ("scope", Value), ("signal", Value)];
 
-/// The methods whose only option is their signal (`microversion`).
+/// The methods whose only option is their signal (`microversion`,
+/// `getNodeHistory`).
 pub const SIGNAL_ONLY: &[(&str, Kind)] = &[("signal", Value)];
 
 /// `authenticate(options)`: `refused` is a token the server refused, to be
