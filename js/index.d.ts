@@ -336,7 +336,10 @@ export interface NodeHistoryEvent {
 export interface NodeReport {
   node: string;
   outcome: Outcome;
-  /** For outcomes `error` and `not-found`: what went wrong (an IronicHttpError, say, with its request id). */
+  /**
+   * For outcomes `failed` and `unexpected-stable` (a `StateTransitionFailed`, in python-ironicclient's words), `error`
+   * and `not-found` (an IronicHttpError, say, with its request id): what went wrong.
+   */
   error?: IronicWaitError;
   state: string | null;
   targetState: string | null;

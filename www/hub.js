@@ -823,7 +823,8 @@ export function createHub({ mode }) {
       if (n.state !== undefined) row.state = n.state;
       if (n.targetState !== undefined) row.targetState = n.targetState;
       if (n.lastError !== undefined) row.lastError = n.lastError;
-      row.error = plainError(n.error);
+      // A failed node's row shows its state and last error already.
+      row.error = n.outcome === 'failed' ? null : plainError(n.error);
       if (Array.isArray(n.history))
         row.history = n.history.map((e) => ({ created_at: e.created_at, severity: e.severity, event_type: e.event_type, event: e.event }));
       if (n.historyError) row.historyError = String(n.historyError);

@@ -116,11 +116,9 @@ struct Entry<'a> {
 }
 
 pub fn entry(target: &TargetReport<Json>, subject: Subject) -> JsValue {
-    let error = match &target.outcome {
-        Outcome::Error(e) => Some(error(e, None)),
-        Outcome::NotFound(e) => Some(error(&Error::Http(e.clone()), None)),
-        _ => None,
-    };
+    // The error each outcome is when it ends a first-failure wait, in
+    // python-ironicclient's words: a failure's too, for `settle: 'all'`.
+    let error = target.outcome.as_failure().map(|e| error(&e, None));
     let (node, allocation) = named(subject, &target.ident);
     to_js(&Entry {
         node,

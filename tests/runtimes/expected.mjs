@@ -65,7 +65,14 @@ export const EXPECTED = {
       ['good', 'reached', 'active', null],
       ['bad', 'failed', 'deploy failed', NO_DEPLOY_STEPS],
     ],
-    errors: [null, null],
+    // A failed node's entry carries the error it would have ended a first-failure wait with.
+    errors: [
+      null,
+      error(
+        'StateTransitionFailed',
+        `Node bad failed to reach state active. It's in state deploy failed, and has error: ${NO_DEPLOY_STEPS}`,
+      ),
+    ],
   },
   timeout: {
     ...error('StateTransitionTimeout', 'Node(s) a, b failed to reach state active in 3 seconds'),

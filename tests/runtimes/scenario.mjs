@@ -146,7 +146,7 @@ export async function runScenario(api, { url }) {
         transitions: [{ node: 'bad', action: 'deploy', fail: 'No deploy steps returned by the driver' }],
       });
       const report = await client().provision(['good', 'bad'], 'deploy', { wait: true, timeout: 10, pollInterval: 0.02, settle: 'all' });
-      return { ok: report.ok, nodes: outcomes(report), errors: report.nodes.map((n) => n.error ?? null) };
+      return { ok: report.ok, nodes: outcomes(report), errors: report.nodes.map((n) => (n.error ? describe(n.error) : null)) };
     },
 
     async timeout() {
