@@ -22,10 +22,7 @@
 
 import { optionsFromEnvironment } from '../cli/settings.mjs';
 import { IronicClient } from '../pkg/worker.js';
-import { plain, Waits, watchOptions } from './waits.mjs';
-
-/** While a round fails for a reason of the object's own (its storage, say), rounds back off up to this. */
-const MAX_BACKOFF_MS = 5 * 60 * 1000;
+import { failedRoundDelayMs, plain, Waits, watchOptions } from './waits.mjs';
 
 export class IronicWaits {
   constructor(ctx, env) {
@@ -85,7 +82,7 @@ export class IronicWaits {
   async schedule(next) {
     if (next === undefined) next = await this.waits.nextWake();
     if (next !== null && this.failures > 0) {
-      next = Math.max(next, Date.now() + Math.min(MAX_BACKOFF_MS, 2000 * 2 ** (this.failures - 1)));
+      next = Math.max(next, Date.now() + failedRoundDelayMs(this.failures));
     }
     if (next === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(next);

@@ -44,7 +44,7 @@ import { IronicClient } from '../pkg/deno.js';
 export * from '../pkg/deno.js';
 
 import { OS_FLAGS, optionsFromEnvironment } from '../cli/settings.mjs';
-import { plain, Waits, watchOptions } from './waits.mjs';
+import { failedRoundDelayMs, plain, Waits, watchOptions } from './waits.mjs';
 
 const ROOT = 'ironic-wait';
 const ALARM = [ROOT, 'alarm'];
@@ -54,8 +54,6 @@ const PART_BYTES = 60 * 1024;
 /** Parts written per commit: under KV's 800 KiB a commit (and 1,000 mutations). */
 const PARTS_PER_COMMIT = 12;
 
-/** While rounds fail for a reason of the server's own (its KV, say), they back off up to this. */
-const MAX_BACKOFF_MS = 5 * 60 * 1000;
 /** Rounds are at least this far apart, whatever the waits ask: never a busy loop. */
 const MIN_GAP_MS = 250;
 /** An alarm this overdue, with no round under way, lost its message (its retries spent): a new one is queued. */
@@ -181,7 +179,7 @@ export class KvWaits {
     }
     if (!force && alarm && alarm.at <= next && alarm.at > now - OVERDUE_MS) return;
     if (force) next = Math.max(next, now + MIN_GAP_MS);
-    if (this.failures > 0) next = Math.max(next, now + Math.min(MAX_BACKOFF_MS, 2000 * 2 ** (this.failures - 1)));
+    if (this.failures > 0) next = Math.max(next, now + failedRoundDelayMs(this.failures));
     const token = crypto.randomUUID();
     const delay = Math.min(MAX_DELAY_MS, Math.max(0, next - now));
     await this.kv

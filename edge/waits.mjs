@@ -42,6 +42,15 @@ const LOOKAHEAD_MS = 1000;
 /** A finished wait's record is kept this long for its report, then dropped. */
 const KEEP_MS = 24 * 3600 * 1000;
 
+/**
+ * A host's round that failed for a reason of its own (its storage, say), the
+ * `failures`th in a row, is tried again this much later: 2 s doubling to 5
+ * minutes. (A round lost to Ironic is the client's to schedule: `retryOutages`.)
+ */
+export function failedRoundDelayMs(failures) {
+  return Math.min(5 * 60 * 1000, 2000 * 2 ** (failures - 1));
+}
+
 /** The key of wait `id` in the host's storage. */
 const keyOf = (id) => `wait:${id}`;
 
