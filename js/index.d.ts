@@ -514,32 +514,101 @@ export interface WatchOptions {
 }
 
 export class IronicClient {
+  /**
+   * A client of one Ironic endpoint (one poll loop and one token for all its calls).
+   * @example
+   * ```js
+   * const client = new IronicClient({ endpoint: 'http://127.0.0.1:6385' });
+   * console.log(await client.microversion());
+   * ```
+   */
   constructor(options: IronicClientOptions);
-  /** Sends the action to each node (one PUT each, in order) and, with `wait`, waits for the action's expected state. */
+  /**
+   * Sends the action to each node (one PUT each, in order) and, with `wait`, waits for the action's expected state.
+   * @example
+   * ```js
+   * const report = await client.provision(['node-1', 'node-2'], 'deploy', { wait: true, timeout: 1800 });
+   * for (const n of report.nodes) console.log(`${n.node}: ${n.outcome} in ${n.elapsed} s`);
+   * ```
+   */
   provision(nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): Promise<WaitReport>;
-  /** Waits until every node is in `expectedState` (lower-cased), fails, or time runs out. */
+  /**
+   * Waits until every node is in `expectedState` (lower-cased), fails, or time runs out.
+   * @example
+   * ```js
+   * await client.provision('node-1', 'manage');
+   * const report = await client.waitForProvisionState('node-1', 'manageable', { timeout: 600 });
+   * console.log(report.ok);
+   * ```
+   */
   waitForProvisionState(nodes: string | string[], expectedState: string, options?: WaitOptions): Promise<WaitReport>;
   /**
    * Sends the power action to each node (`PUT /v1/nodes/{id}/states/power`) and, with `wait`, waits until it is
    * over: `target_power_state` cleared with the node in the power state the action ends in (`power on` for
    * the reboots) is `reached`; cleared short of it with a `last_error` is `failed`. Report entries' `state` is the
    * power state, `targetState` the target power state.
+   * @example
+   * ```js
+   * await client.setPowerState(['node-1', 'node-2'], 'power on', { wait: true, timeout: 300 });
+   * ```
    */
   setPowerState(nodes: string | string[], action: PowerAction, options?: PowerOptions): Promise<WaitReport>;
-  /** Waits until every node is in `state` with no power action under way, a power action fails, or time runs out. */
+  /**
+   * Waits until every node is in `state` with no power action under way, a power action fails, or time runs out.
+   * @example
+   * ```js
+   * const report = await client.waitForPowerState('node-1', 'power off', { timeout: 60 });
+   * console.log(report.nodes[0].state);
+   * ```
+   */
   waitForPowerState(nodes: string | string[], state: 'power on' | 'power off', options?: NodeFieldWaitTuning): Promise<WaitReport>;
   /**
    * Waits until no conductor holds each node's lock (`reservation` null); nothing fails. Report entries' `state` is
    * the conductor holding it when last seen (null once released).
+   * @example
+   * ```js
+   * await client.waitForReservation(['node-1', 'node-2'], { timeout: 120 });
+   * ```
    */
   waitForReservation(nodes: string | string[], options?: Omit<NodeFieldWaitTuning, 'diagnose'>): Promise<WaitReport>;
-  /** A node's history (API 1.78): its events as Ironic lists them, oldest first (one page: Ironic keeps 300 a node by default). */
+  /**
+   * A node's history (API 1.78): its events as Ironic lists them, oldest first (one page: Ironic keeps 300 a node by default).
+   * @example
+   * ```js
+   * for (const e of await client.getNodeHistory('node-1')) console.log(e.created_at, e.severity, e.event);
+   * ```
+   */
   getNodeHistory(node: string, options?: CallOptions): Promise<NodeHistoryEvent[]>;
-  /** Creates an allocation and, with `wait`, waits until it is active. */
+  /**
+   * Creates an allocation and, with `wait`, waits until it is active.
+   * @example
+   * ```js
+   * const { allocation, report } = await client.createAllocation(
+   *   { resourceClass: 'gold', name: 'web-3' },
+   *   { wait: true, timeout: 120 },
+   * );
+   * console.log(allocation.uuid, report?.allocation.body?.node_uuid);
+   * ```
+   */
   createAllocation(fields: AllocationFields, options?: CreateAllocationOptions): Promise<CreatedAllocation>;
-  /** Waits until the allocation is active (every second by default). */
+  /**
+   * Waits until the allocation is active (every second by default).
+   * @example
+   * ```js
+   * const { allocation } = await client.createAllocation({ resourceClass: 'gold' });
+   * const report = await client.waitForAllocation(allocation.uuid, { timeout: 120 });
+   * console.log(report.allocation.state, report.allocation.body?.node_uuid);
+   * ```
+   */
   waitForAllocation(id: string, options?: AllocationWaitOptions): Promise<AllocationReport>;
-  /** One node; `fields` limits what is returned (API 1.8+). */
+  /**
+   * One node; `fields` limits what is returned (API 1.8+).
+   * @example
+   * ```js
+   * const node = await client.getNode('node-1', { fields: ['uuid', 'provision_state', 'power_state'] });
+   * console.log(node.provision_state, node.power_state);
+   * ```
+   */
   getNode(id: string, options?: CallOptions & { fields?: string[] }): Promise<Node>;
   /**
    * The nodes of a scope, once at the start (unless `initial: false`), then each change of them, in the manner of
@@ -548,17 +617,36 @@ export class IronicClient {
    * `next()`. `return()` (or a `break` out of `for await`) ends it at once, even while a `next()` waits; `signal`
    * aborting makes the `next()` under way reject with its reason; a listing that fails (after the retries) rejects it
    * with its error. Nothing is sent after the end.
+   * @example
+   * ```js
+   * for await (const change of client.watch({ scope: { resourceClass: 'gold' } })) {
+   *   console.log(change.type, change.uuid, change.node?.provision_state);
+   *   if (change.type === 'added') break; // ends the watch: nothing more is sent
+   * }
+   * ```
    */
   watch(options?: WatchOptions): AsyncIterableIterator<NodeChange>;
   /**
    * Nodes: every page (pages of 1000), read on the client's one poll loop, so that lists of one scope at once (and a
    * watcher's or a wait's listing of it) share the same requests; or, with `limit`, one page of that many, on its own.
    * `fields` (API 1.8+) limits what each node has, as Ironic lists it; without it, every field (`/v1/nodes/detail`).
+   * @example
+   * ```js
+   * const available = await client.listNodes({ scope: { provisionState: 'available' }, fields: ['uuid', 'name'] });
+   * console.log(available.map((n) => n.name));
+   * ```
    */
   listNodes(options?: CallOptions & { fields?: string[]; limit?: number; scope?: Scope }): Promise<Node[]>;
   /**
    * The checkpoint of a wait, made without sending anything: `method` and its arguments as that method takes them.
    * `resume` or `step` it to run the call.
+   * @example
+   * ```js
+   * const text = client.checkpoint('provision', ['node-1'], 'deploy', { wait: true, timeout: 1800 });
+   * // Store `text`; any process of a client of this endpoint can run the call from it.
+   * const report = await client.resume(text);
+   * console.log(report.ok);
+   * ```
    */
   checkpoint(method: 'provision', nodes: string | string[], action: ProvisionAction, options?: ProvisionOptions): Checkpoint<'provision'>;
   checkpoint(
@@ -586,6 +674,14 @@ export class IronicClient {
    * settles as that call would have: the same report or error, no PUT sent twice, its deadline kept (one last check
    * if it is past). A checkpoint that is not one, of another endpoint, tampered with or of a later format is an
    * InvalidArgumentError, nothing sent.
+   * @example
+   * ```js
+   * let saved = client.checkpoint('provision', ['node-1'], 'deploy', { wait: true });
+   * await client.resume(saved, { onCheckpoint: (text) => (saved = text) }); // store each
+   * // After a crash or a restart, from the last checkpoint stored:
+   * const report = await client.resume(saved);
+   * console.log(report.nodes[0].outcome);
+   * ```
    */
   resume<M extends WaitMethod>(
     checkpoint: Checkpoint<M>,
@@ -596,6 +692,19 @@ export class IronicClient {
    * `checkpoint` at `wakeAtMs` (ms since the epoch), in any process; at the end both are null and `report` is the
    * call's answer, with `error` when it failed (not thrown, so that a loop can keep it). `onProgress` gets the events
    * of the step's round.
+   * @example
+   * ```js
+   * let checkpoint = client.checkpoint('waitForProvisionState', ['node-1'], 'available', { timeout: 600 });
+   * for (;;) {
+   *   const result = await client.step(checkpoint);
+   *   if (result.checkpoint === null) {
+   *     console.log(result.report?.ok, result.error?.message);
+   *     break;
+   *   }
+   *   checkpoint = result.checkpoint; // store it; call again at result.wakeAtMs, in any process
+   *   await new Promise((resolve) => setTimeout(resolve, Math.max(0, result.wakeAtMs - Date.now())));
+   * }
+   * ```
    */
   step<M extends WaitMethod>(
     checkpoint: Checkpoint<M>,
@@ -609,11 +718,22 @@ export class IronicClient {
       retryOutages?: boolean;
     },
   ): Promise<StepResult<M>>;
-  /** The API microversion in use, negotiated first if needed. */
+  /**
+   * The API microversion in use, negotiated first if needed.
+   * @example
+   * ```js
+   * console.log(await client.microversion()); // e.g. '1.115', negotiated once per client
+   * ```
+   */
   microversion(options?: CallOptions): Promise<string>;
   /**
    * The endpoint in use and a current token, for requests of the caller's own (a proxy): logs in or asks `getToken()`
    * when there is no token, it is due for renewal, or it is `refused` (the token a 401 answered) and still current.
+   * @example
+   * ```js
+   * const { endpoint, token } = await client.authenticate();
+   * console.log(endpoint, token === null ? 'no token (noauth)' : 'a token');
+   * ```
    */
   authenticate(options?: CallOptions & { refused?: string }): Promise<{ endpoint: string; token: string | null; expiresAt: string | null }>;
 }
