@@ -738,33 +738,111 @@ export class IronicClient {
   authenticate(options?: CallOptions & { refused?: string }): Promise<{ endpoint: string; token: string | null; expiresAt: string | null }>;
 }
 
+/**
+ * The base class of every error the package raises itself (an abort rejects with the signal's own reason instead).
+ * @example
+ * ```js
+ * try {
+ *   await client.getNode('no-such-node');
+ * } catch (e) {
+ *   if (!(e instanceof IronicWaitError)) throw e;
+ *   console.log(e.name, e.message);
+ * }
+ * ```
+ */
 export class IronicWaitError extends Error {}
+/**
+ * A caller's argument is wrong; nothing was sent.
+ * @example
+ * ```js
+ * const e = await client.provision('node-1', 'deploy', { wait: true, timeout: 0 }).catch((e) => e);
+ * console.log(e instanceof InvalidArgumentError, e.message); // Option timeout must be a positive number of seconds ...
+ * ```
+ */
 export class InvalidArgumentError extends IronicWaitError {}
+/**
+ * Ironic's answer cannot be used (not JSON, a node without `provision_state`, larger than `maxResponseBytes`, ...).
+ * @example
+ * ```js
+ * const small = new IronicClient({ endpoint: 'http://127.0.0.1:6385', maxResponseBytes: 1024 });
+ * const e = await small.listNodes().catch((e) => e);
+ * console.log(e instanceof InvalidResponseError, e.message);
+ * ```
+ */
 export class InvalidResponseError extends IronicWaitError {
   /** The node or allocation whose body was unusable, and the field, where known. */
   target?: string;
   field?: string;
 }
+/**
+ * Ironic answered with an HTTP error, after the retries.
+ * @example
+ * ```js
+ * const e = await client.getNode('no-such-node').catch((e) => e);
+ * if (e instanceof IronicHttpError) console.log(e.status, e.requestId, e.detail); // 404 req-... Node no-such-node could not be found.
+ * ```
+ */
 export class IronicHttpError extends IronicWaitError {
   status: number;
   requestId: string | null;
   /** Ironic's own message (`faultstring`). */
   detail: string;
 }
-/** Ironic (or Keystone) could not be reached, after the retries; `cause` is what the runtime's `fetch` threw last. */
+/**
+ * Ironic (or Keystone) could not be reached, after the retries; `cause` is what the runtime's `fetch` threw last.
+ * @example
+ * ```js
+ * const down = new IronicClient({ endpoint: 'http://127.0.0.1:9', maxRetries: 1, retryInterval: 0 });
+ * const e = await down.getNode('node-1').catch((e) => e);
+ * if (e instanceof ConnectionError) console.log(e.message, e.cause);
+ * ```
+ */
 export class ConnectionError extends IronicWaitError {
   cause?: unknown;
 }
 /**
  * No credentials: Keystone refused them (`status`, `requestId`: its answer's), no Ironic in its catalog, `getToken()`
  * failed (`cause`: what it threw or rejected with).
+ * @example
+ * ```js
+ * const sealed = new IronicClient({
+ *   endpoint: 'http://127.0.0.1:6385',
+ *   getToken: async () => {
+ *     throw new Error('the vault is sealed');
+ *   },
+ * });
+ * const e = await sealed.getNode('node-1').catch((e) => e);
+ * if (e instanceof AuthError) console.log(e.message, e.cause); // Authentication failed: getToken() failed: the vault is sealed
+ * ```
  */
 export class AuthError extends IronicWaitError {
   cause?: unknown;
   status?: number;
   requestId?: string | null;
 }
+/**
+ * The server speaks no API microversion the call needs (or the client can use); nothing was sent for it.
+ * @example
+ * ```js
+ * const old = new IronicClient({ endpoint: 'http://127.0.0.1:6385', microversion: '1.50' });
+ * const e = await old.getNodeHistory('node-1').catch((e) => e); // node history needs API 1.78
+ * console.log(e instanceof UnsupportedVersionError, e.message);
+ * ```
+ */
 export class UnsupportedVersionError extends IronicWaitError {}
+/**
+ * A node reached a failure state (`error`, `* failed`) or rests in a stable state other than the expected one; an
+ * allocation failed. Its message is python-ironicclient's.
+ * @example
+ * ```js
+ * try {
+ *   await client.provision('bad-1', 'deploy', { wait: true, timeout: 600 });
+ * } catch (e) {
+ *   if (!(e instanceof StateTransitionFailed)) throw e;
+ *   console.log(e.node, e.state, e.lastError); // bad-1 deploy failed No deploy steps returned by the driver
+ * }
+ * ```
+ */
 export class StateTransitionFailed extends IronicWaitError {
   node?: string;
   allocation?: string;
@@ -774,6 +852,18 @@ export class StateTransitionFailed extends IronicWaitError {
   unexpectedStable: boolean;
   report: WaitReport | AllocationReport;
 }
+/**
+ * The wait ran out of time (`Node(s) node-1 failed to reach state active in 0.5 seconds`).
+ * @example
+ * ```js
+ * try {
+ *   await client.provision('slow-1', 'deploy', { wait: true, timeout: 0.5 });
+ * } catch (e) {
+ *   if (!(e instanceof StateTransitionTimeout)) throw e;
+ *   console.log(e.nodes, e.timeout, e.report.ok);
+ * }
+ * ```
+ */
 export class StateTransitionTimeout extends IronicWaitError {
   nodes?: string[];
   allocations?: string[];

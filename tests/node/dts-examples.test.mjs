@@ -22,18 +22,35 @@ const exec = promisify(execFile);
 function examples() {
   const text = readFileSync(join(ROOT, 'js', 'index.d.ts'), 'utf8');
   const found = [];
-  const block = /@example\n\s*\* ```js\n([\s\S]*?)\n\s*\* ```\n\s*\*\/\n\s*(\w+)/g;
+  const block = /@example\n\s*\* ```js\n([\s\S]*?)\n\s*\* ```\n\s*\*\/\n\s*(?:export class )?(\w+)/g;
   for (const [, body, member] of text.matchAll(block)) {
     found.push({ member, code: body.replace(/^\s*\* ?/gm, '') });
   }
   return found;
 }
 
-const HEADER = "import { IronicClient, StateTransitionFailed, StateTransitionTimeout, ConnectionError, tables } from 'ironic-wait';";
+/** Every export an example may use. */
+const EXPORTS = [
+  'IronicClient',
+  'IronicWaitError',
+  'InvalidArgumentError',
+  'InvalidResponseError',
+  'IronicHttpError',
+  'ConnectionError',
+  'AuthError',
+  'UnsupportedVersionError',
+  'StateTransitionFailed',
+  'StateTransitionTimeout',
+  'tables',
+  'version',
+];
 
 /** The example as a module: `client` given (a block of its own, so that an example may make its own). */
 const module = (code, endpoint) =>
-  `${HEADER}\nconst client = new IronicClient({ endpoint: ${JSON.stringify(endpoint)} });\n{\n${code.replaceAll('http://127.0.0.1:6385', endpoint)}\n}\nexport { client, StateTransitionFailed, StateTransitionTimeout, ConnectionError, tables };\n`;
+  `import { ${EXPORTS.join(', ')} } from 'ironic-wait';\n` +
+  `const client = new IronicClient({ endpoint: ${JSON.stringify(endpoint)} });\n` +
+  `{\n${code.replaceAll('http://127.0.0.1:6385', endpoint)}\n}\n` +
+  `export { client, ${EXPORTS.join(', ')} };\n`;
 
 const all = examples();
 
@@ -74,13 +91,13 @@ test('the examples type-check as a JavaScript user writes them (tsc --strict --c
 
 for (const [i, { member, code }] of all.entries()) {
   test(`the example of ${member} runs against the simulator`, async () => {
+    const node = (name) => ({ name, provision_state: 'available', power_state: 'power off', resource_class: 'gold' });
     const ironic = await startIronic({
-      nodes: ['node-1', 'node-2', 'node-3'].map((name) => ({
-        name,
-        provision_state: 'available',
-        power_state: 'power off',
-        resource_class: 'gold',
-      })),
+      nodes: ['node-1', 'node-2', 'node-3', 'bad-1', 'slow-1'].map(node),
+      transitions: [
+        { node: 'bad-1', action: 'deploy', fail: 'No deploy steps returned by the driver' },
+        { node: 'slow-1', action: 'deploy', stall: true },
+      ],
     });
     try {
       const file = join(DIR, `run-${i}.mjs`);
@@ -89,6 +106,8 @@ for (const [i, { member, code }] of all.entries()) {
       const run = await exec(process.execPath, [file], { timeout: 60_000 }).catch((e) => e);
       assert.equal(run.stderr, '', run.message);
       assert.equal(run.code ?? 0, 0);
+      // An error's example meets that error: what it prints is there, and no `instanceof` said false.
+      if (/Error$|^StateTransition/.test(member)) assert.match(run.stdout, /^(?!false)\S/, run.stdout);
     } finally {
       await ironic.close();
     }
