@@ -53,8 +53,8 @@ impl RawClient {
 
     /// A method by name (one export for all keeps the package's glue
     /// small): `a` and `b` are its arguments before its options, as many
-    /// as it takes.
-    /// `resume` and `step` take a checkpoint: the call it is of goes on.
+    /// as it takes; `resume` and `step` take a checkpoint, and the call it
+    /// is of goes on.
     pub fn run(&self, method: JsValue, a: JsValue, b: JsValue, options: JsValue) -> Promise {
         let method = js::text(&method).unwrap_or_default();
         let Some(known) = methods::options(&method) else {
