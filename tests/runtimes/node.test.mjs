@@ -35,16 +35,8 @@ test("Node: the packed package's ironic-wait command runs (its files and its dep
 
 test('the packed types: tsc --strict passes a consumer of every method and option (and refuses what it must); attw finds no problem', async () => {
   const dir = consumerProject('node', 'types', { 'consumer.ts': 'types/consumer.ts' });
-  const compilerOptions = {
-    strict: true,
-    noEmit: true,
-    module: 'nodenext',
-    moduleResolution: 'nodenext',
-    target: 'es2022',
-    lib: ['es2022', 'dom', 'dom.iterable'],
-    types: [],
-  };
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['consumer.ts'] }));
+  const config = { extends: join(ROOT, 'tests', 'tsconfig.strict.json'), files: ['consumer.ts'] };
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
   const exec = (file, args, cwd) => promisify(execFile)(file, args, { cwd }).catch((e) => e);
   const tsc = await exec(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], dir);
   assert.equal(`${tsc.stdout}${tsc.stderr}`, '', 'tsc reports nothing');
