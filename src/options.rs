@@ -186,25 +186,45 @@ pub const CLIENT: &[(&str, Kind)] = &[
     ("onRequest", Value),
 ];
 
-/// The wait-tuning options of `provision` and `waitForProvisionState`.
-macro_rules! wait_tuning {
+/// The options every wait takes (an allocation's takes these alone).
+macro_rules! allocation_wait {
     ($($extra:expr),*) => {
         &[
             ("timeout", Timeout),
             ("pollInterval", Interval),
             ("budget", Number),
-            ("settle", Text),
-            ("holdIsTerminal", Flag),
-            ("failOnUnexpectedState", Flag),
-            ("concurrency", Number),
-            ("listThreshold", Number),
-            ("listMode", Text),
-            ("scope", Value),
             ("signal", Value),
             ("onProgress", Value),
             ("onCheckpoint", Value),
-            ("diagnose", Flag),
             $($extra),*
+        ]
+    };
+}
+
+/// The options of the power and lock waits: a node wait's, without the
+/// provision-state rules and the list mode (the change feed follows
+/// provision states alone).
+macro_rules! node_field_wait {
+    ($($extra:expr),*) => {
+        allocation_wait![
+            ("settle", Text),
+            ("concurrency", Number),
+            ("listThreshold", Number),
+            ("scope", Value)
+            $(, $extra)*
+        ]
+    };
+}
+
+/// The wait-tuning options of `provision` and `waitForProvisionState`.
+macro_rules! wait_tuning {
+    ($($extra:expr),*) => {
+        node_field_wait![
+            ("holdIsTerminal", Flag),
+            ("failOnUnexpectedState", Flag),
+            ("listMode", Text),
+            ("diagnose", Flag)
+            $(, $extra)*
         ]
     };
 }
@@ -224,26 +244,6 @@ pub const PROVISION: &[(&str, Kind)] = wait_tuning![
 /// `waitForProvisionState(nodes, expectedState, options)`.
 pub const WAIT_FOR_NODES: &[(&str, Kind)] = wait_tuning![];
 
-/// The options of the power and lock waits: no provision-state rules, and
-/// no list mode (the change feed follows provision states alone).
-macro_rules! node_field_wait {
-    ($($extra:expr),*) => {
-        &[
-            ("timeout", Timeout),
-            ("pollInterval", Interval),
-            ("budget", Number),
-            ("settle", Text),
-            ("concurrency", Number),
-            ("listThreshold", Number),
-            ("scope", Value),
-            ("signal", Value),
-            ("onProgress", Value),
-            ("onCheckpoint", Value),
-            $($extra),*
-        ]
-    };
-}
-
 /// `setPowerState(nodes, target, options)`.
 pub const SET_POWER_STATE: &[(&str, Kind)] =
     node_field_wait![("wait", Wait), ("powerTimeout", Number), ("diagnose", Flag)];
@@ -254,21 +254,6 @@ pub const WAIT_FOR_POWER: &[(&str, Kind)] = node_field_wait![("diagnose", Flag)]
 /// `waitForReservation(nodes, options)`: a lock fails no node, so there is
 /// nothing to diagnose.
 pub const WAIT_FOR_RESERVATION: &[(&str, Kind)] = node_field_wait![];
-
-/// The options of the allocation waits.
-macro_rules! allocation_wait {
-    ($($extra:expr),*) => {
-        &[
-            ("timeout", Timeout),
-            ("pollInterval", Interval),
-            ("budget", Number),
-            ("signal", Value),
-            ("onProgress", Value),
-            ("onCheckpoint", Value),
-            $($extra),*
-        ]
-    };
-}
 
 /// `createAllocation(fields, options)`.
 pub const CREATE_ALLOCATION: &[(&str, Kind)] = allocation_wait![("wait", Wait)];
