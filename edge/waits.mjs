@@ -179,14 +179,14 @@ export class Waits {
 
   /**
    * A step of each of `records`, begun together; each record stored with
-   * what its step made of it. With `outages`, a round lost to Ironic being
-   * down is taken again later (see the module's comment).
+   * what its step made of it. With `retryOutages`, a round lost to Ironic
+   * being down is taken again later (see the module's comment).
    */
-  step(records, outages = false) {
-    return Promise.all(records.map((record) => this.stepOne(record, outages)));
+  step(records, retryOutages = false) {
+    return Promise.all(records.map((record) => this.stepOne(record, retryOutages)));
   }
 
-  async stepOne(record, outages, controller = new AbortController()) {
+  async stepOne(record, retryOutages, controller = new AbortController()) {
     this.running.set(record.id, controller);
     const publish = (message, last = false) => this.publish(record.id, message, last);
     let answer;
@@ -194,7 +194,7 @@ export class Waits {
       answer = await this.client.step(record.checkpoint, {
         signal: controller.signal,
         onProgress: (event) => publish({ type: 'progress', event }),
-        retryOutages: outages,
+        retryOutages,
       });
     } catch (e) {
       // step() answers a wait's failure; it throws only for a checkpoint it
