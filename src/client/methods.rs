@@ -5,7 +5,7 @@
 
 use crate::document::{self, Document};
 use crate::engine::{self, WaitOptions};
-use crate::error::Error;
+use crate::error::{Error, Subject};
 use crate::http::retry::RetryPolicy;
 use crate::ironic::microversion::Requested;
 use crate::ironic::requests::{self, ProvisionArgs};
@@ -31,6 +31,15 @@ pub const WAITS: [&str; 7] = [
     "createAllocation",
     "waitForAllocation",
 ];
+
+/// What a method's call waits for (and its reports and events name):
+/// allocations for the allocation methods, nodes otherwise.
+pub fn subject(method: &str) -> Subject {
+    match method {
+        "createAllocation" | "waitForAllocation" => Subject::Allocation,
+        _ => Subject::Node,
+    }
+}
 
 /// The options a method takes, by its name.
 pub fn options(method: &str) -> Option<&'static [(&'static str, Kind)]> {

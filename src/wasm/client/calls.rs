@@ -53,10 +53,7 @@ pub fn checkpoint(text: &JsValue) -> Result<Checkpoint, Error> {
 /// the checkpoint is of, and its caller.
 pub fn resumed(text: &JsValue, opts: &Opts, step: bool) -> Result<(Checkpoint, Caller), Error> {
     let checkpoint = checkpoint(text)?;
-    let subject = match checkpoint.method.as_str() {
-        "createAllocation" | "waitForAllocation" => Subject::Allocation,
-        _ => Subject::Node,
-    };
+    let subject = methods::subject(&checkpoint.method);
     let retry_outages = opts.flag("retryOutages").unwrap_or(false);
     Ok((checkpoint, Caller { subject, step, retry_outages, ..caller(opts) }))
 }
@@ -64,9 +61,5 @@ pub fn resumed(text: &JsValue, opts: &Opts, step: bool) -> Result<(Checkpoint, C
 /// A method's call (see `crate::client::methods::call`) and its caller.
 pub fn prepare(method: &str, a: &JsValue, b: &JsValue, opts: Opts) -> Prepared {
     let spec = methods::call(method, &Json(a.clone()), &Json(b.clone()), &opts)?;
-    let caller = match method {
-        "createAllocation" | "waitForAllocation" => Caller { subject: Subject::Allocation, ..caller(&opts) },
-        _ => caller(&opts),
-    };
-    Ok((spec, caller))
+    Ok((spec, Caller { subject: methods::subject(method), ..caller(&opts) }))
 }
