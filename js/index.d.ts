@@ -38,13 +38,23 @@ export interface Tables {
   powerActions: readonly ProvisionActionRow[];
   provisionStates: readonly string[];
   stableStates: readonly string[];
-  /** Ironic's own `* failed` states; any state that is `error` or ends with `failureSuffix` is a failure. */
+  /** The failure rule: a state in `failureStates` (`error` and Ironic's `* failed` states) or any state that ends with `failureSuffix`. */
   failureStates: readonly string[];
   failureSuffix: string;
   holdStates: readonly string[];
   allocationStates: readonly string[];
   /** Every outcome a report entry or progress event may carry. */
   outcomes: readonly Outcome[];
+  /**
+   * Each `scope` filter as `[option, node field, x]`: the option of {@link Scope}, the node field it matches,
+   * and the API version `1.x` that brought both the filter and the field.
+   */
+  scopeFilters: readonly (readonly [option: keyof Scope, field: string, minor: number])[];
+  /**
+   * The API version `1.x` (its `x`) each optional part of the API needs: `fields` on node reads (and with it
+   * `power_state`, `target_power_state` and `maintenance` in a projection), `history` a node's history.
+   */
+  versions: Readonly<{ fields: number; history: number }>;
   /** Seconds unless named otherwise. */
   defaults: Readonly<{
     pollInterval: number;

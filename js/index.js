@@ -24,7 +24,7 @@ let frozenTables;
  */
 export function tables() {
   if (!frozenTables) {
-    const t = rawTables();
+    const t = parse(rawTables());
     t.actionsByName = Object.fromEntries(t.actions.map((a) => [a.name, a]));
     frozenTables = deepFreeze(t);
   }

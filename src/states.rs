@@ -47,8 +47,10 @@ pub const PROVISION_STATES: [&str; 32] = [
 /// States in which a node rests without a target (`STABLE_STATES`).
 pub const STABLE_STATES: [&str; 6] = ["enroll", "manageable", "available", "active", "error", "rescue"];
 
-/// The `* failed` states (`FAILURE_STATES`).
-pub const FAILURE_STATES: [&str; 7] = [
+/// The failure states Ironic has: `error` and the `* failed` ones
+/// (`FAILURE_STATES`, without `error`).
+pub const FAILURE_STATES: [&str; 8] = [
+    "error",
     "deploy failed",
     "clean failed",
     "inspect failed",

@@ -3,10 +3,11 @@
 //! defaults and the limits. The package exports it as `tables()`, and the
 //! command line and the console read it instead of keeping copies.
 
-use serde::Serialize;
-
+use crate::document::{number_into, quote_into};
 use crate::engine::{Outcome, WaitOptions, MAX_SECONDS};
 use crate::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS};
+use crate::ironic::microversion::Microversion;
+use crate::ironic::requests::Scope;
 use crate::ironic::{MAX_PAGES, MAX_PAGE_SIZE};
 use crate::states::{
     Action, ACTIONS, ALLOCATION_STATES, FAILURE_STATES, FAILURE_SUFFIX, HOLD_STATES, POWER_ACTIONS, PROVISION_STATES,
@@ -17,129 +18,217 @@ use crate::states::{
 /// otherwise: a full page of a thousand detailed nodes is a few MB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u32 = 16 * 1024 * 1024;
 
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Tables {
-    /// python-ironicclient's action table, in its order, with OSC's names.
-    pub actions: Vec<ActionRow>,
-    /// `setPowerState`'s actions: openstacksdk's names, Ironic's targets,
-    /// the power state each ends in.
-    pub power_actions: Vec<ActionRow>,
-    pub provision_states: &'static [&'static str],
-    /// States a node rests in without a target.
-    pub stable_states: &'static [&'static str],
-    /// Ironic's `* failed` states. The failure rule is wider: `error`, or
-    /// any state ending in `failureSuffix`, known to Ironic or not.
-    pub failure_states: &'static [&'static str],
-    pub failure_suffix: &'static str,
-    pub hold_states: &'static [&'static str],
-    pub allocation_states: &'static [&'static str],
-    /// Every outcome a report entry or progress event may carry.
-    pub outcomes: &'static [&'static str],
-    pub defaults: Defaults,
-    pub limits: Limits,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActionRow {
-    pub name: &'static str,
-    /// The `target` sent in the provision (or power) PUT.
-    pub target: &'static str,
-    /// The state a wait after it waits for; null where there is no wait.
-    pub expected: Option<&'static str>,
-    /// Seconds between checks of that wait.
-    pub poll_interval: Option<u32>,
-}
-
-/// Seconds unless named otherwise.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Defaults {
-    /// `waitForProvisionState`; a provision's wait takes its action's.
-    pub poll_interval: f64,
-    pub allocation_poll_interval: f64,
-    pub concurrency: usize,
-    pub list_threshold: usize,
-    pub page_size: u32,
-    pub request_timeout: f64,
-    pub max_retries: u32,
-    pub retry_interval: f64,
-    pub max_response_bytes: u32,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Limits {
-    /// The longest timeout or interval: what a JS timer holds.
-    pub max_seconds: f64,
-    pub max_page_size: u32,
-    /// Pages one listing may take before it is refused as endless.
-    pub max_pages: u32,
-    /// The longest `Retry-After` honoured, in seconds.
-    pub max_retry_after: f64,
-}
-
-fn row(a: &Action) -> ActionRow {
-    ActionRow {
-        name: a.name,
-        target: a.target,
-        expected: a.wait.map(|(state, _)| state),
-        poll_interval: a.wait.map(|(_, interval)| interval),
-    }
-}
-
-/// The tables as the core has them.
-pub fn tables() -> Tables {
+/// The tables as JSON text, written here rather than serialized: every
+/// value is a string, a list of them or a whole number, and a writer this
+/// small costs the package less than a serializer per table.
+///
+/// - `actions`: python-ironicclient's action table, in its order, with
+///   OSC's names; `powerActions`: `setPowerState`'s (openstacksdk's names).
+///   Each row: `name`, `target` (sent in the PUT), `expected` (the state a
+///   wait after it waits for, null where there is no wait) and
+///   `pollInterval` (seconds between its checks, null likewise).
+/// - `provisionStates`, `stableStates` (rested in without a target), the
+///   failure rule as `failureStates` (`error` and Ironic's `* failed`) and
+///   `failureSuffix` (any state ending in it fails too, known or not),
+///   `holdStates`, `allocationStates`, and `outcomes`: every outcome a
+///   report entry or progress event may carry.
+/// - `scopeFilters`: each `scope` filter as `[option, node field, x]`, the
+///   API version `1.x` that brought both the filter and the field;
+///   `versions`: the `x` each optional part of the API needs (`fields` on
+///   node reads, and with it `power_state`, `target_power_state` and
+///   `maintenance` in a projection; `history`, a node's history).
+/// - `defaults` (seconds unless named otherwise) and `limits`
+///   (`maxSeconds`, the longest timeout or interval, what a JS timer
+///   holds; `maxPages`, the pages one listing may take before it is
+///   refused as endless; `maxRetryAfter`, the longest `Retry-After`
+///   honoured, in seconds).
+pub fn tables() -> String {
     let nodes = WaitOptions::nodes(Vec::new(), "");
     let retry = RetryPolicy::default();
-    Tables {
-        actions: ACTIONS.iter().map(row).collect(),
-        power_actions: POWER_ACTIONS.iter().map(row).collect(),
-        provision_states: &PROVISION_STATES,
-        stable_states: &STABLE_STATES,
-        failure_states: &FAILURE_STATES,
-        failure_suffix: FAILURE_SUFFIX,
-        hold_states: &HOLD_STATES,
-        allocation_states: &ALLOCATION_STATES,
-        outcomes: &Outcome::NAMES,
-        defaults: Defaults {
-            poll_interval: nodes.poll_interval,
-            allocation_poll_interval: WaitOptions::allocation(String::new()).poll_interval,
-            concurrency: nodes.concurrency,
-            list_threshold: nodes.list_threshold,
-            page_size: nodes.page_size,
-            request_timeout: nodes.request_timeout,
-            max_retries: retry.max_retries,
-            retry_interval: retry.interval_ms as f64 / 1000.0,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-        },
-        limits: Limits {
-            max_seconds: MAX_SECONDS,
-            max_page_size: MAX_PAGE_SIZE,
-            max_pages: MAX_PAGES,
-            max_retry_after: MAX_RETRY_AFTER_MS as f64 / 1000.0,
-        },
+    let mut w = Writer(String::from("{"));
+    w.rows("actions", &ACTIONS);
+    w.rows("powerActions", &POWER_ACTIONS);
+    w.strings("provisionStates", &PROVISION_STATES);
+    w.strings("stableStates", &STABLE_STATES);
+    w.strings("failureStates", &FAILURE_STATES);
+    w.key("failureSuffix");
+    quote_into(&mut w.0, FAILURE_SUFFIX);
+    w.strings("holdStates", &HOLD_STATES);
+    w.strings("allocationStates", &ALLOCATION_STATES);
+    w.strings("outcomes", &Outcome::NAMES);
+    w.key("scopeFilters");
+    w.0.push('[');
+    for (i, (field, since, option)) in Scope::FILTERS.iter().enumerate() {
+        w.0.push_str(if i == 0 { "[" } else { ",[" });
+        quote_into(&mut w.0, option);
+        w.0.push(',');
+        quote_into(&mut w.0, field);
+        w.0.push(',');
+        number_into(&mut w.0, since.minor.into());
+        w.0.push(']');
+    }
+    w.0.push(']');
+    w.object(
+        "versions",
+        &[("fields", Microversion::FIELDS.minor.into()), ("history", Microversion::HISTORY.minor.into())],
+    );
+    w.object(
+        "defaults",
+        &[
+            ("pollInterval", nodes.poll_interval as u64),
+            ("allocationPollInterval", WaitOptions::allocation(String::new()).poll_interval as u64),
+            ("concurrency", nodes.concurrency as u64),
+            ("listThreshold", nodes.list_threshold as u64),
+            ("pageSize", nodes.page_size.into()),
+            ("requestTimeout", nodes.request_timeout as u64),
+            ("maxRetries", retry.max_retries.into()),
+            ("retryInterval", retry.interval_ms / 1000),
+            ("maxResponseBytes", DEFAULT_MAX_RESPONSE_BYTES.into()),
+        ],
+    );
+    w.object(
+        "limits",
+        &[
+            ("maxSeconds", MAX_SECONDS as u64),
+            ("maxPageSize", MAX_PAGE_SIZE.into()),
+            ("maxPages", MAX_PAGES.into()),
+            ("maxRetryAfter", MAX_RETRY_AFTER_MS / 1000),
+        ],
+    );
+    w.0.push('}');
+    w.0
+}
+
+/// A JSON object's members, written one after another.
+struct Writer(String);
+
+impl Writer {
+    fn key(&mut self, key: &str) {
+        if self.0.len() > 1 {
+            self.0.push(',');
+        }
+        quote_into(&mut self.0, key);
+        self.0.push(':');
+    }
+
+    fn strings(&mut self, key: &str, list: &[&str]) {
+        self.key(key);
+        self.0.push('[');
+        for (i, s) in list.iter().enumerate() {
+            if i > 0 {
+                self.0.push(',');
+            }
+            quote_into(&mut self.0, s);
+        }
+        self.0.push(']');
+    }
+
+    /// Whole numbers only: the tables' are, and the package has no float formatting.
+    fn object(&mut self, key: &str, members: &[(&str, u64)]) {
+        self.key(key);
+        let mut inner = Writer(String::from("{"));
+        for (name, n) in members {
+            inner.key(name);
+            number_into(&mut inner.0, *n);
+        }
+        self.0.push_str(&inner.0);
+        self.0.push('}');
+    }
+
+    fn rows(&mut self, key: &str, actions: &[Action]) {
+        self.key(key);
+        self.0.push('[');
+        for (i, a) in actions.iter().enumerate() {
+            if i > 0 {
+                self.0.push(',');
+            }
+            let mut row = Writer(String::from("{"));
+            row.key("name");
+            quote_into(&mut row.0, a.name);
+            row.0.push_str(",\"target\":");
+            quote_into(&mut row.0, a.target);
+            row.0.push_str(",\"expected\":");
+            match a.wait {
+                Some((state, _)) => quote_into(&mut row.0, state),
+                None => row.0.push_str("null"),
+            }
+            row.0.push_str(",\"pollInterval\":");
+            match a.wait {
+                Some((_, interval)) => number_into(&mut row.0, interval.into()),
+                None => row.0.push_str("null"),
+            }
+            self.0.push_str(&row.0);
+            self.0.push('}');
+        }
+        self.0.push(']');
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    fn json() -> serde_json::Value {
+        serde_json::from_str(&tables()).expect("the tables are JSON")
+    }
 
     #[test]
     fn the_tables_are_the_cores_own() {
-        let t = tables();
-        assert_eq!(t.actions.len(), ACTIONS.len());
-        let deploy = t.actions.iter().find(|a| a.name == "deploy").unwrap();
-        assert_eq!((deploy.target, deploy.expected, deploy.poll_interval), ("active", Some("active"), Some(10)));
-        let reboot = t.power_actions.iter().find(|a| a.name == "reboot").unwrap();
-        assert_eq!((reboot.target, reboot.expected, reboot.poll_interval), ("rebooting", Some("power on"), Some(2)));
-        let abort = t.actions.iter().find(|a| a.name == "abort").unwrap();
-        assert_eq!((abort.expected, abort.poll_interval), (None, None));
-        assert_eq!((t.defaults.poll_interval, t.defaults.allocation_poll_interval), (2.0, 1.0));
-        assert_eq!((t.defaults.max_retries, t.defaults.retry_interval, t.defaults.request_timeout), (5, 2.0, 60.0));
-        assert_eq!(t.limits.max_seconds, 2_147_483.0);
+        let t = json();
+        assert_eq!(t["actions"].as_array().unwrap().len(), ACTIONS.len());
+        assert_eq!(
+            t["actions"][0],
+            json!({"name": "active", "target": "active", "expected": "active", "pollInterval": 10})
+        );
+        let row =
+            |table: &str, name: &str| t[table].as_array().unwrap().iter().find(|a| a["name"] == name).unwrap().clone();
+        assert_eq!(
+            row("actions", "deploy"),
+            json!({"name": "deploy", "target": "active", "expected": "active", "pollInterval": 10})
+        );
+        assert_eq!(
+            row("powerActions", "reboot"),
+            json!({"name": "reboot", "target": "rebooting", "expected": "power on", "pollInterval": 2})
+        );
+        assert_eq!(
+            row("actions", "abort"),
+            json!({"name": "abort", "target": "abort", "expected": null, "pollInterval": null})
+        );
+        assert_eq!(t["failureSuffix"], " failed");
+        let failures = t["failureStates"].as_array().unwrap();
+        assert_eq!(failures.len(), FAILURE_STATES.len());
+        assert!(failures.iter().all(|s| crate::states::is_failure_state(s.as_str().unwrap())));
+        assert_eq!(t["stableStates"].as_array().unwrap().len(), STABLE_STATES.len());
+        assert!(t["outcomes"].as_array().unwrap().contains(&"timed-out".into()));
+        assert_eq!(t["scopeFilters"].as_array().unwrap().len(), Scope::FILTERS.len());
+        assert_eq!(t["scopeFilters"][6], json!(["shard", "shard", 82]));
+        assert_eq!(t["versions"], json!({"fields": 8, "history": 78}));
+        assert_eq!(
+            t["defaults"],
+            json!({"pollInterval": 2, "allocationPollInterval": 1, "concurrency": 8, "listThreshold": 50, "pageSize": 1000,
+                   "requestTimeout": 60, "maxRetries": 5, "retryInterval": 2, "maxResponseBytes": 16 * 1024 * 1024})
+        );
+        assert_eq!(
+            t["limits"],
+            json!({"maxSeconds": 2_147_483, "maxPageSize": 1000, "maxPages": 1000, "maxRetryAfter": 60})
+        );
+    }
+
+    /// The writer has whole numbers only: a default with a fraction would be cut.
+    #[test]
+    fn every_number_is_whole() {
+        let nodes = WaitOptions::nodes(Vec::new(), "");
+        let seconds = [
+            nodes.poll_interval,
+            nodes.request_timeout,
+            WaitOptions::allocation(String::new()).poll_interval,
+            MAX_SECONDS,
+            RetryPolicy::default().interval_ms as f64 / 1000.0,
+            MAX_RETRY_AFTER_MS as f64 / 1000.0,
+        ];
+        assert!(seconds.iter().all(|s| s.fract() == 0.0), "{seconds:?}");
     }
 
     #[test]
@@ -168,17 +257,5 @@ mod tests {
         ];
         let names: Vec<&str> = outcomes.iter().map(Outcome::name).collect();
         assert_eq!(names, Outcome::NAMES);
-    }
-
-    #[test]
-    fn serialized_with_camel_case_names() {
-        let json = serde_json::to_value(tables()).unwrap();
-        assert_eq!(
-            json["actions"][0],
-            serde_json::json!({"name": "active", "target": "active", "expected": "active", "pollInterval": 10})
-        );
-        assert_eq!(json["limits"]["maxSeconds"], 2_147_483.0);
-        assert_eq!(json["defaults"]["maxResponseBytes"], 16 * 1024 * 1024);
-        assert!(json["outcomes"].as_array().unwrap().contains(&"timed-out".into()));
     }
 }

@@ -25,6 +25,6 @@ pub fn version() -> String {
 /// The core's tables (`crate::tables`): actions, state rules, outcomes,
 /// defaults and limits.
 #[wasm_bindgen]
-pub fn tables() -> JsValue {
-    report::to_js(&crate::tables::tables())
+pub fn tables() -> String {
+    crate::tables::tables()
 }
