@@ -11,6 +11,7 @@ import { byId, setText } from './dom.js';
 import { catchStrays, report } from './errors.js';
 import { createNodeTable } from './nodes.js';
 import { createRunPanel } from './run.js';
+import { useScopeFilters } from './scope.js';
 import { useStateRules } from './states.js';
 
 catchStrays();
@@ -31,6 +32,7 @@ async function start() {
   setText(byId('hub-mode'), hub.mode === 'shared' ? 'one for all tabs (SharedWorker)' : 'in this tab (no SharedWorker)');
   document.body.dataset.hub = hub.mode;
   useStateRules(tables);
+  useScopeFilters(tables.scopeFilters);
   hub.on('error', (msg) => report(msg.error, msg.context));
 
   let runs = null;

@@ -86,11 +86,11 @@ export function createDetail({ hub }) {
   }
 
   function drawHistory(answer, node) {
-    if (answer.unsupported === 'api') {
+    if (answer.unsupported) {
       historyBox.replaceChildren(
         el('p', {
           class: 'notice history-unsupported',
-          text: `Node history needs Ironic API 1.78 or later; this Ironic speaks ${answer.microversion ?? 'an older version'}.`,
+          text: answer.unsupported,
         }),
       );
       return;

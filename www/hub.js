@@ -13,7 +13,7 @@
 // The console server's token comes from a tab's message and lives in this
 // hub's memory only: not in IndexedDB, not in a checkpoint.
 
-import { inScope, normalScope, scopeKey } from './scope.js';
+import { inScope, normalScope, scopeKey, useScopeFilters } from './scope.js';
 import { OUTCOMES } from './states.js';
 import { openStore, recordWriter } from './store.js';
 
@@ -48,20 +48,10 @@ const EMPTY_AFTER_MS = 2500;
 const LARGE_FLEET = 2000;
 
 /**
- * Node fields beyond the change feed's, watched by listing the scope in full
- * (Ironic's provision stamp does not move for them), with the microversion
- * that brought each (a `fields` naming a newer one is a 406).
+ * The table's columns beyond the change feed's, watched by listing the scope
+ * in full (Ironic's provision stamp does not move for them).
  */
-const EXTRA_FIELDS = [
-  ['power_state', 8],
-  ['target_power_state', 8],
-  ['maintenance', 8],
-  ['resource_class', 21],
-  ['fault', 42],
-  ['conductor_group', 46],
-  ['owner', 50],
-  ['shard', 82],
-];
+const COLUMNS = ['power_state', 'target_power_state', 'maintenance', 'resource_class', 'fault', 'conductor_group', 'owner', 'shard'];
 /** What the change feed's entries carry (and a wait's events change). */
 const FEED_FIELDS = ['name', 'provision_state', 'target_provision_state', 'last_error', 'provision_updated_at'];
 
@@ -94,6 +84,8 @@ export function createHub({ mode }) {
   let booting = null;
   let store; // undefined: not opened yet; null: none
   let microversion = null;
+  /** [column, the API version 1.x (its x) that brought it], from the package's tables. */
+  let extraFields = [];
 
   // ------------------------------------------------------------------ tabs
 
@@ -200,6 +192,11 @@ export function createHub({ mode }) {
           `The ironic-wait package could not be loaded from /pkg/ (${e.message}). Build it with \`npm run build\` (\`npm start\` does).`,
         );
       }
+      const { scopeFilters, versions } = pkg.tables();
+      useScopeFilters(scopeFilters);
+      // Each column with the API version that brought it (a `fields` naming
+      // a newer one is a 406): a scope filter's field came with the filter.
+      extraFields = COLUMNS.map((f) => [f, scopeFilters.find(([, field]) => field === f)?.[2] ?? versions.fields]);
       if (store === undefined) store = await openStore().catch(() => null);
       if (client) {
         for (const w of waits.values()) {
@@ -316,9 +313,10 @@ export function createHub({ mode }) {
 
   const tableState = (s) => ({ total: s.model.size, counts: Object.fromEntries(s.counts), status: s.status, loaded: s.loaded });
 
-  function extraFields() {
+  /** The extra fields this Ironic has. */
+  function fieldsWatched() {
     const v = minor(microversion);
-    return EXTRA_FIELDS.filter(([, since]) => v >= since).map(([f]) => f);
+    return extraFields.filter(([, since]) => v >= since).map(([f]) => f);
   }
 
   /**
@@ -341,7 +339,7 @@ export function createHub({ mode }) {
     if (s.gen !== gen) return;
     const scope = s.scope;
     runWatch(s, gen, 'feed', { scope, pollInterval: FEED_INTERVAL });
-    runWatch(s, gen, 'fields', { scope, fields: extraFields(), pollInterval: s.fieldsInterval });
+    runWatch(s, gen, 'fields', { scope, fields: fieldsWatched(), pollInterval: s.fieldsInterval });
     later(s, EMPTY_AFTER_MS, () => {
       if (s.gen !== gen || s.loaded) return;
       s.status = { at: s.status.at, error: Object.values(s.errors).find(Boolean) ?? null };
@@ -415,7 +413,7 @@ export function createHub({ mode }) {
     // The feed is the newer word on provision states (the fields watch lists
     // more slowly, and its entry may predate a change the feed already
     // gave); the fields watch on the rest.
-    const keys = which === 'feed' ? FEED_FIELDS : EXTRA_FIELDS.map(([f]) => f);
+    const keys = which === 'feed' ? FEED_FIELDS : extraFields.map(([f]) => f);
     let next = null;
     for (const k of keys) {
       if (!(k in node) || node[k] === current[k]) continue;
@@ -432,7 +430,7 @@ export function createHub({ mode }) {
     // The other columns, as any scope's fields watch last saw them: a node
     // the feed brings to a new scope has them before its own listing comes.
     let extra = extras.get(uuid);
-    for (const [k] of EXTRA_FIELDS) {
+    for (const [k] of extraFields) {
       if (k in clean) (extra ??= {})[k] = clean[k];
       else if (extra && k in extra) clean[k] = extra[k];
     }
@@ -520,7 +518,7 @@ export function createHub({ mode }) {
     const gen = s.gen;
     s.iters.fields?.return().catch(() => {});
     // Its first listing may not have ended: the new one gives every node again (the unchanged ones change nothing).
-    runWatch(s, gen, 'fields', { scope: s.scope, fields: extraFields(), pollInterval: s.fieldsInterval });
+    runWatch(s, gen, 'fields', { scope: s.scope, fields: fieldsWatched(), pollInterval: s.fieldsInterval });
   }
 
   function sample(s) {
@@ -725,16 +723,10 @@ export function createHub({ mode }) {
       timeout: o.timeout ?? null,
     });
     w.secret = o.rescuePassword || null;
-    let checkpoint = null;
-    try {
-      checkpoint = client.checkpoint(method, ...args, options);
-    } catch (e) {
-      // A method checkpoint() does not know (an older package): run it directly.
-      if (!/^method must be/.test(e?.message ?? '')) throw e;
-    }
+    const checkpoint = client.checkpoint(method, ...args, options);
     waits.set(w.id, w);
     w.writer = store ? recordWriter(store, { id: w.id, endpoint: location.origin, meta: w.meta }) : null;
-    if (checkpoint && keepable(w, checkpoint)) {
+    if (keepable(w, checkpoint)) {
       await w.writer?.save(checkpoint);
       w.persisted = Boolean(w.writer);
       execute(w, (callbacks) => client.resume(checkpoint, callbacks));
@@ -814,7 +806,8 @@ export function createHub({ mode }) {
       const row = w.rows.values().next().value;
       Object.assign(row, { state: body?.state ?? row.state, lastError: body?.last_error ?? null });
       w.allocation = { uuid: body?.uuid ?? null, node: body?.node_uuid ?? null };
-      settleRow(w, row, report?.allocation?.outcome ?? (body?.state === 'active' ? 'reached' : 'accepted'));
+      // Created without a wait, it was sent and nothing more is known.
+      settleRow(w, row, report?.allocation?.outcome ?? 'accepted');
       return;
     }
     for (const n of result.nodes ?? []) {
@@ -877,10 +870,14 @@ export function createHub({ mode }) {
     }
   }
 
+  /** A node's history, or `{ unsupported }`: the package's word for an Ironic without it. */
   async function history(uuid) {
-    const v = microversion ?? (await client.microversion());
-    if (minor(v) < 78) return { unsupported: 'api', microversion: v };
-    return { events: await client.getNodeHistory(uuid) };
+    try {
+      return { events: await client.getNodeHistory(uuid) };
+    } catch (e) {
+      if (e instanceof pkg.UnsupportedVersionError) return { unsupported: e.message };
+      throw e;
+    }
   }
 
   return { accept };

@@ -10,7 +10,7 @@
 import { drawStacked, legend, stateOrder } from './chart.js';
 import { badge, byId, el, setText, shortId } from './dom.js';
 import { describe } from './errors.js';
-import { normalScope, SCOPE_FILTERS, scopeKey } from './scope.js';
+import { normalScope, scopeFilter, scopeKey } from './scope.js';
 import { stateKind } from './states.js';
 
 /** Rows drawn above and below the ones in view. */
@@ -107,7 +107,7 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
   /** Makes the inputs' scope the watch's: the rows shown now are filtered here until the hub's listing of it comes. */
   function setScope(next) {
     scope = normalScope(next);
-    checks = Object.entries(scope).map(([name, value]) => [SCOPE_FILTERS[name][0], value]);
+    checks = Object.entries(scope).map(([name, value]) => [scopeFilter(name)[0], value]);
     for (const [name, id] of Object.entries(FILTER_INPUTS)) if (byId(id).value !== (scope[name] ?? '')) byId(id).value = scope[name] ?? '';
     const k = scopeKey(scope);
     if (k === key) return;
@@ -123,7 +123,7 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
   function setMicroversion(v) {
     const minor = Number(/^1\.(\d+)$/.exec(v ?? '')?.[1] ?? 0);
     for (const [name, id] of Object.entries(FILTER_INPUTS)) {
-      const need = SCOPE_FILTERS[name][1];
+      const need = scopeFilter(name)[1];
       const input = byId(id);
       input.disabled = v !== null && minor < need;
       input.title = input.disabled ? `Needs Ironic API 1.${need}; this Ironic speaks ${v}` : '';

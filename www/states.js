@@ -48,14 +48,14 @@ export function stepOf(path, state, pos) {
 let rules = null;
 
 /** Takes the state rules from the package's tables; call before the first stateKind. */
-export function useStateRules({ stableStates, holdStates, failureSuffix }) {
-  rules = { stableStates, holdStates, failureSuffix };
+export function useStateRules({ stableStates, holdStates, failureStates, failureSuffix }) {
+  rules = { stableStates, holdStates, failureStates, failureSuffix };
 }
 
 /** A provision state's colour family: failed, hold, working, or the stable state itself. */
 export function stateKind(state) {
   if (state == null) return 'none';
-  if (state === 'error' || state.endsWith(rules.failureSuffix)) return 'failed';
+  if (rules.failureStates.includes(state) || state.endsWith(rules.failureSuffix)) return 'failed';
   if (rules.holdStates.includes(state)) return 'hold';
   if (rules.stableStates.includes(state)) return state;
   return 'working';
