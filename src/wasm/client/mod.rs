@@ -91,11 +91,7 @@ impl RawClient {
         let plan = || -> Result<String, Error> {
             let method = js::text(&method).unwrap_or_default();
             let Some(known) = methods::options(&method).filter(|_| methods::WAITS.contains(&method.as_str())) else {
-                return Err(Error::InvalidArgument(
-                    "method must be a wait's: provision, waitForProvisionState, setPowerState, waitForPowerState, \
-                     waitForReservation, createAllocation or waitForAllocation"
-                        .into(),
-                ));
+                return Err(Error::InvalidArgument(format!("method must be one of {}", methods::WAITS.join(", "))));
             };
             let opts = Options::read(&Json(c.clone()), "options", "Option ", known)?;
             let (spec, _) = calls::prepare(&method, &a, &b, opts)?;
