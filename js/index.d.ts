@@ -463,6 +463,13 @@ export interface CallOptions {
 export type NodeChange = { type: 'added' | 'modified'; uuid: string; node: Node } | { type: 'removed'; uuid: string; node: null };
 
 /**
+ * What a watch with `retryOutages` says of its own rounds: `outage`, a round lost to an outage (a connection failure, a
+ * 409, 429 or 5xx, or an answer that cannot be used, still failing after the retries), taken again 2 s later, doubling
+ * to 5 minutes while it lasts; `restored`, the rounds go through again.
+ */
+export type WatchHealth = { type: 'outage'; error: IronicWaitError } | { type: 'restored' };
+
+/**
  * A node as Ironic gives it: the fields asked for (all of them without `fields`), those of ironic-wait's decisions
  * typed; any other as `unknown`.
  */
@@ -514,12 +521,24 @@ export interface WatchOptions {
   scope?: Scope;
   /** 'changes' (default): one request a quiet round, by `provision_updated_at`; 'list': the scope in full each round. */
   listMode?: 'changes' | 'list';
-  /** Node fields watched beyond the provision state's (`power_state`, `maintenance`, ...): the scope is then listed in full each round. */
+  /**
+   * Node fields watched beyond the provision state's (`power_state`, `maintenance`, ...): the scope is then listed in
+   * full each round, or every `fieldsInterval`.
+   */
   fields?: string[];
+  /**
+   * With `fields`: those are listed in full every this many seconds, while the provision state follows the change feed
+   * every `pollInterval`; each change has the node with the newest of both (the provision fields of the listing with
+   * the later `provision_updated_at`). `'auto'`: every round while the scope has at most 2,000 nodes, then a round
+   * every 0.6 s per 1,000 nodes (10 s to 2 minutes).
+   */
+  fieldsInterval?: number | 'auto';
   /** Seconds between rounds (2). */
   pollInterval?: number;
   /** Yield every node of the scope at the start (true). */
   initial?: boolean;
+  /** A round lost to an outage is taken again later, and said as a {@link WatchHealth}, rather than ending the watch. */
+  retryOutages?: boolean;
   signal?: AbortSignal;
 }
 
@@ -626,7 +645,7 @@ export class IronicClient {
    * the latest state of each node changed since its last item, never a growing queue. It starts at the first
    * `next()`. `return()` (or a `break` out of `for await`) ends it at once, even while a `next()` waits; `signal`
    * aborting makes the `next()` under way reject with its reason; a listing that fails (after the retries) rejects it
-   * with its error. Nothing is sent after the end.
+   * with its error, unless `retryOutages` takes an outage's round again later. Nothing is sent after the end.
    * @example
    * ```js
    * for await (const change of client.watch({ scope: { resourceClass: 'gold' } })) {
@@ -635,6 +654,7 @@ export class IronicClient {
    * }
    * ```
    */
+  watch(options: WatchOptions & { retryOutages: true }): AsyncIterableIterator<NodeChange | WatchHealth>;
   watch(options?: WatchOptions): AsyncIterableIterator<NodeChange>;
   /**
    * Nodes: every page (pages of 1000), read on the client's one poll loop, so that lists of one scope at once (and a
@@ -721,9 +741,10 @@ export class IronicClient {
     options?: CallOptions & {
       onProgress?: (event: ProgressEvent) => void;
       /**
-       * A round lost to an outage (a failure the retries could not mend: a connection failure, 409 or 503) before the
-       * deadline does not end the call: the step answers the checkpoint it began from, due later and later (2 s
-       * doubling to 5 minutes), with the error in `outage`. For hosts whose waits outlive an Ironic restart.
+       * A round lost to an outage (a connection failure, a 409, 429 or 5xx, or an answer that cannot be used, still
+       * failing after the retries) before the deadline does not end the call: the step answers the checkpoint it began
+       * from, due later and later (2 s doubling to 5 minutes), with the error in `outage`. For hosts whose waits
+       * outlive an Ironic restart.
        */
       retryOutages?: boolean;
     },

@@ -582,6 +582,7 @@ export class IronicClient {
           started[1].catch(() => {});
         }
         batch = await raw.changes(started[0]);
+        for (const change of batch) if (change.error) change.error = toError(change.error);
         if (batch.length === 0 && !closed) {
           // Over: `end` says why (an abort, or an error).
           close();

@@ -120,6 +120,96 @@ pub fn object(members: &[(&str, String)]) -> String {
     out
 }
 
+/// A JSON object's text, written member by member: what the core hands a
+/// caller as data (the tables; the wasm shell's reports, events and errors,
+/// which it parses once with `JSON.parse`).
+pub struct ObjectWriter(String);
+
+impl Default for ObjectWriter {
+    fn default() -> Self {
+        ObjectWriter(String::from("{"))
+    }
+}
+
+impl ObjectWriter {
+    /// Starts member `key`: its value is written next, into the text.
+    pub fn key(&mut self, key: &str) -> &mut String {
+        if self.0.len() > 1 {
+            self.0.push(',');
+        }
+        quote_into(&mut self.0, key);
+        self.0.push(':');
+        &mut self.0
+    }
+
+    pub fn str(&mut self, key: &str, value: &str) -> &mut Self {
+        quote_into(self.key(key), value);
+        self
+    }
+
+    /// A string, or `null`.
+    pub fn nullable(&mut self, key: &str, value: Option<&str>) -> &mut Self {
+        match value {
+            Some(v) => self.str(key, v),
+            None => self.raw(key, "null"),
+        }
+    }
+
+    pub fn number(&mut self, key: &str, n: u64) -> &mut Self {
+        number_into(self.key(key), n);
+        self
+    }
+
+    /// Milliseconds as seconds: `1.5` for 1500 (no float formatting, which
+    /// would cost the wasm kilobytes).
+    pub fn seconds(&mut self, key: &str, ms: u64) -> &mut Self {
+        let out = self.key(key);
+        number_into(out, ms / 1000);
+        let mut fraction = ms % 1000;
+        if fraction != 0 {
+            out.push('.');
+            for unit in [100, 10, 1] {
+                if fraction == 0 {
+                    break;
+                }
+                out.push(char::from(b'0' + (fraction / unit) as u8));
+                fraction %= unit;
+            }
+        }
+        self
+    }
+
+    pub fn bool(&mut self, key: &str, b: bool) -> &mut Self {
+        self.raw(key, if b { "true" } else { "false" })
+    }
+
+    /// A value already written as JSON.
+    pub fn raw(&mut self, key: &str, json: &str) -> &mut Self {
+        self.key(key).push_str(json);
+        self
+    }
+
+    /// A list of strings.
+    pub fn strings(&mut self, key: &str, list: &[&str]) -> &mut Self {
+        let out = self.key(key);
+        out.push('[');
+        for (i, s) in list.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            quote_into(out, s);
+        }
+        out.push(']');
+        self
+    }
+
+    pub fn end(&mut self) -> String {
+        let mut text = std::mem::take(&mut self.0);
+        text.push('}');
+        text
+    }
+}
+
 /// Natively (tests, doctests, a Rust embedder) documents are serde_json's.
 #[cfg(not(target_arch = "wasm32"))]
 impl Document for serde_json::Value {
@@ -204,6 +294,22 @@ mod tests {
             number_into(&mut out, n);
             assert_eq!(out, format!("x{n}"));
         }
+    }
+
+    #[test]
+    fn an_object_is_written_member_by_member() {
+        let mut o = ObjectWriter::default();
+        o.str("a", "x\"y").nullable("b", None).number("c", 7).bool("d", true).strings("e", &["p", "q"]);
+        for (key, ms) in [("s0", 0), ("s1", 1), ("s2", 1500), ("s3", 1230), ("s4", 60_007)] {
+            o.seconds(key, ms);
+        }
+        let v: serde_json::Value = serde_json::from_str(&o.end()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"a": "x\"y", "b": null, "c": 7, "d": true, "e": ["p", "q"],
+                "s0": 0, "s1": 0.001, "s2": 1.5, "s3": 1.23, "s4": 60.007})
+        );
+        assert_eq!(ObjectWriter::default().end(), "{}");
     }
 
     #[test]

@@ -380,9 +380,7 @@ pub fn millis(seconds: f64, what: &str, error: &str) -> Result<Millis, Error> {
     if seconds > MAX_SECONDS {
         // An integer in the text: formatting an f64 would add ~15 KB of wasm.
         let max = MAX_SECONDS as u64;
-        return Err(Error::InvalidArgument(format!(
-            "{what} must be at most {max} seconds (about 24.8 days; a timeout of 0 has no limit)"
-        )));
+        return Err(Error::InvalidArgument(format!("{what} must be at most {max} seconds (about 24.8 days)")));
     }
     // Round up, so a tiny positive timeout is not "no timeout".
     Ok((seconds * 1000.0).ceil() as Millis)

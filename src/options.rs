@@ -262,13 +262,17 @@ pub const CREATE_ALLOCATION: &[(&str, Kind)] = allocation_wait![("wait", Wait)];
 pub const WAIT_FOR_ALLOCATION: &[(&str, Kind)] = allocation_wait![];
 
 /// `watch(options)`: `fields` are node fields watched beyond the provision
-/// state's.
+/// state's, listed in full every round, or every `fieldsInterval` seconds
+/// (or `'auto'`) while the provision state follows the change feed;
+/// `retryOutages`: a round lost to an outage is taken again later.
 pub const WATCH: &[(&str, Kind)] = &[
     ("scope", Value),
     ("listMode", Text),
     ("fields", Strings),
+    ("fieldsInterval", Value),
     ("pollInterval", Number),
     ("initial", Flag),
+    ("retryOutages", Flag),
     ("signal", Value),
 ];
 

@@ -3,7 +3,7 @@
 //! defaults and the limits. The package exports it as `tables()`, and the
 //! command line and the console read it instead of keeping copies.
 
-use crate::document::{number_into, quote_into};
+use crate::document::{number_into, quote_into, ObjectWriter};
 use crate::engine::{Outcome, WaitOptions, MAX_SECONDS};
 use crate::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS};
 use crate::ironic::microversion::Microversion;
@@ -18,9 +18,9 @@ use crate::states::{
 /// otherwise: a full page of a thousand detailed nodes is a few MB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u32 = 16 * 1024 * 1024;
 
-/// The tables as JSON text, written here rather than serialized: every
-/// value is a string, a list of them or a whole number, and a writer this
-/// small costs the package less than a serializer per table.
+/// The tables as JSON text, written rather than serialized: every value
+/// is a string, a list of them or a whole number, and the object writer
+/// the reports use costs the package less than a serializer per table.
 ///
 /// - `actions`: python-ironicclient's action table, in its order, with
 ///   OSC's names; `powerActions`: `setPowerState`'s (openstacksdk's names).
@@ -45,123 +45,68 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: u32 = 16 * 1024 * 1024;
 pub fn tables() -> String {
     let nodes = WaitOptions::nodes(Vec::new(), "");
     let retry = RetryPolicy::default();
-    let mut w = Writer(String::from("{"));
-    w.rows("actions", &ACTIONS);
-    w.rows("powerActions", &POWER_ACTIONS);
-    w.strings("provisionStates", &PROVISION_STATES);
-    w.strings("stableStates", &STABLE_STATES);
-    w.strings("failureStates", &FAILURE_STATES);
-    w.key("failureSuffix");
-    quote_into(&mut w.0, FAILURE_SUFFIX);
-    w.strings("holdStates", &HOLD_STATES);
-    w.strings("allocationStates", &ALLOCATION_STATES);
-    w.strings("outcomes", &Outcome::NAMES);
-    w.key("scopeFilters");
-    w.0.push('[');
+    let mut w = ObjectWriter::default();
+    rows(w.key("actions"), &ACTIONS);
+    rows(w.key("powerActions"), &POWER_ACTIONS);
+    w.strings("provisionStates", &PROVISION_STATES)
+        .strings("stableStates", &STABLE_STATES)
+        .strings("failureStates", &FAILURE_STATES)
+        .str("failureSuffix", FAILURE_SUFFIX)
+        .strings("holdStates", &HOLD_STATES)
+        .strings("allocationStates", &ALLOCATION_STATES)
+        .strings("outcomes", &Outcome::NAMES);
+    let out = w.key("scopeFilters");
+    out.push('[');
     for (i, (field, since, option)) in Scope::FILTERS.iter().enumerate() {
-        w.0.push_str(if i == 0 { "[" } else { ",[" });
-        quote_into(&mut w.0, option);
-        w.0.push(',');
-        quote_into(&mut w.0, field);
-        w.0.push(',');
-        number_into(&mut w.0, since.minor.into());
-        w.0.push(']');
+        out.push_str(if i == 0 { "[" } else { ",[" });
+        quote_into(out, option);
+        out.push(',');
+        quote_into(out, field);
+        out.push(',');
+        number_into(out, since.minor.into());
+        out.push(']');
     }
-    w.0.push(']');
-    w.object(
-        "versions",
-        &[("fields", Microversion::FIELDS.minor.into()), ("history", Microversion::HISTORY.minor.into())],
-    );
-    w.object(
-        "defaults",
-        &[
-            ("pollInterval", nodes.poll_interval as u64),
-            ("allocationPollInterval", WaitOptions::allocation(String::new()).poll_interval as u64),
-            ("concurrency", nodes.concurrency as u64),
-            ("listThreshold", nodes.list_threshold as u64),
-            ("pageSize", nodes.page_size.into()),
-            ("requestTimeout", nodes.request_timeout as u64),
-            ("maxRetries", retry.max_retries.into()),
-            ("retryInterval", retry.interval_ms / 1000),
-            ("maxResponseBytes", DEFAULT_MAX_RESPONSE_BYTES.into()),
-        ],
-    );
-    w.object(
-        "limits",
-        &[
-            ("maxSeconds", MAX_SECONDS as u64),
-            ("maxPageSize", MAX_PAGE_SIZE.into()),
-            ("maxPages", MAX_PAGES.into()),
-            ("maxRetryAfter", MAX_RETRY_AFTER_MS / 1000),
-        ],
-    );
-    w.0.push('}');
-    w.0
+    out.push(']');
+    let versions = ObjectWriter::default()
+        .number("fields", Microversion::FIELDS.minor.into())
+        .number("history", Microversion::HISTORY.minor.into())
+        .end();
+    let defaults = ObjectWriter::default()
+        .number("pollInterval", nodes.poll_interval as u64)
+        .number("allocationPollInterval", WaitOptions::allocation(String::new()).poll_interval as u64)
+        .number("concurrency", nodes.concurrency as u64)
+        .number("listThreshold", nodes.list_threshold as u64)
+        .number("pageSize", nodes.page_size.into())
+        .number("requestTimeout", nodes.request_timeout as u64)
+        .number("maxRetries", retry.max_retries.into())
+        .number("retryInterval", retry.interval_ms / 1000)
+        .number("maxResponseBytes", DEFAULT_MAX_RESPONSE_BYTES.into())
+        .end();
+    let limits = ObjectWriter::default()
+        .number("maxSeconds", MAX_SECONDS as u64)
+        .number("maxPageSize", MAX_PAGE_SIZE.into())
+        .number("maxPages", MAX_PAGES.into())
+        .number("maxRetryAfter", MAX_RETRY_AFTER_MS / 1000)
+        .end();
+    w.raw("versions", &versions).raw("defaults", &defaults).raw("limits", &limits).end()
 }
 
-/// A JSON object's members, written one after another.
-struct Writer(String);
-
-impl Writer {
-    fn key(&mut self, key: &str) {
-        if self.0.len() > 1 {
-            self.0.push(',');
+/// An action table as a JSON list, at the end of `out`.
+fn rows(out: &mut String, actions: &[Action]) {
+    out.push('[');
+    for (i, a) in actions.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
         }
-        quote_into(&mut self.0, key);
-        self.0.push(':');
+        let mut row = ObjectWriter::default();
+        row.str("name", a.name).str("target", a.target).nullable("expected", a.wait.map(|(state, _)| state));
+        match a.wait {
+            Some((_, interval)) => row.number("pollInterval", interval.into()),
+            None => row.raw("pollInterval", "null"),
+        };
+        out.push_str(&row.end());
     }
-
-    fn strings(&mut self, key: &str, list: &[&str]) {
-        self.key(key);
-        self.0.push('[');
-        for (i, s) in list.iter().enumerate() {
-            if i > 0 {
-                self.0.push(',');
-            }
-            quote_into(&mut self.0, s);
-        }
-        self.0.push(']');
-    }
-
-    /// Whole numbers only: the tables' are, and the package has no float formatting.
-    fn object(&mut self, key: &str, members: &[(&str, u64)]) {
-        self.key(key);
-        let mut inner = Writer(String::from("{"));
-        for (name, n) in members {
-            inner.key(name);
-            number_into(&mut inner.0, *n);
-        }
-        self.0.push_str(&inner.0);
-        self.0.push('}');
-    }
-
-    fn rows(&mut self, key: &str, actions: &[Action]) {
-        self.key(key);
-        self.0.push('[');
-        for (i, a) in actions.iter().enumerate() {
-            if i > 0 {
-                self.0.push(',');
-            }
-            let mut row = Writer(String::from("{"));
-            row.key("name");
-            quote_into(&mut row.0, a.name);
-            row.0.push_str(",\"target\":");
-            quote_into(&mut row.0, a.target);
-            row.0.push_str(",\"expected\":");
-            match a.wait {
-                Some((state, _)) => quote_into(&mut row.0, state),
-                None => row.0.push_str("null"),
-            }
-            row.0.push_str(",\"pollInterval\":");
-            match a.wait {
-                Some((_, interval)) => number_into(&mut row.0, interval.into()),
-                None => row.0.push_str("null"),
-            }
-            self.0.push_str(&row.0);
-            self.0.push('}');
-        }
-        self.0.push(']');
-    }
+    out.push(']');
 }
 
 #[cfg(test)]

@@ -1831,6 +1831,8 @@ fn watch_spec(scope: ironic_wait::ironic::requests::Scope, interval_ms: u64) -> 
         retry: Default::default(),
         request_timeout_ms: None,
         once: None,
+        fields_every: None,
+        retry_outages: false,
     })
 }
 
@@ -1885,6 +1887,125 @@ fn a_watch_ends_with_the_error_of_a_listing_that_failed_and_refuses_a_scope_too_
     h.run_until(10_000);
     assert_eq!(h.trace(), Vec::<String>::new());
     assert!(matches!(h.error(call), Error::UnsupportedVersion(_)), "{:?}", h.error(call));
+    clean(&h);
+}
+
+const FEED: &str = "uuid,name,provision_state,target_provision_state,last_error,provision_updated_at";
+
+/// What the watch told, as (instant, kind, provision state, power state).
+fn told(h: &Harness) -> Vec<(u64, &'static str, Value, Value)> {
+    let field =
+        |c: &ironic_wait::poll::watch::Change<Value>, f: &str| c.node.as_ref().map_or(Value::Null, |n| n[f].clone());
+    h.changes
+        .iter()
+        .map(|(at, _, c)| (*at, c.kind.name(), field(c, "provision_state"), field(c, "power_state")))
+        .collect()
+}
+
+#[test]
+fn a_merged_watch_follows_the_feed_every_round_and_lists_the_other_fields_at_their_own_cadence() {
+    let mut h = Harness::new(config());
+    h.on("GET /v1", vec![at_once(v1("1.1", "1.99"))]);
+    // The feed's entries have its fields only; the full listing's the power state too.
+    let stamped = |state: &str, power: Option<&str>, stamp: Value| {
+        let mut n = node("n1", state);
+        n["provision_updated_at"] = stamp;
+        if let Some(power) = power {
+            n["power_state"] = json!(power);
+        }
+        n
+    };
+    let t1 = json!("2026-12-01T00:00:01.000001+00:00");
+    h.on(
+        &format!("GET /v1/nodes?fields={FEED}&limit=1000"),
+        vec![at_once(ok(json!({ "nodes": [stamped("available", None, Value::Null)] })))],
+    );
+    let changes = format!("GET /v1/nodes?fields={FEED}&limit=20&sort_key=provision_updated_at&sort_dir=desc");
+    h.on(
+        &changes,
+        vec![
+            at_once(ok(json!({ "nodes": [] }))),
+            at_once(ok(json!({ "nodes": [stamped("deploying", None, t1.clone())] }))),
+            at_once(ok(json!({ "nodes": [] }))),
+        ],
+    );
+    // After a page with a change, the feed asks for one more entry.
+    h.on(&changes.replace("limit=20", "limit=21"), vec![at_once(ok(json!({ "nodes": [] })))]);
+    // The full listing: at 5 s it still shows the state the feed left at 2 s
+    // (its stamp is older), and a new power state.
+    h.on(
+        &format!("GET /v1/nodes?fields={FEED},power_state&limit=1000"),
+        vec![
+            at_once(ok(json!({ "nodes": [stamped("available", Some("power off"), Value::Null)] }))),
+            at_once(ok(json!({ "nodes": [stamped("available", Some("power on"), Value::Null)] }))),
+        ],
+    );
+    let mut spec = watch_spec(Default::default(), 1000);
+    let CallSpec::Watch(o) = &mut spec else { unreachable!() };
+    o.extra_fields = "power_state".into();
+    o.fields = true;
+    o.fields_every = Some(ironic_wait::poll::watch::Cadence::Every(5000));
+    let call = h.start(spec);
+    h.run_until(6500);
+    assert_eq!(
+        told(&h),
+        [
+            (0, "added", json!("available"), Value::Null),
+            (0, "modified", json!("available"), json!("power off")),
+            (2000, "modified", json!("deploying"), json!("power off")),
+            (5000, "modified", json!("deploying"), json!("power on")),
+        ]
+    );
+    let listed: Vec<_> = h.trace().into_iter().filter(|t| t.contains("power_state")).collect();
+    assert_eq!(listed.len(), 2, "the full listing every 5 s: {listed:?}");
+    h.abort(call);
+    h.run_until(20_000);
+    clean(&h);
+}
+
+#[test]
+fn with_retry_outages_a_watch_outlives_an_outage_and_says_when_it_ends() {
+    let mut h = Harness::new(Config {
+        retry: ironic_wait::http::retry::RetryPolicy { max_retries: 1, interval_ms: 100 },
+        ..config()
+    });
+    h.on("GET /v1", vec![at_once(v1("1.1", "1.99"))]);
+    let full = format!("GET /v1/nodes?fields={FEED}&limit=1000");
+    let n1 = node("n1", "available");
+    h.on(
+        &full,
+        vec![
+            at_once(status(503)),
+            at_once(status(503)),
+            at_once(status(503)),
+            at_once(status(503)),
+            at_once(ok(json!({ "nodes": [n1] }))),
+        ],
+    );
+    let mut spec = watch_spec(Default::default(), 1000);
+    let CallSpec::Watch(o) = &mut spec else { unreachable!() };
+    o.retry_outages = true;
+    let call = h.start(spec);
+    h.run_until(3000);
+    // Lost at 100 (after its retry), again at 2100 + 100, then listed.
+    let kinds: Vec<_> =
+        h.changes.iter().map(|(at, _, c)| (*at, c.kind.name(), c.error.as_ref().map(|e| e.to_string()))).collect();
+    let unavailable = Some("fault 503 (HTTP 503) (Request-ID: req-503)".to_string());
+    assert_eq!(kinds[..2], [(100, "outage", unavailable.clone()), (2200, "outage", unavailable)]);
+    let times: Vec<String> = h
+        .trace()
+        .into_iter()
+        .filter(|t| t.contains("/v1/nodes"))
+        .map(|t| t.split(' ').next().unwrap().to_string())
+        .collect();
+    // 2 s after the first loss, 4 s after the second.
+    assert_eq!(times, ["0", "100", "2100", "2200"]);
+    h.run_until(7000);
+    let kinds: Vec<_> = h.changes.iter().map(|(at, _, c)| (*at, c.kind.name())).collect();
+    assert_eq!(kinds[2..], [(6200, "added"), (6200, "restored")]);
+    assert!(!h.answers.contains_key(&call), "the watch goes on");
+    h.abort(call);
+    h.run_until(20_000);
     clean(&h);
 }
 

@@ -650,6 +650,8 @@ fn watch_options(mode: ListMode, initial: bool) -> WatchOptions {
         retry: RetryPolicy::default(),
         request_timeout_ms: None,
         once: None,
+        fields_every: None,
+        retry_outages: false,
     }
 }
 
@@ -708,6 +710,7 @@ fn view(taken: &Taken) -> HashMap<String, String> {
                 ChangeKind::Added => assert!(view.insert(uuid.clone(), state.clone().unwrap()).is_none()),
                 // (Modified may be the first a watcher without the start sees.)
                 ChangeKind::Modified => drop(view.insert(uuid.clone(), state.clone().unwrap())),
+                ChangeKind::Outage | ChangeKind::Restored => panic!("no outage without retry_outages"),
             }
         }
     }

@@ -17,7 +17,7 @@ use crate::ironic::microversion::Microversion;
 use crate::ironic::paging::Pager;
 use crate::ironic::requests::{self, Scope};
 use crate::poll::wait::Wait as Waiting;
-use crate::poll::watch::{Change, Once, WatchOptions};
+use crate::poll::watch::{Change, Once, WatchOptions, Watching};
 use crate::poll::{ListMode, Loop, WaitId};
 use crate::states::POWER_ACTIONS;
 use crate::verdict::{Seen, Watched};
@@ -173,8 +173,8 @@ pub(super) enum Phase<D> {
         wait: Option<Box<WaitOptions>>,
     },
     Wait(Box<Wait<D>>),
-    /// A watcher, on the loop once the version is known.
-    Watch(Box<WatchOptions>, Option<WaitId>),
+    /// A watch, on the loop once the version is known.
+    Watch(Box<Watching<D>>),
     /// After a wait with `diagnose`: the failed nodes' histories are read,
     /// then the call settles with its answer.
     Diagnose(Box<Diagnose<D>>),
@@ -307,20 +307,19 @@ impl<D: Document> Call<D> {
                 let request = requests::list_nodes(fields.as_deref(), limit, None, &scope, false);
                 Phase::Get(call.exchange(request, true), Got::Page)
             }
-            CallSpec::List { fields, limit: None, scope } => Phase::Watch(
-                Box::new(WatchOptions {
-                    scope,
-                    mode: ListMode::Changes,
-                    extra_fields: fields.clone().unwrap_or_default(),
-                    interval_ms: 0,
-                    initial: true,
-                    fields: true,
-                    retry: RetryPolicy::default(),
-                    request_timeout_ms: None,
-                    once: Some(Once { fields }),
-                }),
-                None,
-            ),
+            CallSpec::List { fields, limit: None, scope } => Phase::Watch(Box::new(Watching::new(WatchOptions {
+                scope,
+                mode: ListMode::Changes,
+                extra_fields: fields.clone().unwrap_or_default(),
+                interval_ms: 0,
+                initial: true,
+                fields: true,
+                retry: RetryPolicy::default(),
+                request_timeout_ms: None,
+                once: Some(Once { fields }),
+                fields_every: None,
+                retry_outages: false,
+            }))),
             CallSpec::Version => Phase::Version,
             CallSpec::Authenticate { refused } => Phase::Authenticate { refused },
             CallSpec::Provision { action, idents, requests, wait, concurrency, settle } => {
@@ -349,7 +348,7 @@ impl<D: Document> Call<D> {
                 call.method = Some("createAllocation");
                 Phase::Post { exchange: call.exchange(request, true), wait: wait.map(Box::new) }
             }
-            CallSpec::Watch(options) => Phase::Watch(Box::new(options), None),
+            CallSpec::Watch(options) => Phase::Watch(Box::new(Watching::new(options))),
         };
         call
     }
@@ -488,9 +487,9 @@ impl<D: Document> Call<D> {
 
     /// A watch's pending changes, at most `max` (see
     /// [`crate::poll::watch::Watch::take_changes`]).
-    pub(super) fn take_changes(&self, max: usize, poll: &mut Loop<D>) -> Vec<Change<D>> {
-        match &self.phase {
-            Phase::Watch(_, Some(member)) => poll.watcher_mut(*member).map_or_else(Vec::new, |w| w.take_changes(max)),
+    pub(super) fn take_changes(&mut self, max: usize, poll: &mut Loop<D>) -> Vec<Change<D>> {
+        match &mut self.phase {
+            Phase::Watch(w) => w.take_changes(poll, max),
             _ => Vec::new(),
         }
     }
@@ -527,7 +526,7 @@ impl<D: Document> Call<D> {
                     poll.leave(member);
                 }
             }
-            Phase::Watch(_, Some(member)) => poll.unwatch(*member),
+            Phase::Watch(w) => w.leave(poll),
             _ => {}
         }
         self.phase = Phase::Over;
@@ -872,22 +871,22 @@ impl<D: Document> Call<D> {
     /// A watcher joins the loop once the version is known (it decides
     /// `fields`, and whether the scope's filters can be sent).
     fn step_watch(&mut self, session: &mut Session, out: &mut Outgoing, poll: &mut Loop<D>, now: Millis) {
-        if let Phase::Watch(_, None) = &self.phase {
+        if matches!(&self.phase, Phase::Watch(w) if !w.joined()) {
             let version = match self.version_gate(session, out, now) {
                 Version::Ready(v) => v,
                 Version::Waiting | Version::TimedOut => return,
                 Version::Failed(e) => return self.fail(e, session, out, poll, now),
             };
-            let Phase::Watch(options, member) = &mut self.phase else { return };
-            let named = options.once.as_ref().is_some_and(|o| o.fields.is_some());
-            if let Err(e) = options.scope.check(version).and_then(|()| fields_allowed(named, version)) {
+            let Phase::Watch(w) = &mut self.phase else { return };
+            let named = w.options.once.as_ref().is_some_and(|o| o.fields.is_some());
+            if let Err(e) = w.options.scope.check(version).and_then(|()| fields_allowed(named, version)) {
                 return self.fail(e, session, out, poll, now);
             }
-            let mut options = (**options).clone();
+            let mut options = w.options.clone();
             options.fields = version >= Microversion::FIELDS;
             options.retry = session.config.retry;
             options.request_timeout_ms = session.config.request_timeout_ms;
-            *member = Some(poll.watch(options, now));
+            w.join(poll, options, now);
         }
         self.after_loop(session, out, poll, now);
     }
@@ -901,15 +900,15 @@ impl<D: Document> Call<D> {
         // The loop's requests (sent since the call last advanced) are
         // counted by its waits, not here.
         self.mark = out.sent;
-        if let Phase::Watch(_, Some(member)) = &self.phase {
-            let Some(watch) = poll.watcher_mut(*member) else { return };
-            if let Some(nodes) = watch.take_listed() {
+        if let Phase::Watch(w) = &self.phase {
+            let (listed, news, error) = w.poll(poll);
+            if let Some(nodes) = listed {
                 return self.settle(Ok(Answer::Documents(nodes)), session, out, poll, now);
             }
-            if watch.take_news() {
+            if news {
                 out.push(Action::Changed(self.id));
             }
-            if let Some(e) = watch.take_error() {
+            if let Some(e) = error {
                 self.fail(e, session, out, poll, now);
             }
             return;

@@ -11,7 +11,7 @@ use crate::ironic::microversion::Requested;
 use crate::ironic::requests::{self, ProvisionArgs};
 use crate::ironic::MAX_PAGE_SIZE;
 use crate::options::{Kind, Options};
-use crate::poll::watch::WatchOptions;
+use crate::poll::watch::{Cadence, WatchOptions};
 use crate::states::Action;
 use crate::tables;
 use crate::verdict::Watched;
@@ -186,12 +186,28 @@ fn watch<D: Document>(o: &Options<D>) -> Result<CallSpec, Error> {
     if interval_ms == 0 {
         return Err(Error::InvalidArgument(message.into()));
     }
+    let fields_every = match o.value("fieldsInterval") {
+        None => None,
+        Some(_) if extra_fields.is_empty() => {
+            return Err(Error::InvalidArgument("Option fieldsInterval needs fields".into()));
+        }
+        Some(v) => {
+            let message = "Option fieldsInterval must be a positive number of seconds or 'auto'";
+            Some(match v.as_f64() {
+                Some(s) if s > 0.0 => Cadence::Every(engine::millis(s, "Option fieldsInterval", message)?),
+                _ if v.as_string().as_deref() == Some("auto") => Cadence::Auto,
+                _ => return Err(Error::InvalidArgument(message.into())),
+            })
+        }
+    };
     Ok(CallSpec::Watch(WatchOptions {
         scope: o.scope()?,
         mode: o.list_mode()?,
         extra_fields,
         interval_ms,
         initial: o.flag("initial").unwrap_or(true),
+        fields_every,
+        retry_outages: o.flag("retryOutages").unwrap_or(false),
         fields: true,
         retry: Default::default(),
         request_timeout_ms: None,
@@ -376,5 +392,26 @@ mod tests {
             let e = watch(&opts(json!({ "pollInterval": interval }), options::WATCH)).unwrap_err();
             assert_eq!(e.to_string(), "Poll interval must be a positive number");
         }
+        assert_eq!((w.fields_every, w.retry_outages), (None, false));
+    }
+
+    #[test]
+    fn a_watch_lists_its_other_fields_at_their_own_cadence_only_if_it_has_some() {
+        let read = |o: Value| watch(&opts(o, options::WATCH));
+        let every = |o: Value| match read(o) {
+            Ok(CallSpec::Watch(w)) => Ok(w.fields_every),
+            Ok(_) => panic!(),
+            Err(e) => Err(e.to_string()),
+        };
+        assert_eq!(every(json!({"fields": ["power_state"], "fieldsInterval": 30})), Ok(Some(Cadence::Every(30_000))));
+        assert_eq!(every(json!({"fields": "power_state", "fieldsInterval": "auto"})), Ok(Some(Cadence::Auto)));
+        let needs = Err("Option fieldsInterval needs fields".to_string());
+        assert_eq!(every(json!({"fieldsInterval": 30})), needs);
+        let refused = Err("Option fieldsInterval must be a positive number of seconds or 'auto'".to_string());
+        for bad in [json!(0), json!(-1), json!("soon"), json!(true), json!([30])] {
+            assert_eq!(every(json!({"fields": ["owner"], "fieldsInterval": bad})), refused, "{bad}");
+        }
+        let Ok(CallSpec::Watch(w)) = read(json!({"retryOutages": true})) else { panic!() };
+        assert!(w.retry_outages);
     }
 }

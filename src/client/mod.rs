@@ -391,7 +391,7 @@ impl<D: Document> Client<D> {
     /// A watch's pending changes (in no particular order), at most `max`.
     pub fn take_changes(&mut self, call: CallId, max: usize) -> Vec<Change<D>> {
         let Client { calls, poll, .. } = self;
-        calls.iter().find(|c| c.id() == call).map_or_else(Vec::new, |c| c.take_changes(max, poll))
+        calls.iter_mut().find(|c| c.id() == call).map_or_else(Vec::new, |c| c.take_changes(max, poll))
     }
 
     /// A settled call's answer; the call is forgotten.

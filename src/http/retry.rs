@@ -30,20 +30,23 @@ pub fn retryable_status(status: u16) -> bool {
     matches!(status, 409 | 503)
 }
 
-/// An error that means the server is down or unreachable: a failure the
-/// retry policy retries (a connection failure, 409, 503), still failing
-/// after the retries.
+/// An error that means the server, or the way to it, is failing for now:
+/// what the retry policy retries (a connection failure, 409, 503) still
+/// failing after the retries, a 429 Too Many Requests, a server error (5xx:
+/// a gateway's 502 or 504 too), or an answer that cannot be used (a proxy's HTML page, a body cut
+/// short). A wait or a watch that outlives its process takes such a round
+/// again later; any other error (a refusal, a node gone) is final.
 pub fn is_outage(e: &Error) -> bool {
     match e {
-        Error::Connection(_) => true,
-        Error::Http(h) => retryable_status(h.status),
+        Error::Connection(_) | Error::InvalidResponse(_) => true,
+        Error::Http(h) => retryable_status(h.status) || h.status == 429 || h.status >= 500,
         _ => false,
     }
 }
 
-/// A round of a wait lost to an outage (what the retry policy retries,
-/// still failing after the retries), the `n`th in a row: taken again this
-/// much later, from 2 s doubling to 5 minutes (see `step`'s `retryOutages`).
+/// A round of a wait or a watch lost to an outage ([`is_outage`]), the
+/// `n`th in a row: taken again this much later, from 2 s doubling to 5
+/// minutes (see `retryOutages`).
 pub fn outage_delay_ms(n: u32) -> u64 {
     const FIRST_MS: u64 = 2000;
     const MAX_MS: u64 = 5 * 60 * 1000;
@@ -88,6 +91,25 @@ mod tests {
     use crate::error::Error;
     use crate::http::Response;
     use crate::ironic::answers::reply_error;
+
+    #[test]
+    fn an_outage_is_the_server_or_the_way_to_it_failing_for_now() {
+        use crate::error::HttpError;
+        let http = |status| Error::Http(HttpError { status, message: "m".into(), request_id: None });
+        for e in [
+            Error::Connection("refused".into()),
+            Error::InvalidResponse("html".into()),
+            http(409),
+            http(429),
+            http(500),
+            http(502),
+        ] {
+            assert!(is_outage(&e), "{e:?}");
+        }
+        for e in [http(400), http(401), http(404), http(406), Error::Aborted, Error::InvalidArgument("x".into())] {
+            assert!(!is_outage(&e), "{e:?}");
+        }
+    }
 
     #[test]
     fn an_outage_is_taken_again_later_and_later_up_to_five_minutes() {

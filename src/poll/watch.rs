@@ -11,6 +11,15 @@
 //! each node changed since it last took: the pending changes are one per
 //! node, never a queue that grows with time.
 //!
+//! With `retry_outages`, a round lost to an outage (what the retry policy
+//! retries, still failing after the retries) does not end it: the round is
+//! taken again later (2 s doubling to 5 minutes, as `step`'s), and the
+//! consumer is told of the outage and of its end.
+//!
+//! A [`Watching`] is a watch as its call holds it: one watcher, or two whose
+//! changes it merges (the provision state from the change feed every
+//! interval, the other fields from a slower full listing).
+//!
 //! A one-shot list (`listNodes`) is a watcher too, of one round: it keeps
 //! the nodes of one complete full listing, in the order listed, and is
 //! then done. It shares the listing of its scope and fields: the waits'
@@ -22,10 +31,11 @@ use std::collections::HashMap;
 use crate::document::{self, Document};
 use crate::engine::Millis;
 use crate::error::Error;
-use crate::http::retry::RetryPolicy;
+use crate::http::retry::{is_outage, outage_delay_ms, RetryPolicy};
 use crate::ironic::requests::Scope;
 
-use super::ListMode;
+use super::feed::{entry_stamp, Cached, EntryStamp};
+use super::{ListMode, Loop, WaitId, FEED_FIELDS};
 
 /// What a watcher asks for.
 #[derive(Debug, Clone)]
@@ -40,12 +50,44 @@ pub struct WatchOptions {
     pub interval_ms: Millis,
     /// Yield every node of the scope at the start.
     pub initial: bool,
+    /// With `extra_fields`: those are listed in full at this cadence, and
+    /// the provision state follows the change feed every `interval_ms`
+    /// (see [`Watching`]). `None`: every field is listed each round.
+    pub fields_every: Option<Cadence>,
+    /// A round lost to an outage is taken again later rather than ending
+    /// the watch.
+    pub retry_outages: bool,
     /// The negotiated microversion allows `fields` (1.8+).
     pub fields: bool,
     pub retry: RetryPolicy,
     pub request_timeout_ms: Option<Millis>,
     /// A one-shot list (`listNodes`), not a watcher.
     pub once: Option<Once>,
+}
+
+/// How often a merged watch lists its other fields in full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cadence {
+    Every(Millis),
+    /// Each round while the scope is small; beyond [`LARGE_SCOPE`] nodes,
+    /// a round every 0.6 s per page of 1,000 (10 s to 2 minutes): a
+    /// hundred thousand nodes are listed once a minute, not every round.
+    Auto,
+}
+
+/// Nodes beyond which [`Cadence::Auto`] slows the full listing down.
+pub const LARGE_SCOPE: usize = 2000;
+
+impl Cadence {
+    /// The interval of the full listing, for a scope of `nodes` watched
+    /// every `interval_ms`.
+    pub fn interval_ms(self, nodes: usize, interval_ms: Millis) -> Millis {
+        match self {
+            Cadence::Every(ms) => ms,
+            Cadence::Auto if nodes <= LARGE_SCOPE => interval_ms,
+            Cadence::Auto => (nodes.div_ceil(1000) as Millis * 600).clamp(10_000, 120_000),
+        }
+    }
 }
 
 /// What a one-shot list asks for.
@@ -64,6 +106,10 @@ pub enum ChangeKind {
     Modified,
     /// Deleted, or out of the scope.
     Removed,
+    /// A round was lost to an outage (`retry_outages`): taken again later.
+    Outage,
+    /// The rounds go through again after an outage.
+    Restored,
 }
 
 impl ChangeKind {
@@ -72,16 +118,20 @@ impl ChangeKind {
             ChangeKind::Added => "added",
             ChangeKind::Modified => "modified",
             ChangeKind::Removed => "removed",
+            ChangeKind::Outage => "outage",
+            ChangeKind::Restored => "restored",
         }
     }
 }
 
-/// One node's change: its latest state (none once removed).
+/// One node's change: its latest state (none once removed); or an
+/// outage (its error) or its end, with no node (an empty `uuid`).
 #[derive(Debug, Clone)]
 pub struct Change<D> {
     pub kind: ChangeKind,
     pub uuid: String,
     pub node: Option<D>,
+    pub error: Option<Error>,
 }
 
 /// What a watcher knows of one node.
@@ -113,6 +163,12 @@ pub struct Watch<D> {
     /// Changes came since the consumer was last told.
     news: bool,
     error: Option<Error>,
+    /// Rounds lost to an outage in a row (`retry_outages`).
+    outages: u32,
+    /// The round under way was lost to one.
+    lost: bool,
+    /// Its health, not yet told: an outage (its error), or its end.
+    health: Option<Option<Error>>,
     /// A one-shot list's nodes, as listed.
     nodes: Vec<D>,
 }
@@ -136,6 +192,9 @@ impl<D: Document> Watch<D> {
             listed: false,
             news: false,
             error: None,
+            outages: 0,
+            lost: false,
+            health: None,
             nodes: Vec::new(),
         }
     }
@@ -211,12 +270,34 @@ impl<D: Document> Watch<D> {
             self.next_round = None;
             return;
         }
-        self.next_round = Some(now.saturating_add(self.options.interval_ms));
-        self.slack_ms = self.options.interval_ms / 4;
+        let interval = if std::mem::take(&mut self.lost) {
+            outage_delay_ms(self.outages)
+        } else {
+            if self.outages > 0 {
+                self.outages = 0;
+                // An outage the consumer was not told of is not worth telling over.
+                self.health = match self.health.take() {
+                    Some(Some(_)) => None,
+                    _ => Some(None),
+                };
+                self.news = true;
+            }
+            self.options.interval_ms
+        };
+        self.next_round = Some(now.saturating_add(interval));
+        self.slack_ms = interval / 4;
     }
 
-    /// Its listing failed (after the retries): the watch ends with `error`.
+    /// Its listing failed (after the retries): the watch ends with `error`,
+    /// or with `retry_outages` an outage's round is taken again later.
     pub(crate) fn fail(&mut self, error: Error) {
+        if self.options.retry_outages && is_outage(&error) {
+            self.lost = true;
+            self.outages += 1;
+            self.health = Some(Some(error));
+            self.news = true;
+            return;
+        }
         self.in_round = false;
         self.error.get_or_insert(error);
     }
@@ -254,10 +335,14 @@ impl<D: Document> Watch<D> {
             if k.print.is_none() {
                 gone.push(uuid.clone());
             }
-            taken.push(Change { kind, uuid: uuid.clone(), node });
+            taken.push(Change { kind, uuid: uuid.clone(), node, error: None });
         }
         for uuid in gone {
             self.known.remove(&uuid);
+        }
+        if let Some(error) = self.health.take() {
+            let kind = if error.is_some() { ChangeKind::Outage } else { ChangeKind::Restored };
+            taken.push(Change { kind, uuid: String::new(), node: None, error });
         }
         taken
     }
@@ -285,5 +370,143 @@ impl<D: Document> Watch<D> {
     /// The error that ended it, once.
     pub fn take_error(&mut self) -> Option<Error> {
         self.error.take()
+    }
+}
+
+/// A watch as its call holds it (see the module docs). Merged, a node is
+/// told with the newest each listing gave of it: the provision fields of
+/// whichever listing has the later `provision_updated_at` (the full
+/// listing, slower, may predate a change the feed gave), the other fields
+/// of the full listing.
+#[derive(Debug)]
+pub struct Watching<D> {
+    pub options: WatchOptions,
+    /// On the loop once the version is known: its watcher, or merged the
+    /// feed's and the full listing's.
+    members: Vec<WaitId>,
+    /// Merged: each node as last told, with its provision stamp (the
+    /// feed's map type: each map type costs the wasm its own code).
+    nodes: HashMap<String, Cached<D>>,
+    /// Merged: which members lost their last round to an outage.
+    lost: [bool; 2],
+}
+
+impl<D: Document> Watching<D> {
+    pub fn new(options: WatchOptions) -> Watching<D> {
+        Watching { options, members: Vec::new(), nodes: HashMap::new(), lost: [false; 2] }
+    }
+
+    pub fn joined(&self) -> bool {
+        !self.members.is_empty()
+    }
+
+    fn merged(&self) -> bool {
+        self.members.len() == 2
+    }
+
+    /// Joins the loop at `now` with `options` (its own, completed by the
+    /// call with what the server allows).
+    pub fn join(&mut self, poll: &mut Loop<D>, options: WatchOptions, now: Millis) {
+        let Some(cadence) = options.fields_every.filter(|_| !options.extra_fields.is_empty()) else {
+            self.members.push(poll.watch(options, now));
+            return;
+        };
+        let feed = WatchOptions { extra_fields: String::new(), fields_every: None, ..options.clone() };
+        let interval_ms = cadence.interval_ms(0, options.interval_ms);
+        let fields = WatchOptions { mode: ListMode::Full, interval_ms, fields_every: None, ..options };
+        self.members = vec![poll.watch(feed, now), poll.watch(fields, now)];
+    }
+
+    pub fn leave(&self, poll: &mut Loop<D>) {
+        for &m in &self.members {
+            poll.unwatch(m);
+        }
+    }
+
+    /// What it has after the loop ran: a one-shot list's nodes once
+    /// listed, whether changes came, the error that ended it.
+    pub fn poll(&self, poll: &mut Loop<D>) -> (Option<Vec<D>>, bool, Option<Error>) {
+        let (mut listed, mut news, mut error) = (None, false, None);
+        for &m in &self.members {
+            let Some(w) = poll.watcher_mut(m) else { continue };
+            listed = listed.or_else(|| w.take_listed());
+            news |= w.take_news();
+            error = error.or_else(|| w.take_error());
+        }
+        (listed, news, error)
+    }
+
+    /// The pending changes, at most `max` of each member.
+    pub fn take_changes(&mut self, poll: &mut Loop<D>, max: usize) -> Vec<Change<D>> {
+        let merged = self.merged();
+        let mut changes = Vec::new();
+        for i in 0..self.members.len() {
+            let Some(w) = poll.watcher_mut(self.members[i]) else { continue };
+            for c in w.take_changes(max) {
+                changes.extend(if merged { self.merge(i == 0, c) } else { Some(c) });
+            }
+        }
+        if let (true, Some(cadence)) = (merged, self.options.fields_every) {
+            if let Some(w) = poll.watcher_mut(self.members[1]) {
+                w.options.interval_ms = cadence.interval_ms(self.nodes.len(), self.options.interval_ms);
+            }
+        }
+        changes
+    }
+
+    /// A member's change as the consumer is told it, if at all.
+    fn merge(&mut self, from_feed: bool, c: Change<D>) -> Option<Change<D>> {
+        let member = usize::from(!from_feed);
+        let node = match c.kind {
+            ChangeKind::Outage | ChangeKind::Restored => {
+                self.lost[member] = c.kind == ChangeKind::Outage;
+                // Restored once neither is out.
+                return (c.kind == ChangeKind::Outage || self.lost == [false; 2]).then_some(c);
+            }
+            ChangeKind::Removed => return self.nodes.remove(&c.uuid).map(|_| c),
+            ChangeKind::Added | ChangeKind::Modified => c.node?,
+        };
+        let stamp = match entry_stamp(&node) {
+            EntryStamp::At(at) => Some(at),
+            _ => None,
+        };
+        let (node, stamp) = match self.nodes.get(&c.uuid) {
+            None => (node, stamp),
+            // The feed's own fields (all of a node's below API 1.8, which has no `fields`).
+            Some(old) if from_feed => (overlay(&old.body, &node), stamp),
+            Some(old) if old.stamp > stamp => (overlay(&node, &old.body), old.stamp),
+            Some(_) => (node, stamp),
+        };
+        let kind = match self.nodes.insert(c.uuid.clone(), Cached { body: node.clone(), stamp, seq: 0 }) {
+            Some(_) => ChangeKind::Modified,
+            None => ChangeKind::Added,
+        };
+        Some(Change { kind, node: Some(node), ..c })
+    }
+}
+
+/// `base` with the change feed's fields of `top`.
+fn overlay<D: Document>(base: &D, top: &D) -> D {
+    let feed = |k: &str| FEED_FIELDS.split(',').any(|f| f == k);
+    let keys = base.keys();
+    let mut members: Vec<(&str, String)> =
+        keys.iter().filter(|k| !feed(k)).filter_map(|k| Some((k.as_str(), base.get(k)?.to_json()))).collect();
+    members.extend(FEED_FIELDS.split(',').filter_map(|k| Some((k, top.get(k).or_else(|| base.get(k))?.to_json()))));
+    D::parse(&document::object(&members)).unwrap_or_else(|| top.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_auto_cadence_slows_down_with_the_size_of_the_scope() {
+        let auto = |nodes| Cadence::Auto.interval_ms(nodes, 2000);
+        assert_eq!([auto(0), auto(LARGE_SCOPE)], [2000, 2000], "each round while small");
+        assert_eq!(
+            [auto(LARGE_SCOPE + 1), auto(17_000), auto(100_000), auto(1_000_000)],
+            [10_000, 10_200, 60_000, 120_000]
+        );
+        assert_eq!(Cadence::Every(30_000).interval_ms(100_000, 2000), 30_000);
     }
 }

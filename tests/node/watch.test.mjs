@@ -136,6 +136,59 @@ test('fields beyond the provision state are listed in full and compared', async 
   }
 });
 
+test('with fieldsInterval the provision state follows the feed and the other fields a slower full listing, merged', async () => {
+  const client = await fleet(20);
+  const api = simClient(ironic.url);
+  const nodes = new Map();
+  let since;
+  for await (const change of client.watch({ fields: ['maintenance'], fieldsInterval: 0.6, pollInterval: 0.1 })) {
+    nodes.set(change.uuid, change.node);
+    const all = [...nodes.values()];
+    if (since === undefined && all.length === 20 && all.every((n) => n.maintenance === false)) {
+      // Both listings have told every node: one moves its provision state, another its maintenance.
+      since = ironic.seen.length;
+      ironic.sim.setNode(name(3), { maintenance: true });
+      await provision(api, name(5), 'active');
+    }
+    const [three, five] = [3, 5].map((i) => all.find((n) => n.name === name(i)));
+    if (since !== undefined && three.maintenance === true && five.provision_state === 'active') {
+      assert.equal(five.maintenance, false, "the feed's change keeps the full listing's fields");
+      assert.equal(three.provision_state, 'available', "the full listing's change keeps the provision state");
+      break;
+    }
+  }
+  const after = lists(since);
+  const feed = after.filter((r) => r.url.includes('sort_key=provision_updated_at'));
+  const full = after.filter((r) => r.url.includes(',maintenance'));
+  assert.equal(feed.length + full.length, after.length, after.map((r) => r.url).join('\n'));
+  for (const r of feed) assert.match(r.url, /fields=uuid,name,provision_state,target_provision_state,last_error,provision_updated_at&/);
+  for (const r of full) assert.doesNotMatch(r.url, /sort_key/);
+  assert.ok(feed.length > full.length, `the feed every round, the full listing less often: ${feed.length} and ${full.length}`);
+});
+
+test('with retryOutages a watch outlives an outage: it says so, takes the round again later, and says when it ends', async () => {
+  await fleet(4);
+  const client = new IronicClient({ endpoint: ironic.url, maxRetries: 1, retryInterval: 0.05 });
+  ironic.sim.faults.add([{ kind: 'status', status: 503, method: 'GET', path: '/v1/nodes', count: 2 }]);
+  const told = [];
+  for await (const change of client.watch({ retryOutages: true, pollInterval: 0.1 })) {
+    told.push(change);
+    if (change.type === 'restored') break;
+  }
+  const [outage, ...rest] = told;
+  assert.equal(outage.type, 'outage');
+  assert.ok(outage.error instanceof IronicHttpError && outage.error.status === 503, String(outage.error));
+  assert.deepEqual(
+    rest.map((c) => c.type),
+    ['added', 'added', 'added', 'added', 'restored'],
+  );
+  // The round lost (a request and its retry), then one listing after the outage's delay.
+  assert.equal(lists().length, 3);
+  const count = ironic.seen.length;
+  await sleep(300);
+  assert.equal(ironic.seen.length, count, 'nothing sent after the break');
+});
+
 test('a deleted node is removed at the next full listing (list mode: the next round)', async () => {
   const client = await fleet(12);
   const iterator = client.watch({ listMode: 'list', pollInterval: 0.1 });
@@ -153,6 +206,15 @@ test('bad options are refused before anything is sent', async () => {
   await assert.rejects(client.watch({ fields: ['no such;field'] }).next(), InvalidArgumentError);
   await assert.rejects(client.watch({ scope: { owner: '' } }).next(), InvalidArgumentError);
   await assert.rejects(client.watch({ nodes: ['x'] }).next(), InvalidArgumentError);
+  await assert.rejects(client.watch({ fieldsInterval: 30 }).next(), /^InvalidArgumentError: Option fieldsInterval needs fields$/);
+  for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 'soon', true]) {
+    await assert.rejects(
+      client.watch({ fields: ['owner'], fieldsInterval: bad }).next(),
+      /Option fieldsInterval must be a positive number of seconds or 'auto'/,
+      String(bad),
+    );
+  }
+  await assert.rejects(client.watch({ retryOutages: 'yes' }).next(), InvalidArgumentError);
   assert.throws(
     () =>
       client.watch({

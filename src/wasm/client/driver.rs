@@ -19,6 +19,7 @@ use web_sys::{AbortController, AbortSignal};
 use crate::client::{Action, Answer, CallId, CallReport, CallSpec, Checkpoint, Client, RequestId, Slot};
 use crate::error::{Error, Subject};
 use crate::http::Reply;
+use crate::poll::watch::Change;
 use crate::wasm::document::Json;
 use crate::wasm::report::{self, Totals};
 use crate::wasm::{io, js};
@@ -230,7 +231,7 @@ impl Driver {
             let mut calls = self.calls.borrow_mut();
             match calls.get_mut(call) {
                 Some(handle) if taken.is_empty() => handle.pull = Some(resolve),
-                _ => drop(resolve.call1(&JsValue::UNDEFINED, &report::changes(taken))),
+                _ => drop(resolve.call1(&JsValue::UNDEFINED, &self.changes_to_js(taken))),
             }
         })
     }
@@ -383,7 +384,7 @@ impl Driver {
             Action::Changed(call) => {
                 let Some(pull) = self.calls.borrow_mut().get_mut(call).and_then(|h| h.pull.take()) else { return };
                 let taken = self.client.borrow_mut().take_changes(call, usize::MAX);
-                let _ = pull.call1(&JsValue::UNDEFINED, &report::changes(taken));
+                let _ = pull.call1(&JsValue::UNDEFINED, &self.changes_to_js(taken));
             }
             Action::Stepped { call, wake_at } => {
                 let Some(mut handle) = self.calls.borrow_mut().remove(call) else { return };
@@ -441,6 +442,15 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// A watch's changes as JS values, an outage's error with its cause.
+    fn changes_to_js(&self, taken: Vec<Change<Json>>) -> JsValue {
+        report::changes(taken, &|e| {
+            let error = report::error(e, None);
+            self.chain(e, &error);
+            error
+        })
     }
 
     /// Keeps what `fetch` or `getToken()` threw, known by its text.
