@@ -5,8 +5,8 @@
 // over MessagePorts (connection.js has the page's side and the messages).
 //
 // It keeps:
-// - one pair of `client.watch()` per scope some tab shows (the same scope in
-//   five tabs is one pair), whose changes it forwards to those tabs;
+// - one `client.watch()` per scope some tab shows (the same scope in five
+//   tabs is one watch), whose changes it forwards to those tabs;
 // - every wait any tab started, with its progress sent to every tab;
 // - each running wait's latest checkpoint in IndexedDB (store.js), so that a
 //   reload or a browser restart takes it up again with `client.resume()`.
@@ -44,16 +44,12 @@ const DIAGNOSE_MAX = 200;
 const FINISHED_KEPT = 20;
 /** A scope whose listing brought nothing after this long is shown as empty (a watch says nothing of an empty scope). */
 const EMPTY_AFTER_MS = 2500;
-/** Past this many nodes the fields watch (a full listing each round) slows down: see fieldsInterval. */
-const LARGE_FLEET = 2000;
 
 /**
  * The table's columns beyond the change feed's, watched by listing the scope
  * in full (Ironic's provision stamp does not move for them).
  */
 const COLUMNS = ['power_state', 'target_power_state', 'maintenance', 'resource_class', 'fault', 'conductor_group', 'owner', 'shard'];
-/** What the change feed's entries carry (and a wait's events change). */
-const FEED_FIELDS = ['name', 'provision_state', 'target_provision_state', 'last_error', 'provision_updated_at'];
 
 /** An error as plain data for postMessage (a structured clone keeps neither the class nor its fields). */
 export function plainError(e) {
@@ -248,14 +244,13 @@ export function createHub({ mode }) {
         counts: new Map(),
         pending: new Map(),
         gen: 0,
-        iters: {},
-        errors: {},
-        heard: new Set(),
+        watch: null,
+        error: null,
+        columns: false,
         timers: new Set(),
         loaded: false,
         status: { at: null, error: null },
         series: [],
-        fieldsInterval: FEED_INTERVAL,
       };
       scopes.set(key, s);
     }
@@ -320,16 +315,19 @@ export function createHub({ mode }) {
   }
 
   /**
-   * The scope's two watches on the client's loop: the change feed (provision
-   * states: one request a quiet round, and the listing the scope's waits
-   * share), and one of the other fields shown (power, maintenance, ...),
-   * which lists the scope in full each round, so slower on a large fleet.
+   * The scope's watch on the client's loop: provision states by the change
+   * feed (one request a quiet round, and the listing the scope's waits
+   * share), the other columns (power, maintenance, ...) by a full listing
+   * at the package's `auto` cadence (slower on a large fleet), merged by the
+   * package. An outage is shown in place until the package says the rounds
+   * go through again; another error ends the watch and stays shown until a
+   * refresh.
    */
   async function startWatches(s) {
     const gen = ++s.gen;
-    s.heard.clear();
+    s.columns = false;
     s.startedAt = Date.now();
-    // The fields depend on the microversion: wait for the negotiation, shared with the watches'.
+    // The fields depend on the microversion: wait for the negotiation, shared with the watch's.
     await client.microversion().then(
       (v) => {
         microversion = v;
@@ -337,16 +335,36 @@ export function createHub({ mode }) {
       () => {},
     );
     if (s.gen !== gen) return;
-    const scope = s.scope;
-    runWatch(s, gen, 'feed', { scope, pollInterval: FEED_INTERVAL });
-    runWatch(s, gen, 'fields', { scope, fields: fieldsWatched(), pollInterval: s.fieldsInterval });
+    const fields = fieldsWatched();
+    const columns = fields.length ? { fields, fieldsInterval: 'auto' } : {};
+    s.columns = fields.length === 0;
     later(s, EMPTY_AFTER_MS, () => {
       if (s.gen !== gen || s.loaded) return;
-      s.status = { at: s.status.at, error: Object.values(s.errors).find(Boolean) ?? null };
+      s.status = { at: s.status.at, error: s.error };
       becameLoaded(s);
     });
     const sampler = setInterval(() => sample(s), SAMPLE_MS);
     s.timers.add({ clear: () => clearInterval(sampler) });
+    const it = client.watch({ scope: s.scope, pollInterval: FEED_INTERVAL, retryOutages: true, ...columns });
+    s.watch = it;
+    try {
+      for await (const change of it) {
+        if (s.gen !== gen) break;
+        if (change.type === 'outage' || change.type === 'restored') {
+          showError(s, change.type === 'outage' ? plainError(change.error) : null);
+        } else {
+          apply(s, change);
+        }
+      }
+    } catch (e) {
+      if (s.gen === gen) showError(s, plainError(e));
+    }
+  }
+
+  function showError(s, error) {
+    s.error = error;
+    s.status = { at: s.status.at, error };
+    flush(s);
   }
 
   function later(s, ms, fn) {
@@ -360,74 +378,27 @@ export function createHub({ mode }) {
 
   function stopWatches(s) {
     s.gen += 1;
-    s.errors = {};
-    for (const it of Object.values(s.iters)) it?.return().catch(() => {});
-    s.iters = {};
+    s.error = null;
+    s.watch?.return().catch(() => {});
+    s.watch = null;
     for (const t of s.timers) t.clear();
     s.timers.clear();
     clearTimeout(s.flushTimer);
     s.flushTimer = null;
   }
 
-  /**
-   * Runs one watch of the scope. A listing that fails (after the client's
-   * retries) ends it: the error is shown in place, and a fresh watch after
-   * a pause is the retry; the error stays until that watch has data again
-   * or has gone two rounds without failing (a scope may be empty).
-   */
-  async function runWatch(s, gen, which, options, attempt = 0) {
-    const it = client.watch(options);
-    s.iters[which] = it;
-    if (attempt > 0) later(s, 2 * (options.pollInterval ?? FEED_INTERVAL) * 1000 + 500, () => recovered(s, gen, which, it));
-    try {
-      for await (const change of it) {
-        if (s.gen !== gen) break;
-        s.heard.add(which);
-        if (attempt > 0) recovered(s, gen, which, it);
-        attempt = 0;
-        apply(s, which, change);
-      }
-    } catch (e) {
-      if (s.gen !== gen || s.iters[which] !== it) return;
-      s.errors[which] = plainError(e);
-      s.status = { at: s.status.at, error: s.errors[which] };
-      flush(s);
-      const delay = Math.min(30_000, 2000 * 2 ** attempt);
-      later(s, delay, () => {
-        if (s.gen === gen && s.iters[which] === it) runWatch(s, gen, which, options, attempt + 1);
-      });
-    }
-  }
-
-  function recovered(s, gen, which, it) {
-    if (s.gen !== gen || s.iters[which] !== it || !s.errors[which]) return;
-    s.errors[which] = null;
-    s.status = { at: s.status.at, error: Object.values(s.errors).find(Boolean) ?? null };
-    flush(s);
-  }
-
-  function apply(s, which, { type, uuid, node }) {
+  function apply(s, { type, uuid, node }) {
     if (type === 'removed') return remove(s, uuid);
-    const current = s.model.get(uuid);
-    if (!current) return put(s, uuid, node);
-    // The feed is the newer word on provision states (the fields watch lists
-    // more slowly, and its entry may predate a change the feed already
-    // gave); the fields watch on the rest.
-    const keys = which === 'feed' ? FEED_FIELDS : extraFields.map(([f]) => f);
-    let next = null;
-    for (const k of keys) {
-      if (!(k in node) || node[k] === current[k]) continue;
-      next ??= { ...current };
-      next[k] = node[k];
-    }
-    if (next) put(s, uuid, next);
+    // Every column has something once the full listing has spoken.
+    s.columns ||= COLUMNS[0] in node;
+    put(s, uuid, node);
   }
 
   function put(s, uuid, node) {
     const clean = {};
     for (const [k, v] of Object.entries(node)) if (k !== 'links') clean[k] = v;
     clean.uuid = uuid;
-    // The other columns, as any scope's fields watch last saw them: a node
+    // The other columns, as any scope's full listing last saw them: a node
     // the feed brings to a new scope has them before its own listing comes.
     let extra = extras.get(uuid);
     for (const [k] of extraFields) {
@@ -482,11 +453,9 @@ export function createHub({ mode }) {
     const removes = [];
     for (const [uuid, node] of s.pending) node ? upserts.push(node) : removes.push(uuid);
     s.pending.clear();
-    if (s.fieldsInterval === FEED_INTERVAL && s.model.size > LARGE_FLEET) slowFields(s);
     if (upserts.length || removes.length) {
-      s.status = { at: Date.now(), error: Object.values(s.errors).find(Boolean) ?? null };
-      // Loaded once both watches have given their first nodes: every column has something.
-      if (!s.loaded && s.heard.size === 2) return becameLoaded(s);
+      s.status = { at: Date.now(), error: s.error };
+      if (!s.loaded && s.columns) return becameLoaded(s);
     }
     const state = tableState(s);
     for (let i = 0; i < Math.max(1, upserts.length); i += SNAPSHOT_SLICE) {
@@ -504,21 +473,6 @@ export function createHub({ mode }) {
     s.loaded = true;
     sample(s);
     for (const tab of s.subs) sendSnapshot(tab, s);
-  }
-
-  /**
-   * A large scope: the fields watch lists it in full every round, about one
-   * request per 1,000 nodes, so it goes to a round every 0.6 s per page
-   * (10 s to 2 minutes): 100,000 nodes are listed once a minute, not every
-   * 2 s. Provision states still come every 2 s by the feed, and power
-   * waits' events update the power column as they come.
-   */
-  function slowFields(s) {
-    s.fieldsInterval = Math.min(120, Math.max(10, Math.ceil(s.model.size / 1000) * 0.6));
-    const gen = s.gen;
-    s.iters.fields?.return().catch(() => {});
-    // Its first listing may not have ended: the new one gives every node again (the unchanged ones change nothing).
-    runWatch(s, gen, 'fields', { scope: s.scope, fields: fieldsWatched(), pollInterval: s.fieldsInterval });
   }
 
   function sample(s) {
