@@ -110,7 +110,7 @@ export interface IronicClientOptions {
   maxRetries?: number;
   /** Seconds between retries (default 2); a `Retry-After` in seconds takes precedence. */
   retryInterval?: number;
-  /** Seconds one request may take before it counts as a connection failure (default 60; 0 = no limit). */
+  /** Seconds one request may take before it counts as a connection failure (default 60; a positive number). */
   requestTimeout?: number;
   /**
    * Bytes an answer may have, after decompression (default 16 MiB = 16777216; a whole number from 1024); a larger one

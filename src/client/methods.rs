@@ -272,7 +272,13 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
         check_header_value(ua, "Option userAgent")?;
     }
     let interval_ms = (seconds("retryInterval", retry.interval_ms as f64 / 1000.0)? * 1000.0) as u64;
-    let request_timeout_ms = (seconds("requestTimeout", engine::REQUEST_TIMEOUT)? * 1000.0).ceil() as u64;
+    // Positive, as `timeout`: no value means "no limit" by accident.
+    let request_timeout = o.number("requestTimeout").unwrap_or(engine::REQUEST_TIMEOUT);
+    let message = "Option requestTimeout must be a positive number of seconds (60 if left out)";
+    if !(request_timeout > 0.0) {
+        return Err(Error::InvalidArgument(message.into()));
+    }
+    let request_timeout_ms = engine::millis(request_timeout, "Option requestTimeout", message)?;
     let config = Config {
         endpoint,
         requested,
@@ -281,7 +287,7 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
         headers,
         user_agent,
         retry: RetryPolicy { max_retries: max_retries as u32, interval_ms },
-        request_timeout_ms: (request_timeout_ms > 0).then_some(request_timeout_ms),
+        request_timeout_ms: Some(request_timeout_ms),
     };
     Ok((config, max_body as usize))
 }
@@ -336,6 +342,18 @@ mod tests {
 
     fn opts(given: Value, known: &[(&'static str, Kind)]) -> Options<Value> {
         Options::read(&given, "options", "Option ", known).unwrap()
+    }
+
+    #[test]
+    fn a_request_has_a_time_limit_of_sixty_seconds_or_a_positive_one_given() {
+        let config = |o: Value| client(&opts(o, options::CLIENT)).map(|(c, _)| c.request_timeout_ms);
+        let endpoint = json!("http://ironic:6385");
+        assert_eq!(config(json!({"endpoint": endpoint})).unwrap(), Some(60_000));
+        assert_eq!(config(json!({"endpoint": endpoint, "requestTimeout": 0.25})).unwrap(), Some(250));
+        for bad in [json!(0), json!(-1)] {
+            let e = config(json!({"endpoint": endpoint, "requestTimeout": bad})).unwrap_err();
+            assert_eq!(e.to_string(), "Option requestTimeout must be a positive number of seconds (60 if left out)");
+        }
     }
 
     #[test]

@@ -264,8 +264,7 @@ const RULES = {
 };
 const inRange = (v, min, max) => Number.isFinite(v) && v >= min && v <= max;
 const NUMBER_RULES = {
-  time: (v) => (inRange(v, 0, MAX_SECONDS) ? 'valid' : 'invalid'),
-  // A wait's time limit: leaving it out is no limit, so 0 is refused with the rest.
+  // A time limit: 0 is refused with the rest (a wait's left out has none, a request's is 60 s).
   timeout: (v) => (inRange(v, 0, MAX_SECONDS) && v > 0 ? 'valid' : 'invalid'),
   interval: (v) => (inRange(v, 0, MAX_SECONDS) && v > 0 ? 'valid' : 'invalid'),
   retryInterval: (v) => (v === 0 ? 'either' : inRange(v, 0, MAX_SECONDS) ? 'valid' : 'invalid'),
@@ -424,7 +423,7 @@ const POSITIONS = {
     microversion: { path: [0, 'microversion'], ...S('microversion', '1.80') },
     maxRetries: { path: [0, 'maxRetries'], ...N('retries', 1) },
     retryInterval: { path: [0, 'retryInterval'], ...N('retryInterval', 0.01) },
-    requestTimeout: { path: [0, 'requestTimeout'], ...N('time', 5) },
+    requestTimeout: { path: [0, 'requestTimeout'], ...N('timeout', 5) },
     maxResponseBytes: { path: [0, 'maxResponseBytes'], ...N('bytes', 1 << 20) },
     headers: { path: [0, 'headers'], type: 'headers', valid: () => ({ 'X-Trial': 'fuzz' }) },
     'a header value': { path: [0, 'headers', 'X-Trial'], ...S('header', 'fuzz'), secret: true },

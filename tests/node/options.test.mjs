@@ -86,6 +86,11 @@ test('the constructor: an unknown or mistyped option throws InvalidArgumentError
     [{ headers: { 'X-A': 1 } }, 'Option headers: the value of X-A must be a string'],
     [{ headers: ['X-A'] }, 'Option headers must be an object'],
     [{ requestTimeout: new Date(0) }, 'Option requestTimeout must be a number'],
+    // No value means "no limit" by accident.
+    ...[0, -1, Number.NaN, Number.POSITIVE_INFINITY].map((v) => [
+      { requestTimeout: v },
+      'Option requestTimeout must be a positive number of seconds (60 if left out)',
+    ]),
     [{ token: () => 'S3CRET' }, 'Option token must be a string'],
   ];
   for (const [options, message] of cases) {
