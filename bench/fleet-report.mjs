@@ -242,7 +242,7 @@ export function fleetMarkdown(fleet) {
 ## Fleet
 
 Measured on ${fleet.date.slice(0, 10)} by \`${fleet.command}\` (${fleet.minutes.toFixed(1)} minutes): ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}${m.python ? `, ${m.python}` : ''}; 1-minute load average ${m.load} when the run began.
-ironic-wait ${b.version} as built in pkg/ (${b.pkgBuilt}), from commit ${b.commit}${b.dirty ? ' with uncommitted changes' : ''}.${VARIANT_NOTES[fleet.variant] ?? ''}
+ironic-wait ${b.version} as built in pkg/ (${b.pkgBuilt}).${VARIANT_NOTES[fleet.variant] ?? ''}
 
 A fleet of F nodes in the simulator, all \`available\`. N of them, a seeded sample spread over the whole list (so that a list poller pages nearly the whole fleet every round), are sent \`active\` at one instant as the client is told to go; each walks deploying -> wait call-back -> deploying -> active (deploying ${timing.deploying[0]}-${timing.deploying[1]} ms, wait call-back ${timing['wait call-back'][0]}-${timing['wait call-back'][1]} ms, drawn per node from the seed): arrivals in \`active\` ${lo}-${hi} s after the start. The client waits for the N by UUID, polling every ${fleet.pollInterval} s.
 

@@ -166,7 +166,7 @@ export function markdown(run) {
   return `# Benchmarks
 
 Measured on ${run.date.slice(0, 10)} by \`${run.command}\`: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node}${m.python ? `, ${m.python}` : ''}.
-ironic-wait ${run.build.version} as built in pkg/ (${run.build.pkgBuilt}), from commit ${run.build.commit}${run.build.dirty ? ' with uncommitted changes' : ''}.
+ironic-wait ${run.build.version} as built in pkg/ (${run.build.pkgBuilt}).
 The machine was shared (1-minute load average ${m.load} when the run began, on ${m.cores} cores): compare figures within this run; CPU moves by a few percent between runs, the smallest figures and the start-up times by more.
 
 ## The wait
