@@ -446,7 +446,7 @@ function follow(signal, onAbort) {
 
 /**
  * A client of one Ironic endpoint. Options and methods are documented in
- * index.d.ts and the README.
+ * index.d.ts and the guides in docs/.
  */
 export class IronicClient {
   #raw;

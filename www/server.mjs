@@ -10,7 +10,7 @@
 // token the page gets in index.html, sent back as a header, and same-origin
 // fetch metadata),
 // forwards only normalised /v1 paths, limits request bodies, and puts the
-// security headers on every answer. See the README, "The console", Security.
+// security headers on every answer. See docs/console.md, "Security model".
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';

@@ -6,7 +6,7 @@
 // tabs are in fleet-console.test.mjs.
 //
 // The mid-wait screenshot goes to target/console/console.png; with
-// UPDATE_SCREENSHOTS=1 also to docs/console.png (the README's picture).
+// UPDATE_SCREENSHOTS=1 also to docs/console.png (the README's and docs/console.md's picture).
 
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';

@@ -10,7 +10,7 @@
 //
 // Screenshots go to target/console/; with UPDATE_SCREENSHOTS=1 the large
 // wait's also to docs/console-fleet.png and the history's to
-// docs/console-history.png (the README's pictures), as console.test.mjs does
+// docs/console-history.png (docs/console.md's pictures), as console.test.mjs does
 // with docs/console.png. Frame times go to
 // target/console/frames.json and the test's diagnostics.
 

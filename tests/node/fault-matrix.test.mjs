@@ -594,7 +594,7 @@ matrix('401, then a fresh token from getToken', WAITS, {
     return { token: undefined, getToken: async () => `SECRET-tok-${++issued}` };
   },
   secrets: ['SECRET-tok-'],
-  // As the README says: asked before the first request and once more after the 401.
+  // As docs/configuration.md says: asked before the first request and once more after the 401.
   server: checks(({ seen, mode }) => {
     const tokens = [...new Set(seen.map((r) => r.headers['x-auth-token']).filter(Boolean))];
     return tokens.join() === 'SECRET-tok-1,SECRET-tok-2'
