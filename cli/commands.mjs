@@ -549,23 +549,9 @@ async function runProvision(ctx, name, v) {
   const configDrive = readConfigDrive(v.config_drive);
   const wait = v.wait_timeout ?? null;
   const limit = wait === null ? null : waitFor(wait);
-  // What baremetal leaves to Ironic to refuse (an empty value is not sent
-  // at all), refused here before anything is sent, in Ironic's words.
-  if (name === 'rescue' && !v.rescue_password) {
-    throw new CommandError('A non-empty "rescue_password" is required when setting target provision state to rescue');
-  }
-  for (const [kind, steps] of [
-    ['clean', cleanSteps],
-    ['service', serviceSteps],
-    ['deploy', deploySteps],
-  ]) {
-    if (kind === name && kind !== 'deploy' && steps === undefined && !v.runbook) {
-      throw new CommandError(`"${kind}_steps" is required when setting target provision state to ${kind}`);
-    }
-    if (steps !== undefined && !Array.isArray(steps))
-      throw new CommandError(`The ${kind} steps must be a list of ${kind}-step dictionaries`);
-  }
-
+  // What baremetal leaves to Ironic to refuse (a rescue without a password,
+  // a clean without steps: an empty value is not sent at all) the library
+  // refuses before anything is sent, in Ironic's words.
   const body = {};
   if (configDrive !== undefined) body.configDrive = configDrive;
   if (cleanSteps !== undefined) body.cleanSteps = cleanSteps;

@@ -165,16 +165,12 @@ impl ObjectWriter {
     pub fn seconds(&mut self, key: &str, ms: u64) -> &mut Self {
         let out = self.key(key);
         number_into(out, ms / 1000);
-        let mut fraction = ms % 1000;
-        if fraction != 0 {
+        if ms % 1000 != 0 {
+            // 1234 ms: "1" then the digits of 1234 after its leading 1, less trailing zeros.
+            let mut fraction = String::new();
+            number_into(&mut fraction, 1000 + ms % 1000);
             out.push('.');
-            for unit in [100, 10, 1] {
-                if fraction == 0 {
-                    break;
-                }
-                out.push(char::from(b'0' + (fraction / unit) as u8));
-                fraction %= unit;
-            }
+            out.push_str(fraction[1..].trim_end_matches('0'));
         }
         self
     }

@@ -126,10 +126,8 @@ impl WaitOptions {
     /// [`WaitOptions::deadline_from`]'s).
     pub fn check(&self) -> Result<(Millis, Millis), Error> {
         millis(self.timeout, "Timeout", "Timeout must be a non-negative number")?;
-        let interval_ms = millis(self.poll_interval, "Poll interval", "Poll interval must be a positive number")?;
-        if interval_ms == 0 {
-            return Err(Error::InvalidArgument("Poll interval must be a positive number".into()));
-        }
+        let interval_ms =
+            positive_millis(self.poll_interval, "Poll interval", "Poll interval must be a positive number")?;
         let whole = self.budget.is_finite() && self.budget >= 0.0 && self.budget.fract() == 0.0 && self.budget <= 1e9;
         if !whole || self.budget > 0.0 && !self.auto {
             return Err(Error::InvalidArgument(
@@ -384,6 +382,15 @@ pub fn millis(seconds: f64, what: &str, error: &str) -> Result<Millis, Error> {
     }
     // Round up, so a tiny positive timeout is not "no timeout".
     Ok((seconds * 1000.0).ceil() as Millis)
+}
+
+/// [`millis`] of a duration that must be more than 0 (an interval, a time
+/// limit): `error` for 0 too.
+pub fn positive_millis(seconds: f64, what: &str, error: &str) -> Result<Millis, Error> {
+    match millis(seconds, what, error)? {
+        0 => Err(Error::InvalidArgument(error.to_string())),
+        ms => Ok(ms),
+    }
 }
 
 impl<D: Document> Engine<D> {

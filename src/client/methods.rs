@@ -182,10 +182,8 @@ fn watch<D: Document>(o: &Options<D>) -> Result<CallSpec, Error> {
         None => String::new(),
     };
     let message = "Poll interval must be a positive number";
-    let interval_ms = engine::millis(o.number("pollInterval").unwrap_or(WATCH_INTERVAL), "Poll interval", message)?;
-    if interval_ms == 0 {
-        return Err(Error::InvalidArgument(message.into()));
-    }
+    let interval_ms =
+        engine::positive_millis(o.number("pollInterval").unwrap_or(WATCH_INTERVAL), "Poll interval", message)?;
     let fields_every = match o.value("fieldsInterval") {
         None => None,
         Some(_) if extra_fields.is_empty() => {
@@ -194,9 +192,9 @@ fn watch<D: Document>(o: &Options<D>) -> Result<CallSpec, Error> {
         Some(v) => {
             let message = "Option fieldsInterval must be a positive number of seconds or 'auto'";
             Some(match v.as_f64() {
-                Some(s) if s > 0.0 => Cadence::Every(engine::millis(s, "Option fieldsInterval", message)?),
-                _ if v.as_string().as_deref() == Some("auto") => Cadence::Auto,
-                _ => return Err(Error::InvalidArgument(message.into())),
+                Some(s) => Cadence::Every(engine::positive_millis(s, "Option fieldsInterval", message)?),
+                None if v.as_string().as_deref() == Some("auto") => Cadence::Auto,
+                None => return Err(Error::InvalidArgument(message.into())),
             })
         }
     };
@@ -275,10 +273,7 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
     // Positive, as `timeout`: no value means "no limit" by accident.
     let request_timeout = o.number("requestTimeout").unwrap_or(engine::REQUEST_TIMEOUT);
     let message = "Option requestTimeout must be a positive number of seconds (60 if left out)";
-    if !(request_timeout > 0.0) {
-        return Err(Error::InvalidArgument(message.into()));
-    }
-    let request_timeout_ms = engine::millis(request_timeout, "Option requestTimeout", message)?;
+    let request_timeout_ms = engine::positive_millis(request_timeout, "Option requestTimeout", message)?;
     let config = Config {
         endpoint,
         requested,

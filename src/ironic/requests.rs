@@ -234,21 +234,32 @@ pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs
     if args.power_timeout.is_some() && !power {
         return Err(Error::InvalidArgument(format!("powerTimeout cannot be used with {name}")));
     }
+    // Refused in Ironic's words where Ironic would refuse it (what the CLI
+    // prints, as baremetal prints Ironic's refusal).
     let steps = match action.target {
         "clean" => Some(("cleanSteps", &args.clean_steps)),
         "service" => Some(("serviceSteps", &args.service_steps)),
         _ => None,
     };
     if let Some((option, given)) = steps {
-        if given.is_some() == args.runbook.is_some() {
-            return Err(Error::InvalidArgument(format!("{name} needs exactly one of {option} and runbook")));
+        match (given.is_some(), args.runbook.is_some()) {
+            (false, false) => {
+                let target = action.target;
+                return Err(Error::InvalidArgument(format!(
+                    "\"{target}_steps\" is required when setting target provision state to {target}"
+                )));
+            }
+            (true, true) => return Err(Error::InvalidArgument(format!("{name} takes {option} or runbook, not both"))),
+            _ => {}
         }
     }
     if args.runbook.is_some() && args.disable_ramdisk.is_some() {
         return Err(Error::InvalidArgument("You cannot supply runbook and disableRamdisk together".into()));
     }
     if action.target == "rescue" && args.rescue_password.as_deref().is_none_or(str::is_empty) {
-        return Err(Error::InvalidArgument("rescue needs a rescuePassword".into()));
+        return Err(Error::InvalidArgument(
+            "A non-empty \"rescue_password\" is required when setting target provision state to rescue".into(),
+        ));
     }
     let mut body = vec![("target", document::quote(action.target))];
     if let Some(drive) = &args.config_drive {
@@ -257,14 +268,16 @@ pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs
         }
         body.push(("configdrive", drive.to_json()));
     }
-    for (field, option, value) in [
-        ("clean_steps", "cleanSteps", &args.clean_steps),
-        ("deploy_steps", "deploySteps", &args.deploy_steps),
-        ("service_steps", "serviceSteps", &args.service_steps),
+    for (kind, field, value) in [
+        ("clean", "clean_steps", &args.clean_steps),
+        ("deploy", "deploy_steps", &args.deploy_steps),
+        ("service", "service_steps", &args.service_steps),
     ] {
         if let Some(steps) = value {
             if steps.python_type() != "list" {
-                return Err(Error::InvalidArgument(format!("{option} must be a list of steps")));
+                return Err(Error::InvalidArgument(format!(
+                    "The {kind} steps must be a list of {kind}-step dictionaries"
+                )));
             }
             body.push((field, steps.to_json()));
         }
@@ -401,23 +414,24 @@ mod tests {
         let named = |n: &str| Action::named(n).unwrap();
         let refused =
             |action: &str, args: ProvisionArgs<Value>| provision("n1", named(action), &args).unwrap_err().to_string();
-        assert_eq!(refused("clean", ProvisionArgs::default()), "clean needs exactly one of cleanSteps and runbook");
+        let required = |kind| format!("\"{kind}_steps\" is required when setting target provision state to {kind}");
+        assert_eq!(refused("clean", ProvisionArgs::default()), required("clean"));
         let both = ProvisionArgs { clean_steps: Some(json!([])), runbook: Some("r".into()), ..Default::default() };
-        assert_eq!(refused("clean", both), "clean needs exactly one of cleanSteps and runbook");
-        assert_eq!(
-            refused("service", ProvisionArgs::default()),
-            "service needs exactly one of serviceSteps and runbook"
-        );
+        assert_eq!(refused("clean", both), "clean takes cleanSteps or runbook, not both");
+        assert_eq!(refused("service", ProvisionArgs::default()), required("service"));
         let rb =
             ProvisionArgs::<Value> { runbook: Some("r".into()), disable_ramdisk: Some(true), ..Default::default() };
         assert_eq!(refused("clean", rb), "You cannot supply runbook and disableRamdisk together");
-        assert_eq!(refused("rescue", ProvisionArgs::default()), "rescue needs a rescuePassword");
+        let rescue = "A non-empty \"rescue_password\" is required when setting target provision state to rescue";
+        assert_eq!(refused("rescue", ProvisionArgs::default()), rescue);
+        let empty = ProvisionArgs { rescue_password: Some(String::new()), ..Default::default() };
+        assert_eq!(refused("rescue", empty), rescue);
         let drive = ProvisionArgs { config_drive: Some(json!("x")), ..Default::default() };
         assert_eq!(refused("manage", drive), "configDrive cannot be used with manage");
         let drive = ProvisionArgs { config_drive: Some(json!(3)), ..Default::default() };
         assert_eq!(refused("rebuild", drive), "configDrive must be a string or an object");
         let steps = ProvisionArgs { clean_steps: Some(json!({"a": 1})), ..Default::default() };
-        assert_eq!(refused("clean", steps), "cleanSteps must be a list of steps");
+        assert_eq!(refused("clean", steps), "The clean steps must be a list of clean-step dictionaries");
         assert!(provision("..", named("manage"), &ProvisionArgs::<Value>::default()).is_err());
     }
 

@@ -240,8 +240,8 @@ test('invalid options are typed errors, raised before anything is sent', async (
     [() => client.provision('n1', 'deploy', { timeout: 5 }), 'Option timeout needs wait: true'],
     [() => client.setPowerState('n1', 'power off', { wait: false, timeout: 5 }), 'Option timeout needs wait: true'],
     [() => client.provision('n1', 'fly'), 'Unknown provision action: fly'],
-    [() => client.provision('n1', 'clean', { wait: true }), 'clean needs exactly one of cleanSteps and runbook'],
-    [() => client.provision('n1', 'rescue'), 'rescue needs a rescuePassword'],
+    [() => client.provision('n1', 'clean', { wait: true }), '"clean_steps" is required when setting target provision state to clean'],
+    [() => client.provision('n1', 'rescue'), 'A non-empty "rescue_password" is required when setting target provision state to rescue'],
     [
       () => client.waitForProvisionState('n1', 'active', { timeout: NaN }),
       'Option timeout must be a positive number of seconds (leave it out to wait without limit)',
