@@ -4,143 +4,96 @@
 // the object of its Ironic (`idFromName`), so every wait and listener of
 // that Ironic shares one object, one client and one poll loop.
 //
-// The object answers the API of waits.mjs, and two WebSockets:
-//   GET /waits/{id}/events  { type: 'progress', event }, then { type: 'done', report, error } or
-//                           { type: 'deleted' }, then it closes. Hibernatable: an idle listener
-//                           costs nothing.
-//   GET /watch?scope=JSON&fields=a,b&listMode=&pollInterval=&initial=
-//                           `client.watch()` on the object's client (so on the loop of its waits):
-//                           { type: 'change', change } for each NodeChange, { type: 'error', error }
-//                           if the watch fails. A watcher polls on the client's timers, so the object
-//                           stays in memory while one is connected.
+// The object answers the API of waits.mjs, its streams as WebSockets: a
+// listener of GET /waits/{id}/events hibernates (an idle one costs nothing);
+// a watcher of GET /watch polls on the client's timers, so the object stays
+// in memory while one is connected.
 // Rounds run from the alarm, one round per alarm: each wait's checkpoint is
 // in the object's storage, so an eviction, a restart or a redeploy loses
-// nothing. The client is made from the Worker's environment: IRONIC_URL
-// (or OS_ENDPOINT) with IRONIC_TOKEN (or OS_TOKEN), or Keystone settings as
-// OS_* variables, as the CLI reads them; they never reach storage, a
-// checkpoint, a report or a message.
+// nothing. The client is made from the Worker's environment (waits.mjs): the
+// settings never reach storage, a checkpoint, a report or a message.
 
-import { optionsFromEnvironment } from '../cli/settings.mjs';
 import { IronicClient } from '../pkg/worker.js';
-import { failedRoundDelayMs, plain, Waits, watchOptions } from './waits.mjs';
+import { plain, refused, WaitsHost } from './waits.mjs';
 
-export class IronicWaits {
+export class IronicWaits extends WaitsHost {
   constructor(ctx, env) {
-    this.ctx = ctx;
-    this.failures = 0;
-    /** Each /watch socket's AbortController. */
-    this.watchers = new Map();
-    const settings = { ...env, OS_ENDPOINT: env.IRONIC_URL ?? env.OS_ENDPOINT, OS_TOKEN: env.IRONIC_TOKEN ?? env.OS_TOKEN };
-    let client;
-    try {
-      client = new IronicClient(optionsFromEnvironment(settings));
-    } catch (e) {
-      // Every request says so (the message names no configured value).
-      this.misconfigured = `the Worker's Ironic settings: ${e?.message ?? e}`;
-      return;
-    }
-    this.client = client;
-    this.waits = new Waits({
-      client,
+    super({
+      IronicClient,
+      env,
       storage: {
         get: (key) => ctx.storage.get(key),
         put: (key, value) => ctx.storage.put(key, value),
         delete: (key) => ctx.storage.delete(key),
         list: async (prefix) => [...(await ctx.storage.list({ prefix })).values()],
       },
-      publish: (id, message, last) => this.publish(id, message, last),
     });
+    this.ctx = ctx;
+    /** Each /watch socket's AbortController. */
+    this.watchers = new Map();
   }
 
   async fetch(request) {
-    if (this.misconfigured) return Response.json({ error: this.misconfigured }, { status: 500 });
-    const { pathname } = new URL(request.url);
-    const events = pathname.match(/^\/waits\/([^/]+)\/events$/);
-    if (events) return this.listen(request, events[1]);
-    if (pathname === '/watch') return this.watch(request);
-    const response = (await this.waits.handle(request)) ?? Response.json({ error: 'not found' }, { status: 404 });
-    // Only a new or deleted wait moves the next round.
-    if (request.method === 'POST' || request.method === 'DELETE') await this.schedule();
-    return response;
+    // No client from the Worker's settings: every request says so (the message names no secret).
+    if (!this.client) return refused(500, `the Worker's Ironic settings: ${this.misconfigured?.message ?? this.misconfigured}`);
+    return super.fetch(request);
   }
 
   /** The alarm: one round, then the next alarm. A round never throws to the platform: it backs off itself. */
   async alarm() {
-    if (this.misconfigured) return;
-    let next;
-    try {
-      next = await this.waits.round();
-      this.failures = 0;
-    } catch (e) {
-      this.failures += 1;
-      console.error(`ironic-wait: a round failed (${this.failures} in a row): ${e?.message ?? e}`);
-    }
-    await this.schedule(next);
+    if (this.client) await this.schedule(await this.round());
   }
 
   /** The alarm at `next` (by default the next round due; later while rounds fail), or none. */
   async schedule(next) {
-    if (next === undefined) next = await this.waits.nextWake();
-    if (next !== null && this.failures > 0) {
-      next = Math.max(next, Date.now() + failedRoundDelayMs(this.failures));
-    }
-    if (next === null) await this.ctx.storage.deleteAlarm();
-    else await this.ctx.storage.setAlarm(next);
+    const at = this.backedOff(next === undefined ? await this.waits.nextWake() : next);
+    if (at === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(at);
+  }
+
+  /** A stream here is a WebSocket. */
+  refuseStream(request, path) {
+    const upgrade = request.headers.get('upgrade')?.toLowerCase();
+    if (upgrade !== 'websocket') return refused(426, `GET ${path} is a WebSocket`, { upgrade: 'websocket' });
   }
 
   /** GET /waits/{id}/events: a hibernatable WebSocket of the wait's events. */
-  async listen(request, id) {
-    if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') {
-      return Response.json({ error: 'GET /waits/{id}/events is a WebSocket' }, { status: 426, headers: { upgrade: 'websocket' } });
-    }
+  async listen(id) {
     const record = await this.waits.get(id);
-    if (!record) return Response.json({ error: 'no such wait' }, { status: 404 });
+    if (!record) return refused(404, 'no such wait');
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [id]);
     if (record.done) this.publish(id, { type: 'done', report: record.report, error: record.error }, true);
     return new Response(null, { status: 101, webSocket: client });
   }
 
-  /** GET /watch: a WebSocket following `client.watch()` with the query's options. */
-  watch(request) {
-    if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') {
-      return Response.json({ error: 'GET /watch is a WebSocket' }, { status: 426, headers: { upgrade: 'websocket' } });
-    }
-    let options;
-    try {
-      options = watchOptions(new URL(request.url).searchParams);
-    } catch (e) {
-      return Response.json({ error: e.message }, { status: 400 });
-    }
+  /** A wait's listeners: the WebSockets tagged with its id, hibernated or not. */
+  listenersOf(id) {
+    return this.ctx.getWebSockets(id);
+  }
+
+  /** GET /watch: a WebSocket of the watch. Async: a failure of the platform's here is no bad request. */
+  async watch(options) {
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, ['watch']);
-    const controller = new AbortController();
-    this.watchers.set(server, controller);
-    const send = (message) => server.send(JSON.stringify(message));
+    const stopped = new AbortController();
+    this.watchers.set(server, stopped);
     (async () => {
       try {
-        for await (const change of this.client.watch({ ...options, signal: controller.signal })) send({ type: 'change', change });
+        for await (const message of this.follow(options, stopped.signal)) {
+          server.send(JSON.stringify(message));
+          if (message.type === 'error') server.close(1011, 'the watch failed');
+        }
       } catch (e) {
-        if (controller.signal.aborted) return;
-        send({ type: 'error', error: plain(e) });
+        // Options the client refused before watching, said as a failure is; or a socket closed under it.
+        if (stopped.signal.aborted) return;
+        server.send(JSON.stringify({ type: 'error', error: plain(e) }));
         server.close(1011, 'the watch failed');
       } finally {
         this.watchers.delete(server);
       }
     })().catch(() => {}); // a socket closed under it
     return new Response(null, { status: 101, webSocket: client });
-  }
-
-  publish(id, message, last) {
-    const text = JSON.stringify(message);
-    for (const ws of this.ctx.getWebSockets(id)) {
-      try {
-        ws.send(text);
-        if (last) ws.close(1000, message.type);
-      } catch {
-        // A socket closing already.
-      }
-    }
   }
 
   /** Listeners say nothing the object needs. */

@@ -3,16 +3,10 @@
 // routes requests to `fetch`. Every wait of the server shares one client and
 // one poll loop.
 //
-// It answers the API of waits.mjs, and
-//   GET /waits/{id}/events  Server-Sent Events: `data: {"type":"progress","event":{...}}`,
-//                           then `data: {"type":"done","report":...,"error":...}` or
-//                           `data: {"type":"deleted"}`, then the stream ends. Listeners
-//                           are those connected to this process.
-//   GET /watch?scope=JSON&fields=a,b&listMode=&pollInterval=&initial=
-//                           Server-Sent Events of `client.watch()` on the waits' client (and
-//                           loop): `data: {"type":"change","change":{...}}` for each node
-//                           change, read as the listener reads (a slow one gets each node's
-//                           latest state), `data: {"type":"error","error":{...}}` if it fails.
+// It answers the API of waits.mjs, its streams as Server-Sent Events, each
+// message a line `data: {...}`. A wait's listeners are those connected to
+// this process; a watch is read as its listener reads (a slow one gets each
+// node's latest state).
 //
 // Storage: each wait's record as JSON in KV, in parts of at most PART_BYTES
 // (a KV value is at most 64 KiB; a checkpoint of 10,000 nodes is ~450 KB):
@@ -33,18 +27,16 @@
 // backs off itself; it throws only when it cannot queue the next round, and
 // then Deno retries it on RETRIES, no sooner.
 //
-// The client is made from the environment: IRONIC_URL (or OS_ENDPOINT) with
-// IRONIC_TOKEN (or OS_TOKEN), or Keystone settings as OS_* variables, as the
-// CLI reads them; they never reach KV, a checkpoint, a report or an event.
-// One process serves a KV file: the records (JSON, all of them) and which
-// steps are under way are in its memory.
+// The client is made from the environment (waits.mjs): the settings never
+// reach KV, a checkpoint, a report or an event. One process serves a KV file:
+// the records (JSON, all of them) and which steps are under way are in its
+// memory.
 import { IronicClient } from '../pkg/deno.js';
 
 // The package's API too: `ironic-wait/deno` is the Deno entry and its runner.
 export * from '../pkg/deno.js';
 
-import { OS_FLAGS, optionsFromEnvironment } from '../cli/settings.mjs';
-import { failedRoundDelayMs, plain, Waits, watchOptions } from './waits.mjs';
+import { refused, VARIABLES, WaitsHost } from './waits.mjs';
 
 const ROOT = 'ironic-wait';
 const ALARM = [ROOT, 'alarm'];
@@ -65,29 +57,22 @@ const RETRIES = [10_000, 60_000, 5 * 60_000];
 /** A comment on each event stream this often, so that proxies keep idle listeners open. */
 const HEARTBEAT_MS = 25_000;
 
-/** The variables the client may be made from. */
-const VARIABLES = ['IRONIC_URL', 'IRONIC_TOKEN', ...OS_FLAGS.map((o) => o.env)];
+const encoder = new TextEncoder();
 
-export class KvWaits {
+export class KvWaits extends WaitsHost {
   /**
    * @param {object} options
    * @param {Deno.Kv} options.kv a Kv of its own: KvWaits listens to its queue
    * @param {Record<string, string>} [options.env] the settings; by default those of VARIABLES this process may read
    * @param {() => number} [options.now] ms since the epoch
    */
-  constructor({ kv, env = readEnvironment(), now = () => Date.now() }) {
+  constructor({ kv, env = readEnvironment(), now }) {
+    super({ IronicClient, env, storage: new KvStorage(kv), now });
+    // A server fails at start, not at each request (the error names no secret).
+    if (!this.client) throw this.misconfigured;
     this.kv = kv;
-    this.now = now;
-    const settings = { ...env, OS_ENDPOINT: env.IRONIC_URL ?? env.OS_ENDPOINT, OS_TOKEN: env.IRONIC_TOKEN ?? env.OS_TOKEN };
-    // A ConfigError here names no configured value: a server fails at start, not at each request.
-    const client = new IronicClient(optionsFromEnvironment(settings));
-    this.client = client;
-    this.storage = new KvStorage(kv);
-    this.waits = new Waits({ client, storage: this.storage, publish: (id, message, last) => this.publish(id, message, last), now });
     /** Event streams: wait id -> Set of { send(text), close() }. */
     this.listeners = new Map();
-    /** Rounds failed in a row. */
-    this.failures = 0;
     this.rounding = false;
     /** schedule() calls, one after the other: each sees what the one before stored. */
     this.scheduling = Promise.resolve();
@@ -100,38 +85,13 @@ export class KvWaits {
    * queue. Before any request.
    */
   async start() {
-    await this.storage.load();
+    await this.waits.storage.load();
     await this.schedule(true);
     this.listening = this.kv.listenQueue((message) => this.onMessage(message));
   }
 
-  /** The answer to a request of the API, or 404. */
-  async fetch(request) {
-    const { pathname } = new URL(request.url);
-    const events = pathname.match(/^\/waits\/([^/]+)\/events$/);
-    if (events) {
-      if (request.method !== 'GET')
-        return Response.json({ error: 'use GET on /waits/{id}/events' }, { status: 405, headers: { allow: 'GET' } });
-      return this.listen(events[1]);
-    }
-    if (pathname === '/watch') {
-      if (request.method !== 'GET') return Response.json({ error: 'use GET on /watch' }, { status: 405, headers: { allow: 'GET' } });
-      try {
-        return this.watch(watchOptions(new URL(request.url).searchParams));
-      } catch (e) {
-        return Response.json({ error: e.message }, { status: 400 });
-      }
-    }
-    const response = (await this.waits.handle(request)) ?? Response.json({ error: 'not found' }, { status: 404 });
-    // Only after a request that may change the waits: a GET changes nothing
-    // to queue. A failure to queue is not the request's:
-    // the wait is stored, and a round already queued, the next POST or
-    // DELETE, or the next start() queues it (an error answer to a POST whose
-    // PUTs were sent would only invite sending them again).
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      await this.schedule().catch((e) => console.error(`ironic-wait: could not queue the next round: ${e?.message ?? e}`));
-    }
-    return response;
+  refuseStream(request, path) {
+    if (request.method !== 'GET') return refused(405, `use GET on ${path}`, { allow: 'GET' });
   }
 
   /** A queue message: the round it stands for, if it is still the one due. */
@@ -144,11 +104,7 @@ export class KvWaits {
     if (this.rounding) return;
     this.rounding = true;
     try {
-      await this.waits.round();
-      this.failures = 0;
-    } catch (e) {
-      this.failures += 1;
-      console.error(`ironic-wait: a round failed (${this.failures} in a row): ${e?.message ?? e}`);
+      await this.round();
     } finally {
       this.rounding = false;
     }
@@ -158,12 +114,16 @@ export class KvWaits {
   /**
    * Queues the round at the next wake (later while rounds fail), unless the
    * alarm queued already comes first; `force` queues anew whatever is
-   * queued (after a round: its own message is spent).
+   * queued (after a round: its own message is spent, or at start()).
+   * Unforced, after a new or deleted wait, a failure to queue is not the
+   * request's: the wait is stored, and a round already queued, the next POST
+   * or DELETE, or the next start() queues it (an error answer to a POST whose
+   * PUTs were sent would only invite sending them again).
    */
   schedule(force = false) {
     const run = this.scheduling.then(() => this.scheduleNow(force));
     this.scheduling = run.catch(() => {});
-    return run;
+    return force ? run : run.catch((e) => console.error(`ironic-wait: could not queue the next round: ${e?.message ?? e}`));
   }
 
   async scheduleNow(force) {
@@ -179,7 +139,7 @@ export class KvWaits {
     }
     if (!force && alarm && alarm.at <= next && alarm.at > now - OVERDUE_MS) return;
     if (force) next = Math.max(next, now + MIN_GAP_MS);
-    if (this.failures > 0) next = Math.max(next, now + failedRoundDelayMs(this.failures));
+    next = this.backedOff(next, now);
     const token = crypto.randomUUID();
     const delay = Math.min(MAX_DELAY_MS, Math.max(0, next - now));
     await this.kv
@@ -191,16 +151,15 @@ export class KvWaits {
 
   /** GET /waits/{id}/events: an event stream of the wait, from now on. */
   async listen(id) {
-    const encoder = new TextEncoder();
     let listener;
     const body = new ReadableStream({
-      start: (controller) => {
+      start: (stream) => {
         let open = true;
-        const heartbeat = setInterval(() => listener.send(': keep-alive\n\n'), HEARTBEAT_MS);
+        // Never after close(): the heartbeat stops, and publish no longer finds the listener.
+        const write = (text) => stream.enqueue(encoder.encode(text));
+        const heartbeat = setInterval(() => write(': keep-alive\n\n'), HEARTBEAT_MS);
         listener = {
-          send: (text) => {
-            if (open) controller.enqueue(encoder.encode(text));
-          },
+          send: (text) => write(`data: ${text}\n\n`),
           close: () => {
             if (!open) return;
             open = false;
@@ -208,7 +167,7 @@ export class KvWaits {
             this.listeners.get(id)?.delete(listener);
             if (!this.listeners.get(id)?.size) this.listeners.delete(id);
             try {
-              controller.close();
+              stream.close();
             } catch {
               // Cancelled by the listener already.
             }
@@ -218,50 +177,38 @@ export class KvWaits {
       cancel: () => listener.close(),
     });
     // Listening before reading the record: an end published meanwhile is heard, not missed.
-    if (!this.listeners.has(id)) this.listeners.set(id, new Set());
-    this.listeners.get(id).add(listener);
+    (this.listeners.get(id) ?? this.listeners.set(id, new Set()).get(id)).add(listener);
     const record = await this.waits.get(id).catch((e) => {
       listener.close();
       throw e;
     });
     if (!record) {
       listener.close();
-      return Response.json({ error: 'no such wait' }, { status: 404 });
+      return refused(404, 'no such wait');
     }
     if (record.done) this.publish(id, { type: 'done', report: record.report, error: record.error }, true);
     return new Response(body, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' } });
   }
 
-  /** GET /watch: an event stream following `client.watch()`, pulled as the listener reads. */
-  watch(options) {
-    const encoder = new TextEncoder();
-    const send = (stream, message) => stream.enqueue(encoder.encode(`data: ${JSON.stringify(message)}\n\n`));
-    const ended = new AbortController();
-    const changes = this.client.watch({ ...options, signal: ended.signal });
-    const body = new ReadableStream({
-      async pull(stream) {
-        try {
-          const { done, value } = await changes.next();
-          if (done) stream.close();
-          else send(stream, { type: 'change', change: value });
-        } catch (e) {
-          if (ended.signal.aborted) return;
-          send(stream, { type: 'error', error: plain(e) });
-          stream.close();
-        }
-      },
-      // The listener went away: the watch ends, nothing more is sent for it.
-      cancel: () => ended.abort(),
-    });
-    return new Response(body, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' } });
+  /** A wait's listeners: its event streams in this process. */
+  listenersOf(id) {
+    return [...(this.listeners.get(id) ?? [])];
   }
 
-  publish(id, message, last) {
-    const text = `data: ${JSON.stringify(message)}\n\n`;
-    for (const listener of [...(this.listeners.get(id) ?? [])]) {
-      listener.send(text);
-      if (last) listener.close();
-    }
+  /** GET /watch: an event stream of the watch, pulled as the listener reads. */
+  watch(options) {
+    const stopped = new AbortController();
+    const messages = this.follow(options, stopped.signal);
+    const body = new ReadableStream({
+      async pull(stream) {
+        const { value } = await messages.next();
+        if (value) stream.enqueue(encoder.encode(`data: ${JSON.stringify(value)}\n\n`));
+        if (value?.type !== 'change') stream.close();
+      },
+      // The listener went away: the watch ends, nothing more is sent for it.
+      cancel: () => stopped.abort(),
+    });
+    return new Response(body, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' } });
   }
 }
 

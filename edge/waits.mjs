@@ -1,15 +1,14 @@
-// Waits kept by an edge host (the Cloudflare Durable Object of
-// cloudflare.mjs, the Deno KV runner of deno.mjs): each wait a checkpoint in the host's storage, each round
-// one `step()` of every wait that is due, all begun in one turn on one
-// client, so that they share the client's poll loop (and its change feed
-// while the host stays in memory). What a step sends, when the next is due
-// and how a wait ends are the client's decisions, as for any caller of
-// `step()`; this module keeps the records and answers the HTTP API:
+// What the edge hosts (cloudflare.mjs, deno.mjs) share. Waits: each wait a
+// checkpoint in the host's storage, each round one `step()` of every wait
+// that is due, all begun in one turn on one client, so that they share the
+// client's poll loop (and its change feed while the host stays in memory).
+// What a step sends, when the next is due and how a wait ends are the
+// client's decisions, as for any caller of `step()`; Waits keeps the records
+// and answers the HTTP API:
 //   POST   /waits        { method, args }  -> 201 { id }  (its PUTs sent)
 //   GET    /waits                          -> 200 [{ id, method, done }]
 //   GET    /waits/{id}                     -> 200 { id, method, done, wakeAtMs, outages, report, error }
 //   DELETE /waits/{id}                     -> 204: nothing more is sent for it
-// and reads the options of GET /watch, which each host streams its way.
 // A record holds the checkpoint (which never holds a credential), the
 // report and the error as JSON: never a token, since the client's
 // credentials are the host's and stay in its environment.
@@ -21,6 +20,22 @@
 // last checkpoint back, due later and later, until the wait's deadline
 // (the client's rule). Its listeners get { type: 'outage', error } for
 // each round lost; GET /waits/{id} counts those in a row.
+//
+// WaitsHost does what the hosts do alike; each extends it with what is its
+// platform's. It makes the client from IRONIC_URL (or OS_ENDPOINT) with
+// IRONIC_TOKEN (or OS_TOKEN), or the OS_* variables the CLI reads (whose
+// errors name no configured value), routes requests, runs rounds (backed off
+// while they fail), and streams messages, each a JSON object:
+//   GET /waits/{id}/events  { type: 'progress', event } and { type: 'outage', error }, then
+//                           { type: 'done', report, error } or { type: 'deleted' }, and the end
+//   GET /watch?scope=JSON&fields=a,b&listMode=&pollInterval=&initial=
+//                           `client.watch()` on the host's client (so on the loop of its waits):
+//                           { type: 'change', change } for each change, { type: 'error', error } if it fails
+// A host says when rounds run (`schedule`), how streams are refused and
+// opened (`refuseStream`, `listen`, `watch`), and who a wait's listeners are
+// (`listenersOf`: each with `send(text)` and `close(code, reason)`, as a WebSocket).
+
+import { OS_FLAGS, optionsFromEnvironment } from '../cli/settings.mjs';
 
 /** A request body larger than this is refused (a checkpoint of 10,000 UUIDs is about 450 KB). */
 const MAX_BODY = 1024 * 1024;
@@ -30,15 +45,6 @@ const LOOKAHEAD_MS = 1000;
 
 /** A finished wait's record is kept this long for its report, then dropped. */
 const KEEP_MS = 24 * 3600 * 1000;
-
-/**
- * A host's round that failed for a reason of its own (its storage, say), the
- * `failures`th in a row, is tried again this much later: 2 s doubling to 5
- * minutes. (A round lost to Ironic is the client's to schedule: `retryOutages`.)
- */
-export function failedRoundDelayMs(failures) {
-  return Math.min(5 * 60 * 1000, 2000 * 2 ** (failures - 1));
-}
 
 /** The key of wait `id` in the host's storage. */
 const keyOf = (id) => `wait:${id}`;
@@ -220,6 +226,98 @@ export class Waits {
   }
 }
 
+/** The variables the client is made from. */
+export const VARIABLES = ['IRONIC_URL', 'IRONIC_TOKEN', ...OS_FLAGS.map((o) => o.env)];
+
+export class WaitsHost {
+  /** One client of the platform's `IronicClient` from `env` (VARIABLES), or the error `misconfigured`; `storage` as Waits takes it. */
+  constructor({ IronicClient, env, storage, now = () => Date.now() }) {
+    try {
+      const settings = { ...env, OS_ENDPOINT: env.IRONIC_URL ?? env.OS_ENDPOINT, OS_TOKEN: env.IRONIC_TOKEN ?? env.OS_TOKEN };
+      this.client = new IronicClient(optionsFromEnvironment(settings));
+    } catch (e) {
+      this.misconfigured = e;
+    }
+    this.now = now;
+    this.waits = new Waits({ client: this.client, storage, now, publish: (id, message, last) => this.publish(id, message, last) });
+    /** Rounds failed in a row. */
+    this.failures = 0;
+  }
+
+  /** The answer to a request: the API of waits, a stream, or 404. */
+  async fetch(request) {
+    const url = new URL(request.url);
+    const events = url.pathname.match(/^\/waits\/([^/]+)\/events$/);
+    if (events || url.pathname === '/watch') {
+      const refusal = this.refuseStream(request, events ? '/waits/{id}/events' : '/watch');
+      if (refusal) return refusal;
+      if (events) return this.listen(events[1]);
+      try {
+        // Also what `watch` throws at once: options the client refuses before watching.
+        return this.watch(watchOptions(url.searchParams));
+      } catch (e) {
+        return refused(400, e.message);
+      }
+    }
+    const response = (await this.waits.handle(request)) ?? refused(404, 'not found');
+    // Only a new or deleted wait moves the next round. A failure to schedule
+    // is not the request's: the wait is stored (an error answer to a POST
+    // whose PUTs were sent would only invite sending them again).
+    if (request.method === 'POST' || request.method === 'DELETE') {
+      await Promise.resolve(this.schedule()).catch((e) =>
+        console.error(`ironic-wait: could not schedule the next round: ${e?.message ?? e}`),
+      );
+    }
+    return response;
+  }
+
+  /** One round; when the next is due, as it read the records. A failure is said and counted for `backedOff`, not thrown. */
+  async round() {
+    try {
+      const next = await this.waits.round();
+      this.failures = 0;
+      return next;
+    } catch (e) {
+      this.failures += 1;
+      console.error(`ironic-wait: a round failed (${this.failures} in a row): ${e?.message ?? e}`);
+    }
+  }
+
+  /** The wake-up `next` (or null), put off while rounds fail for the host's own reasons: 2 s on, doubling to 5 minutes. */
+  backedOff(next, now = this.now()) {
+    if (next === null || this.failures === 0) return next;
+    return Math.max(next, now + Math.min(5 * 60 * 1000, 2000 * 2 ** (this.failures - 1)));
+  }
+
+  /** `message` to each listener of wait `id`, each closed after the `last`. */
+  publish(id, message, last) {
+    const text = JSON.stringify(message);
+    for (const listener of this.listenersOf(id)) {
+      try {
+        listener.send(text);
+        if (last) listener.close(1000, message.type);
+      } catch {
+        // A listener closing already.
+      }
+    }
+  }
+
+  /**
+   * GET /watch's messages: { type: 'change', change } for each of `client.watch(options)`, { type: 'error', error } if it
+   * fails (or throws here, for options refused at once). `signal` aborts when the listener goes: nothing more is sent.
+   */
+  follow(options, signal) {
+    const changes = this.client.watch({ ...options, signal });
+    return (async function* () {
+      try {
+        for await (const change of changes) yield { type: 'change', change };
+      } catch (e) {
+        if (!signal.aborted) yield { type: 'error', error: plain(e) };
+      }
+    })();
+  }
+}
+
 /** What GET /waits/{id} shows of a record. */
 export function view(record) {
   const { id, method, done, wakeAtMs, report, error, outages = 0 } = record;
@@ -228,7 +326,8 @@ export function view(record) {
 
 class BadRequest extends Error {}
 
-function refused(status, message, headers = {}) {
+/** An error answer: `{ error: message }`. */
+export function refused(status, message, headers = {}) {
   return Response.json({ error: message }, { status, headers });
 }
 
@@ -267,7 +366,7 @@ export function plain(value) {
  * The options of GET /watch: `scope` as JSON, `fields` comma-separated, the
  * others as given; the client checks each as `watch()` does.
  */
-export function watchOptions(query) {
+function watchOptions(query) {
   const options = {};
   for (const [name, value] of query) {
     if (name === 'scope') {
