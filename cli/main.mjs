@@ -8,7 +8,7 @@ import { helpWidth, maskSecrets, Parser, UsageError } from './args.mjs';
 import { COMMANDS, CommandError } from './commands.mjs';
 import { ConfigError, OS_FLAGS, resolveConfig } from './config.mjs';
 import { Progress } from './output.mjs';
-import { tlsFetch } from './tls.mjs';
+import { agentFetch, tlsAgent } from './tls.mjs';
 
 const GLOBAL_NOTES =
   'Configuration: --os-cloud (clouds.yaml), the OS_* variables and the --os-* options, with ' +
@@ -181,7 +181,7 @@ export async function main(argv, { prog, path, env, stdout, stderr, readStdin })
     for (const f of OS_FLAGS) if (options[`os:${f.key}`] !== undefined) flags[f.key] = options[`os:${f.key}`];
     const verify = options.insecure ? false : options.verify ? true : undefined;
     const { client: clientOptions, tls } = await resolveConfig({ flags, verify, env });
-    if (tls) clientOptions.fetch = await tlsFetch(tls);
+    if (tls) clientOptions.fetch = agentFetch(await tlsAgent(tls));
     if (options.max_retries !== undefined) clientOptions.maxRetries = options.max_retries;
     if (options.retry_interval !== undefined) clientOptions.retryInterval = options.retry_interval;
     const client = new IronicClient(clientOptions);

@@ -4,7 +4,7 @@
 // own `fetch` (undici) has no per-request CA and no way to set one for the
 // process in Node 20 (`tls.setDefaultCACertificates` came in Node 22.15), so
 // requests go through node:https with an Agent that has the CA; plain http
-// URLs through node:http.
+// URLs through node:http. The console server's proxy takes the same Agent.
 
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -16,21 +16,25 @@ import { ConfigError } from './settings.mjs';
 const NO_BODY = new Set([101, 204, 205, 304]);
 
 /**
- * A `fetch` that trusts the CA bundle in the file `cacert` (it alone, as
- * python's requests does with it) or, with `verify: false`, any
- * certificate.
+ * The node:https Agent that trusts the CA bundle in the file `cacert` (it
+ * alone, as python's requests does with it) or, with `verify: false`, any
+ * certificate; with neither, the system's CAs.
  * @param {{ cacert?: string, verify: boolean }} tls
  */
-export async function tlsFetch({ cacert, verify }) {
+export async function tlsAgent({ cacert, verify }) {
   let ca;
-  if (verify) {
+  if (verify && cacert !== undefined) {
     try {
       ca = await readFile(cacert, 'utf8');
     } catch (e) {
       throw new ConfigError(`The CA bundle file of --os-cacert could not be read (${e.code ?? e.message}).`);
     }
   }
-  const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: verify, ...(ca && { ca }) });
+  return new https.Agent({ keepAlive: true, rejectUnauthorized: verify, ...(ca && { ca }) });
+}
+
+/** A `fetch` over node:http(s) through `agent` (see tlsAgent). */
+export function agentFetch(agent) {
   return (request) => send(request, agent);
 }
 

@@ -7,11 +7,13 @@
 //   PORT          the port (default 8000)
 //   IRONIC_URL    proxy /v1 to this Ironic instead of the embedded simulator
 //   IRONIC_TOKEN  a Keystone token for it, added by the server (never sent to the page)
+//   OS_CACERT     the CA bundle of an https Ironic (and Keystone) with a private CA
 //   OS_CLOUD, OS_*  or, without IRONIC_URL, the OpenStack configuration the CLI
 //                 reads (cli/config.mjs): the server logs in to Keystone, finds
 //                 Ironic in the catalog and proxies with the token, renewed as
 //                 the package renews it
 
+import { agentFetch, tlsAgent } from '../cli/tls.mjs';
 import { demoFleet } from '../www/demo-fleet.mjs';
 import { startConsoleServer } from '../www/server.mjs';
 import { main, ROOT, run } from './lib.mjs';
@@ -77,8 +79,9 @@ function fleetSize(args) {
 async function ironic(env) {
   if (env.IRONIC_URL) {
     const shown = Object.assign(new URL(env.IRONIC_URL), { username: '', password: '' }).href;
+    const ironicAgent = env.OS_CACERT ? await tlsAgent({ cacert: env.OS_CACERT, verify: true }) : undefined;
     return {
-      options: { ironicUrl: env.IRONIC_URL, ironicToken: env.IRONIC_TOKEN || undefined },
+      options: { ironicUrl: env.IRONIC_URL, ironicToken: env.IRONIC_TOKEN || undefined, ironicAgent },
       says: `goes to ${shown}${env.IRONIC_TOKEN ? ' with the token from IRONIC_TOKEN' : ' (no IRONIC_TOKEN set)'}`,
     };
   }
@@ -87,7 +90,10 @@ async function ironic(env) {
   }
   const { resolveConfig } = await import('../cli/config.mjs');
   const { IronicClient } = await import('ironic-wait');
-  const { client: options, cloud } = await resolveConfig({ env });
+  const { client: options, cloud, tls } = await resolveConfig({ env });
+  // A private CA (or `verify: false`): the login and the proxy both trust it.
+  const ironicAgent = tls && (await tlsAgent(tls));
+  if (ironicAgent) options.fetch = agentFetch(ironicAgent);
   const client = new IronicClient(options);
   const { endpoint, token } = await client.authenticate();
   const auth = options.auth ?? {};
@@ -96,7 +102,11 @@ async function ironic(env) {
     auth.type === 'http_basic' ? Object.assign(new URL(endpoint), { username: auth.username, password: auth.password }).href : endpoint;
   const from = cloud ? `cloud ${cloud}` : 'the OS_* variables';
   return {
-    options: { ironicUrl, ironicToken: token === null ? undefined : async (refused) => (await client.authenticate({ refused })).token },
+    options: {
+      ironicUrl,
+      ironicToken: token === null ? undefined : async (refused) => (await client.authenticate({ refused })).token,
+      ironicAgent,
+    },
     says: `goes to ${endpoint} (${from}${token === null ? '' : ', with a Keystone token the server renews'})`,
   };
 }

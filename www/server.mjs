@@ -109,6 +109,8 @@ const BAD_DECODED = /[%/\\?#;\x00-\x1f\x7f-\uffff]/;
  * @param {string|function} [options.ironicToken] sent to that Ironic as X-Auth-Token: a token, or
  *   `async (refused) => token` (an IronicClient's authenticate(), say), asked for each request, and once
  *   more with the token an upstream 401 answered, after which the request is sent again
+ * @param {import('node:https').Agent} [options.ironicAgent] the Agent of an https Ironic: a private CA, or
+ *   no certificate check (cli/tls.mjs's tlsAgent, from OS_CACERT or clouds.yaml); by default the system's CAs
  * @param {object} [options.scenario] the simulator's scenario (default: the demo fleet)
  * @param {number} [options.seed=1] the simulator's seed
  * @param {number} [options.maxBodyBytes=MAX_BODY_BYTES] larger request bodies are refused (413)
@@ -122,6 +124,7 @@ export async function startConsoleServer(options = {}) {
     host = '127.0.0.1',
     ironicUrl,
     ironicToken,
+    ironicAgent,
     scenario = demoFleet(),
     seed = 1,
     maxBodyBytes = MAX_BODY_BYTES,
@@ -157,7 +160,9 @@ export async function startConsoleServer(options = {}) {
           if (body.length && !/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
             return refuse(req, res, 415, 'A request body must be application/json.');
           }
-          if (upstream && route.kind === 'api') return proxy(req, res, upstream, { path, query, body, token: ironicToken });
+          if (upstream && route.kind === 'api') {
+            return proxy(req, res, upstream, { path, query, body, token: ironicToken, agent: ironicAgent });
+          }
           simulate(sim, req, res, body);
         })
         .catch(() => refuse(req, res, 500, 'Internal error.'));
@@ -420,7 +425,7 @@ function simulate(sim, req, res, body) {
 }
 
 /** Passes a checked /v1 request to Ironic with the server's credentials, and an allow-listed part of its answer back. */
-function proxy(req, res, upstream, { path, query, body, token }) {
+function proxy(req, res, upstream, { path, query, body, token, agent }) {
   // Built from the configured origin and prefix; the checked path cannot
   // climb out of it, and the URL parser must not have changed it.
   const target = new URL(upstream.origin);
@@ -445,7 +450,8 @@ function proxy(req, res, upstream, { path, query, body, token }) {
   const renews = typeof token === 'function';
   const forward = (current, retried) => {
     if (current) headers['x-auth-token'] = current;
-    const request = client.request(target, { method: req.method, headers, timeout: UPSTREAM_TIMEOUT_MS }, (answer) => {
+    const options = { method: req.method, headers, timeout: UPSTREAM_TIMEOUT_MS, ...(client === https && agent && { agent }) };
+    const request = client.request(target, options, (answer) => {
       if (answer.statusCode === 401 && renews && !retried) {
         answer.resume();
         return tokenOf(current).then(

@@ -4,12 +4,20 @@
 // Its defences against other origins are in security.test.mjs.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { IronicClient, IronicHttpError } from 'ironic-wait';
+import { tlsAgent } from '../../cli/tls.mjs';
+import { listen } from '../../sim/http.mjs';
+import { createSimulator } from '../../sim/server.mjs';
 import { demoFleet } from '../../www/demo-fleet.mjs';
 import { CSP, startConsoleServer } from '../../www/server.mjs';
 import { startIronic } from '../node/harness.mjs';
+import { makeCertificates } from '../support/tls.mjs';
 
 const open = [];
 after(() => Promise.all(open.map((s) => s.close())));
@@ -211,6 +219,38 @@ test('proxy mode with a token source (OS_CLOUD): asked per request, again after 
   const text = await res.text();
   assert.match(text, /The console server cannot log in to Keystone\./);
   assert.doesNotMatch(text, /hunter2/);
+});
+
+test('proxy mode to an https Ironic with a private CA: trusted through the given Agent (OS_CACERT), refused without it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-console-tls-'));
+  const { ca, key, cert } = makeCertificates(dir);
+  const sim = createSimulator({ seed: 3, scenario: { nodes: [{ name: 'n1', provision_state: 'available' }] } });
+  const ironic = await listen(
+    https.createServer({ key, cert }, (req, res) => sim.handle(req, res) || res.writeHead(404).end()),
+    0,
+    '127.0.0.1',
+  );
+  open.push({
+    close: () =>
+      ironic
+        .close()
+        .then(() => sim.close())
+        .then(() => rmSync(dir, { recursive: true, force: true })),
+  });
+  const ironicUrl = `https://127.0.0.1:${ironic.port}`;
+  const node = async (server) => {
+    const client = new IronicClient({ endpoint: server.url, maxRetries: 0, headers: { 'X-Console-Token': await pageToken(server.url) } });
+    return client.getNode('n1');
+  };
+  const trusting = await start({ ironicUrl, ironicAgent: await tlsAgent({ cacert: ca, verify: true }) });
+  assert.equal((await node(trusting)).name, 'n1');
+  const unchecked = await start({ ironicUrl, ironicAgent: await tlsAgent({ verify: false }) });
+  assert.equal((await node(unchecked)).name, 'n1');
+  // The system's CAs do not know it: a generic 502, nothing from the TLS error on the page.
+  const refusing = await start({ ironicUrl });
+  await assert.rejects(node(refusing), (e) => e instanceof IronicHttpError && e.status === 502 && !/certificate/i.test(e.message));
+  const reached = sim.requestLog.entries.map((e) => `${e.method} ${e.path}`);
+  assert.deepEqual(reached, ['GET /v1', 'GET /v1/nodes/n1', 'GET /v1', 'GET /v1/nodes/n1'], 'only the trusting servers reached Ironic');
 });
 
 test('proxy mode: credentials in IRONIC_URL become HTTP Basic; an unreachable Ironic is a generic 502', async () => {

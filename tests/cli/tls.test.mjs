@@ -4,14 +4,14 @@
 // --insecure or clouds.yaml's `verify: false`; without them the certificate
 // is refused and nothing is waited for.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { listen } from '../../sim/http.mjs';
 import { createSimulator } from '../../sim/server.mjs';
+import { makeCertificates } from '../support/tls.mjs';
 import { CLI, run } from './support.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-tls-'));
@@ -21,46 +21,10 @@ let server;
 let url;
 
 before(async () => {
-  const openssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  // A CA, and a certificate it signs for 127.0.0.1.
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=ironic-wait test CA',
-  );
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
-  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.pem',
-    '-days',
-    '2',
-    '-extfile',
-    'san.ext',
-  );
+  const tls = makeCertificates(dir);
   sim = createSimulator({ seed: 3, scenario: { nodes: [{ name: 'n1', provision_state: 'available' }] } });
-  const tls = { key: readFileSync(join(dir, 'server.key')), cert: readFileSync(join(dir, 'server.pem')) };
   server = await listen(
-    https.createServer(tls, (req, res) => sim.handle(req, res) || res.writeHead(404).end()),
+    https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => sim.handle(req, res) || res.writeHead(404).end()),
     0,
     '127.0.0.1',
   );
