@@ -495,7 +495,7 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
   // -------------------------------------------------------- the hub's news
 
   // The hub's messages are applied a slice at a time, a few milliseconds per
-  // task, so that a large batch (the fields watch's listing of 100,000
+  // task, so that a large batch (the full listing of 100,000
   // nodes, say) never holds a frame for long.
   const inbox = [];
   let pumping = null;

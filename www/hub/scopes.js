@@ -29,7 +29,7 @@ const minor = (v) => Number(/^1\.(\d+)$/.exec(v ?? '')?.[1] ?? 0);
 export function createScopes({ client, post, microversion }) {
   const scopes = new Map(); // key -> scope state (`subscribe` has its fields)
   const shown = new Map(); // tab -> the key of the scope it shows
-  const extras = new Map(); // uuid -> the fields watch's fields last seen of it, for every scope
+  const extras = new Map(); // uuid -> its columns as a full listing last showed them, in any scope
   /** [column, the API version 1.x (its x) that brought it], from the package's tables. */
   let extraFields = [];
 
