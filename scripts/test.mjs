@@ -93,6 +93,14 @@ const PARTS = [
   },
   { name: 'sim', what: 'the simulator', cmd: nodeTests('sim/test'), seconds: 15, cpuSeconds: 17 },
   {
+    name: 'docs',
+    what: 'the API reference (npm run docs): TypeDoc over the types of every export, failing on an undocumented export or member or a broken {@link}',
+    needs: ['npm'],
+    cmd: node('scripts/docs.mjs'),
+    seconds: 6,
+    cpuSeconds: 8,
+  },
+  {
     name: 'node',
     what: 'the built package in Node against the simulator',
     needs: ['build'],
