@@ -18,7 +18,8 @@ const GLOBAL_NOTES =
   'unusable answer from Ironic is an error naming the node and field instead of a traceback; Retry-After is ' +
   'honoured; redirects are not followed; PUTs go out up to 8 at a time; progress is shown on stderr (-q hides ' +
   'it); --json prints the wait report on stdout; --settle all waits for every node and reports every failure; ' +
-  '--checkpoint FILE saves the wait as it goes, and `resume FILE` goes on with it in another process.';
+  '--checkpoint FILE saves the wait as it goes, and `resume FILE` goes on with it in another process. ' +
+  '`sim` runs the bundled Ironic simulator as a server for tests (`sim --help`).';
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'];
 

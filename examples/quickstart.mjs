@@ -1,7 +1,8 @@
 // Deploy two nodes and wait for them, against the bundled Ironic simulator.
-// Run it with `node examples/quickstart.mjs` after `npm run build`.
+// Run it with `node node_modules/ironic-wait/examples/quickstart.mjs` where
+// the package is installed, or copy it into your project.
 import { IronicClient, StateTransitionFailed } from 'ironic-wait';
-import { startSimulator } from '../sim/server.mjs';
+import { startSimulator } from 'ironic-wait/sim';
 
 // A stand-in Ironic: two available nodes, one of which fails to deploy.
 const ironic = await startSimulator({

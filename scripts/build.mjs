@@ -11,8 +11,9 @@
 // to do leaves it alone for the programs loading it.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BUDGET_GZIP, gzipSize, kb, main, PKG, pkgSizes, ROOT, run, WASM_FILE } from './lib.mjs';
 import { setup, WASM_BINDGEN, wasmBindgenVersion } from './setup.mjs';
 
@@ -22,6 +23,8 @@ const CARGO_WASM = join(CARGO_OUT, 'ironic_wait.wasm');
 const CACHE = join(CARGO_OUT, 'ironic_wait.pkg'); // wasm-bindgen + wasm-opt output
 const STAMP = join(CACHE, 'build.json'); // what CACHE was made from
 const WASM_OPT = join(ROOT, 'node_modules', 'binaryen', 'bin', 'wasm-opt');
+const MAP_MIN_BYTES = 1024; // see minifyJs
+const LOCK = join(ROOT, 'target', 'build.lock'); // see buildLock
 // The features rustc enables by default for wasm32-unknown-unknown. wasm-opt
 // reads them from the target_features section, but that section is gone if
 // the profile ever sets `strip = true`; naming them keeps -Oz working then.
@@ -47,6 +50,15 @@ const WASM_OPT_ARGS = [
 
 await main('build', async () => {
   const started = performance.now();
+  const unlock = await buildLock();
+  try {
+    await build(started);
+  } finally {
+    unlock();
+  }
+});
+
+async function build(started) {
   await setup();
 
   run('cargo', ['build', '--release', '--target', TARGET, '--lib']);
@@ -82,7 +94,73 @@ await main('build', async () => {
   row('total', s.total.raw, s.total.gzip);
   console.log(`  budget: ${kb(s.total.gzip)} of ${kb(BUDGET_GZIP)} gzip${s.total.gzip > BUDGET_GZIP ? '  OVER BUDGET' : ''}`);
   console.log(`built pkg/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-});
+}
+
+// One build at a time: `npm pack` builds (prepack), the runtime tests pack in
+// parallel, and `npm start` builds too. Two builds at once would rewrite
+// CACHE and swap pkg/ under each other. The lock file holds the builder's
+// pid; a lock whose process is gone (killed mid-build) is taken over.
+async function buildLock() {
+  mkdirSync(join(LOCK, '..'), { recursive: true });
+  let told = false;
+  for (;;) {
+    try {
+      writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+    const holder = lockHolder();
+    if (holder === null ? lockAge() > 5000 : !alive(holder)) {
+      rmSync(LOCK, { force: true });
+      continue;
+    }
+    if (!told) console.error(`build: waiting for the build of process ${holder ?? '?'} (lock: ${LOCK})`);
+    told = true;
+    await sleep(200);
+  }
+  // Only ever our own lock: once released, the file may be another build's.
+  const release = () => {
+    process.off('exit', release);
+    if (lockHolder() === process.pid) rmSync(LOCK, { force: true });
+  };
+  process.on('exit', release);
+  return release;
+}
+
+/**
+ * The pid in the lock file; null when there is none: it is written just
+ * after the file is made, so an empty lock is either that instant or a build
+ * that died in it (lockAge tells which).
+ */
+function lockHolder() {
+  let text = '';
+  try {
+    text = readFileSync(LOCK, 'utf8').trim();
+  } catch (e) {
+    if (e.code !== 'ENOENT') throw e;
+  }
+  return /^\d+$/.test(text) ? Number(text) : null;
+}
+
+/** Milliseconds since the lock file was made (0 if it is gone). */
+function lockAge() {
+  try {
+    return Date.now() - statSync(LOCK).mtimeMs;
+  } catch (e) {
+    if (e.code !== 'ENOENT') throw e;
+    return 0;
+  }
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
 
 /** Whether folders `a` and `b` hold the same files with the same bytes (neither has subfolders). */
 function sameFiles(a, b) {
@@ -101,12 +179,31 @@ function sameFiles(a, b) {
 // rolldown's, which vite (a dev dependency) brings. The types stay as
 // written. Imported here, not at the top: on a fresh clone the npm packages
 // come with setup(), after this module has loaded.
+//
+// The hand-written JS (js/) of MAP_MIN_BYTES or more also gets a source map
+// next to it (`index.js.map`, the readable source inside it) and the comment
+// naming it, so that `node --enable-source-maps`, a browser's devtools and
+// bundlers show js/'s lines: that is where the API checks its arguments and
+// throws. The maps are not part of the download (pkgSizes counts the .js
+// files only); each comment is, about 30 bytes of gzip, so a file gets one
+// only where it pays: the smaller files, which minify to a line that reads as
+// it is (an entry's import and export, an init's one call), and
+// wasm-bindgen's glue, machine-made plumbing between the API and the wasm,
+// go without.
 async function minifyJs(dir) {
   const { minifySync } = await import('rolldown/experimental');
   for (const f of readdirSync(dir).filter((name) => name.endsWith('.js'))) {
     const path = join(dir, f);
-    const { code } = minifySync(f, readFileSync(path, 'utf8'), { compress: true, mangle: true, module: true });
-    writeFileSync(path, code);
+    const source = readFileSync(path, 'utf8');
+    const { code, map } = minifySync(f, source, { compress: true, mangle: true, module: true, sourcemap: true });
+    if (code.length < MAP_MIN_BYTES || !existsSync(join(ROOT, 'js', f))) {
+      writeFileSync(path, code);
+      continue;
+    }
+    // Named where the source lives in the repository; its text is in the map.
+    const full = { version: 3, file: f, sources: [`../js/${f}`], sourcesContent: [source], names: map.names, mappings: map.mappings };
+    writeFileSync(`${path}.map`, JSON.stringify(full));
+    writeFileSync(path, `${code}\n//# sourceMappingURL=${f}.map`);
   }
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 
-// The Ironic simulator: `node sim/server.mjs --port P --nodes N --seed S`,
-// or `import { startSimulator } from './sim/server.mjs'`. See sim/README.md.
+// The Ironic simulator: `node sim/server.mjs --port P --nodes N --seed S`
+// (`npx ironic-wait sim ...` once installed), or
+// `import { startSimulator } from 'ironic-wait/sim'` (sim/index.mjs). See sim/README.md.
 
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -212,7 +213,7 @@ export async function startSimulator(options = {}) {
   });
 }
 
-const USAGE = `usage: node sim/server.mjs [options]
+const usage = (prog) => `usage: ${prog} [options]
   --port P          port to listen on (default 6385, Ironic's; 0 picks one)
   --host H          address to bind (default 127.0.0.1)
   --nodes N         demo fleet of N nodes named node-000.. (default 0)
@@ -225,7 +226,27 @@ const USAGE = `usage: node sim/server.mjs [options]
                     microsecond (default, SQLite), second (MariaDB: truncated)
                     or second-rounded (MySQL: rounded)`;
 
-async function main(argv) {
+/**
+ * The simulator's command line, shared by `node sim/server.mjs` and
+ * `ironic-wait sim` (bin/ironic-wait.mjs): starts the server the flags in
+ * `argv` describe, prints `ironic simulator on URL (...)` as its first line
+ * and serves until SIGINT or SIGTERM, which close it and exit 0. `--help`
+ * prints the usage; a bad flag or scenario prints the error and the usage on
+ * stderr and exits 2.
+ * @param {string[]} argv the arguments after the program's name
+ * @param {{ prog?: string }} [options] prog: how the usage names the program
+ * @returns {Promise<void>} once the server listens (or the usage is printed)
+ */
+export async function main(argv, { prog = 'node sim/server.mjs' } = {}) {
+  try {
+    await serveFromFlags(argv, prog);
+  } catch (e) {
+    console.error(`sim: ${e.message}\n${usage(prog)}`);
+    process.exit(2);
+  }
+}
+
+async function serveFromFlags(argv, prog) {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -242,7 +263,7 @@ async function main(argv) {
     },
   });
   if (values.help) {
-    console.log(USAGE);
+    console.log(usage(prog));
     return;
   }
   const num = (name, fallback) => {
@@ -262,16 +283,12 @@ async function main(argv) {
     timestampResolution: values['timestamp-resolution'],
     scenario: values.scenario ? JSON.parse(readFileSync(values.scenario, 'utf8')) : undefined,
   });
-  const s = sim.summary();
-  console.log(`ironic simulator on ${sim.url} (${s.nodes} nodes, seed ${s.seed}, time scale ${s.timeScale})`);
+  // Before the line that says it is ready: a signal sent on reading it closes it and exits 0.
   const stop = () => sim.close().then(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  const s = sim.summary();
+  console.log(`ironic simulator on ${sim.url} (${s.nodes} nodes, seed ${s.seed}, time scale ${s.timeScale})`);
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main(process.argv.slice(2)).catch((e) => {
-    console.error(`sim: ${e.message}\n${USAGE}`);
-    process.exit(2);
-  });
-}
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main(process.argv.slice(2));

@@ -9,6 +9,7 @@ import {
   ConnectionError,
   IronicClient,
   IronicHttpError,
+  type IronicWaitError,
   type Node,
   type NodeChange,
   type ProgressEvent,
@@ -19,12 +20,28 @@ import {
   version,
   type WaitReport,
 } from 'ironic-wait';
+import {
+  createSimulator,
+  type FaultRule,
+  faultstring,
+  provision,
+  type RunningSimulator,
+  client as rawClient,
+  request,
+  type Scenario,
+  type Simulator,
+  startSimulator,
+  type TransitionRule,
+} from 'ironic-wait/sim';
 
 export async function everything(signal: AbortSignal): Promise<void> {
   const v: string = version();
   const t = tables();
   const deployInterval: number | null = t.actionsByName.deploy.pollInterval;
   const max: number = t.limits.maxSeconds;
+  const [option, field, since]: readonly [string, string, number] = t.scopeFilters[0];
+  const historySince: number = t.versions.history;
+  console.log(option, field, since, historySince);
 
   const client = new IronicClient({
     endpoint: 'https://ironic.example:6385',
@@ -131,6 +148,19 @@ export async function everything(signal: AbortSignal): Promise<void> {
       console.log(c.uuid, c.node.provision_state);
     }
   }
+  for await (const change of client.watch({ fields: ['power_state'], fieldsInterval: 'auto', retryOutages: true })) {
+    if (change.type === 'outage') {
+      const e: IronicWaitError = change.error;
+      console.log(e.message);
+    } else if (change.type !== 'restored') {
+      const c: NodeChange = change;
+      console.log(c.uuid);
+    }
+  }
+  for await (const change of client.watch({ fields: ['maintenance'], fieldsInterval: 30 })) {
+    // @ts-expect-error: without retryOutages there is no outage to say
+    if (change.type === 'outage') console.log(change);
+  }
 
   const mv: string = await client.microversion({ signal });
   const { endpoint, token, expiresAt } = await client.authenticate({ signal, refused: 'old-token' });
@@ -184,4 +214,117 @@ export async function refused(client: IronicClient): Promise<void> {
   const step = await client.step(client.checkpoint('provision', 'n1', 'deploy', { wait: true }));
   // @ts-expect-error a step that goes on has no report yet
   if (step.checkpoint !== null) step.report.nodes;
+}
+
+// The simulator, as a test of the user's own code drives it.
+export async function simulated(): Promise<void> {
+  const faults: FaultRule[] = [
+    { node: 'n2', method: 'GET', kind: 'status', status: 503, retryAfter: 1, count: 3 },
+    { path: '/v1/nodes*', kind: 'latency', ms: 200, fraction: 0.1 },
+    { path: '/v1/nodes', kind: 'page', limit: 10, next: 'same', skip: 1 },
+    { node: ['n1', 'n3'], kind: 'late-commit', delay: 500, state: ['active', 'available'] },
+  ];
+  const transitions: TransitionRule[] = [
+    { node: 'n1', action: 'deploy', fail: 'Deploy step failed: no image', at: 'deploying', maintenance: true },
+    { node: 'n2', action: 'deleted', hold: true },
+    { action: 'provide', fail: true, times: 1 },
+    { node: 'n3', action: 'power off', stall: true },
+    { action: 'power', fail: 'BMC unreachable', maintenance: true },
+  ];
+  const scenario: Scenario = {
+    seed: 7,
+    epoch: '2026-01-01T00:00:00Z',
+    maxVersion: '1.80',
+    timing: { cleaning: [1000, 4000], deploying: 1500, 'wait call-back': 0 },
+    nodes: [
+      { name: 'n1', provision_state: 'available', resource_class: 'gold', traits: ['CUSTOM_GPU'] },
+      { name: 'n2', provision_state: 'active', timing: { deleting: 50 }, provision_updated_at: '2025-12-31T23:59:58+00:00' },
+      { name: 'n3', provision_state: 'clean failed', last_error: 'disk on fire', maintenance: true, power_state: 'power off' },
+    ],
+    transitions,
+    faults,
+    nodeHistory: { steps: false, maxEntries: 50 },
+    churn: { every: 2000, fraction: 0.01 },
+  };
+  const sim: RunningSimulator = await startSimulator({ port: 0, host: '127.0.0.1', manualClock: true, scenario });
+  const client = new IronicClient({ endpoint: sim.url });
+  await client.provision('n1', 'deploy');
+  sim.advance(5000);
+  const n1 = sim.node('n1');
+  const state: string | undefined = n1?.provision_state;
+  const moved: number | null | undefined = n1?.provision_updated_at;
+  console.log(state, moved, n1?.plan?.phases.length, n1?.history.at(-1)?.t);
+  sim.setNode('n2', { provision_state: 'deploy failed', last_error: 'x', updated_at: '2026-01-01T00:00:00Z' });
+  sim.deleteNode('n3');
+  sim.faults.add({ kind: 'hang' });
+  sim.faults.add([{ kind: 'reset', count: 1 }]);
+  const hits: number | undefined = sim.faults.list()[0]?.hits;
+  sim.transitions.add({ node: 'n1', action: 'rebuild', stall: true });
+  sim.transitions.clear();
+  const flips = sim.churn({ count: 2, states: ['available'] });
+  const moves = sim.churn({ moves: true, count: 2 });
+  console.log(hits, flips.changed[0]?.visible, moves.started[0]?.action);
+  const { entries, next } = sim.requests({ since: 0, method: 'GET', path: '/v1/nodes/*', node: 'n1' });
+  console.log(entries[0]?.status, entries[0]?.fault, next, sim.log().length);
+  const history = sim.history('n1');
+  const first = history?.entries[0];
+  if (first && !first.deleted) console.log(first.provision_state, first.action);
+  console.log(sim.history().length, sim.events('n1')?.[0]?.event_type, sim.summary().byState.active);
+  sim.skew(-1000);
+  console.log(sim.now(), sim.port, sim.host, sim.server.address());
+  sim.load({ nodes: 5 });
+  sim.reset();
+  await sim.close();
+
+  const mounted: Simulator = createSimulator({
+    nodes: 10,
+    seed: 2,
+    timeScale: 5,
+    logLimit: 100,
+    historyLimit: 1000,
+    timestampResolution: 'second',
+  });
+  const taken: boolean = mounted.handle(
+    { method: 'GET', url: '/v1', headers: { host: 'localhost' }, on: () => undefined },
+    {
+      headersSent: false,
+      destroyed: false,
+      socket: null,
+      writeHead: () => undefined,
+      write: () => true,
+      end: () => undefined,
+      on: () => undefined,
+      destroy: () => undefined,
+    },
+  );
+  console.log(taken);
+  await mounted.close();
+
+  const res = await request('http://127.0.0.1:6385', 'GET', '/v1/nodes/ghost', { version: 'latest', timeout: 1000 });
+  const status: number = res.status;
+  const text: string = faultstring(res);
+  const api = rawClient('http://127.0.0.1:6385', '1.80');
+  const put = await provision(api, 'n1', 'clean', { clean_steps: [] });
+  console.log(status, text, put.headers.location, (await api.get('/v1/nodes')).json.nodes);
+}
+
+export async function simRefused(sim: RunningSimulator): Promise<void> {
+  // @ts-expect-error a fault's kind is one the simulator knows
+  sim.faults.add({ kind: 'explode' });
+  // @ts-expect-error a status fault needs its status
+  sim.faults.add({ kind: 'status' });
+  // @ts-expect-error a late commit is about node changes, not requests: no path
+  sim.faults.add({ kind: 'late-commit', delay: 10, path: '/v1/nodes' });
+  // @ts-expect-error a transition rule has exactly one outcome
+  sim.transitions.add({ node: 'n1', fail: 'x', hold: true });
+  // @ts-expect-error a power rule fails or stalls; it cannot hold
+  sim.transitions.add({ action: 'power on', hold: true });
+  // @ts-expect-error timing keys are the working states
+  await startSimulator({ scenario: { timing: { deploy: 5 } } });
+  // @ts-expect-error not a provision state
+  sim.setNode('n1', { provision_state: 'broken' });
+  // @ts-expect-error churn by hand needs a count
+  sim.churn({ moves: true });
+  // @ts-expect-error the port is startSimulator's: createSimulator opens none
+  createSimulator({ port: 0 });
 }
