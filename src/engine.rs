@@ -48,7 +48,8 @@ use crate::ironic::requests::{self, Scope};
 use crate::ironic::MAX_PAGE_SIZE;
 use crate::poll::wait::Wait;
 use crate::poll::{ListMode, Loop, WaitId};
-use crate::verdict::{Seen, Watched};
+use crate::states::Watched;
+use crate::verdict::Seen;
 
 /// Milliseconds on the caller's clock.
 pub type Millis = u64;

@@ -3,7 +3,8 @@
 //! Every decision lives here in plain Rust with no I/O, no clock and no
 //! async runtime, so it is tested natively on a virtual clock:
 //!
-//! - [`states`]: Ironic's provision and allocation states, the action table.
+//! - [`states`]: Ironic's provision and allocation states, what a wait
+//!   watches, the action table.
 //! - [`verdict`]: the decision table, one node or allocation body -> verdict.
 //! - [`engine`]: one wait over many targets (what to fetch now, how long to
 //!   sleep, when it is over), on a poll loop of its own.

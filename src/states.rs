@@ -1,12 +1,14 @@
-//! Ironic's provision and allocation states (`ironic/common/states.py`) and
-//! python-ironicclient's action table (`ironicclient/v1/utils.py`).
+//! Ironic's provision and allocation states (`ironic/common/states.py`),
+//! what a node wait watches ([`Watched`]: the provision state, the power
+//! state or the conductor's lock), and python-ironicclient's action table
+//! (`ironicclient/v1/utils.py`), each action with the field its wait
+//! watches.
 //!
 //! States stay strings: the server is the authority and may grow new ones,
 //! and the decision table compares them as-is (case-sensitive), as
 //! python-ironicclient does.
 
 use crate::error::Error;
-use crate::verdict::Watched;
 
 /// Every provision state Ironic's state machine knows, in `states.py` order.
 pub const PROVISION_STATES: [&str; 32] = [
@@ -77,6 +79,29 @@ pub fn is_failure_state(state: &str) -> bool {
 
 pub fn is_hold_state(state: &str) -> bool {
     HOLD_STATES.contains(&state)
+}
+
+/// What a node wait watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Watched {
+    /// `provision_state`: python-ironicclient's decision table.
+    ProvisionState,
+    /// `power_state`, until a power action is over ([`crate::verdict::judge_power`]).
+    PowerState,
+    /// `reservation`, until the conductor's lock is released.
+    Reservation,
+}
+
+impl Watched {
+    /// The node fields its checks read beyond the provision state's
+    /// ([`crate::ironic::NODE_WAIT_FIELDS`]).
+    pub fn fields(self) -> &'static str {
+        match self {
+            Watched::ProvisionState => "",
+            Watched::PowerState => "power_state,target_power_state",
+            Watched::Reservation => "reservation",
+        }
+    }
 }
 
 /// Poll interval of long-running actions, in seconds.

@@ -23,29 +23,6 @@ pub struct NodeRule<'a> {
     pub hold_is_terminal: bool,
 }
 
-/// What a node wait watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Watched {
-    /// `provision_state`: python-ironicclient's decision table.
-    ProvisionState,
-    /// `power_state`, until a power action is over ([`judge_power`]).
-    PowerState,
-    /// `reservation`, until the conductor's lock is released.
-    Reservation,
-}
-
-impl Watched {
-    /// The node fields its checks read beyond the provision state's
-    /// ([`crate::ironic::NODE_WAIT_FIELDS`]).
-    pub fn fields(self) -> &'static str {
-        match self {
-            Watched::ProvisionState => "",
-            Watched::PowerState => "power_state,target_power_state",
-            Watched::Reservation => "reservation",
-        }
-    }
-}
-
 /// What one body says about the wait.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {

@@ -2130,7 +2130,7 @@ fn a_lock_wait_asks_for_the_reservation_and_ends_when_it_is_released() {
         ],
     );
     let wait = WaitOptions {
-        watched: ironic_wait::verdict::Watched::Reservation,
+        watched: ironic_wait::states::Watched::Reservation,
         ..WaitOptions::nodes(strings(&["a"]), "unlocked")
     };
     let call = h.start(CallSpec::Wait(wait));

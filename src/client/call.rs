@@ -19,8 +19,8 @@ use crate::ironic::requests::{self, Scope};
 use crate::poll::wait::Wait as Waiting;
 use crate::poll::watch::{Change, Once, WatchOptions, Watching};
 use crate::poll::{ListMode, Loop, WaitId};
-use crate::states::POWER_ACTIONS;
-use crate::verdict::{Seen, Watched};
+use crate::states::{Watched, POWER_ACTIONS};
+use crate::verdict::Seen;
 
 use super::exchange::{Context, Exchange};
 use super::session::{Gate, Session};

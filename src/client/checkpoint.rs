@@ -30,8 +30,8 @@ use crate::ironic::microversion::{Microversion, Requested};
 use crate::ironic::requests::{self, ProvisionArgs, Scope};
 use crate::poll::wait::Wait as Waiting;
 use crate::poll::{ListMode, Loop};
-use crate::states::Action;
-use crate::verdict::{Seen, Watched};
+use crate::states::{Action, Watched};
+use crate::verdict::Seen;
 
 use super::call::{wait_method, Call, CallSpec, Phase, Puts, Wait};
 use super::session::Session;

@@ -12,9 +12,8 @@ use crate::ironic::requests::{self, ProvisionArgs};
 use crate::ironic::MAX_PAGE_SIZE;
 use crate::options::{Kind, Options};
 use crate::poll::watch::{Cadence, WatchOptions};
-use crate::states::Action;
+use crate::states::{Action, Watched};
 use crate::tables;
-use crate::verdict::Watched;
 
 use super::{check_header_value, endpoint, is_header_name, login, CallSpec, Config, Login};
 

@@ -7,8 +7,7 @@ use crate::error::Error;
 use crate::http::encode::query_escape;
 use crate::http::{Method, Request};
 use crate::ironic::microversion::Microversion;
-use crate::states::Action;
-use crate::verdict::Watched;
+use crate::states::{Action, Watched};
 
 /// An identifier checked and percent-encoded as exactly one path segment:
 /// `a/b`, `?`, `#` and `%` are escaped, and `.`/`..`/empty are refused since

@@ -37,7 +37,7 @@ use crate::ironic::answers;
 use crate::ironic::paging::Pager;
 use crate::ironic::requests::{self, Scope};
 use crate::ironic::{MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
-use crate::verdict::Watched;
+use crate::states::Watched;
 
 use feed::{entry_stamp, EntryStamp, Feed};
 pub use feed::{Stamp, COMMIT_LAG_MS, RECONCILE_MS};
