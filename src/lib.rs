@@ -6,6 +6,9 @@
 //! - [`states`]: Ironic's provision and allocation states, what a wait
 //!   watches, the action table.
 //! - [`verdict`]: the decision table, one node or allocation body -> verdict.
+//! - [`wait`]: what a wait is asked and what it answers: its options,
+//!   outcomes, reports and progress events, shared by [`engine`], [`poll`]
+//!   and [`client`].
 //! - [`engine`]: one wait over many targets (what to fetch now, how long to
 //!   sleep, when it is over), on a poll loop of its own.
 //! - [`poll`]: the poll loop a client's waits share: each round's requests
@@ -44,6 +47,7 @@ pub mod states;
 pub mod tables;
 pub mod time;
 pub mod verdict;
+pub mod wait;
 
 #[cfg(target_arch = "wasm32")]
 mod wasm;

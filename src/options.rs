@@ -14,10 +14,9 @@
 //! kilobytes of wasm each, and serde's messages quote the value.
 
 use crate::document::Document;
-use crate::engine::{Settle, WaitOptions, MAX_SECONDS};
 use crate::error::Error;
 use crate::ironic::requests::Scope;
-use crate::poll::ListMode;
+use crate::wait::{ListMode, Settle, WaitOptions, MAX_SECONDS};
 
 /// What an option's value must be.
 #[derive(Clone, Copy, Debug)]

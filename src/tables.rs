@@ -4,7 +4,6 @@
 //! command line and the console read it instead of keeping copies.
 
 use crate::document::{number_into, quote_into, ObjectWriter};
-use crate::engine::{Outcome, WaitOptions, MAX_SECONDS};
 use crate::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS};
 use crate::ironic::microversion::Microversion;
 use crate::ironic::requests::Scope;
@@ -13,6 +12,7 @@ use crate::states::{
     Action, ACTIONS, ALLOCATION_STATES, FAILURE_STATES, FAILURE_SUFFIX, HOLD_STATES, POWER_ACTIONS, PROVISION_STATES,
     STABLE_STATES,
 };
+use crate::wait::{Outcome, WaitOptions, MAX_SECONDS};
 
 /// Answers up to this many bytes are read unless `maxResponseBytes` says
 /// otherwise: a full page of a thousand detailed nodes is a few MB.

@@ -27,13 +27,13 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ironic_wait::client::{Answer, CallSpec, Checkpoint, Config, Login, Send, Settled, CHECKPOINT_FORMAT};
-use ironic_wait::engine::{Outcome, Settle, WaitOptions};
 use ironic_wait::error::Error;
 use ironic_wait::http::Reply;
 use ironic_wait::ironic::requests::{self, ProvisionArgs};
 use ironic_wait::keystone::{ApplicationCredential, AuthMethod, Credentials, Named, Owned, Scope};
 use ironic_wait::states;
 use ironic_wait::verdict::Seen;
+use ironic_wait::wait::{Outcome, Settle, WaitOptions};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};

@@ -13,7 +13,6 @@ mod support;
 use std::collections::VecDeque;
 
 use ironic_wait::client::{Action, Answer, CallId, CallSpec, Config, Login, Send, Settled, Slot};
-use ironic_wait::engine::{Outcome, Settle, TargetReport, WaitOptions};
 use ironic_wait::error::{AuthFailure, Error, Seconds, Subject};
 use ironic_wait::http::{Reply, Response};
 use ironic_wait::ironic::microversion::{Microversion, Requested};
@@ -21,6 +20,7 @@ use ironic_wait::ironic::requests::{self, ProvisionArgs};
 use ironic_wait::ironic::NODE_WAIT_FIELDS;
 use ironic_wait::keystone::{AuthMethod, Credentials, Named, Owned, Scope};
 use ironic_wait::states;
+use ironic_wait::wait::{Outcome, Settle, TargetReport, WaitOptions};
 use serde_json::{json, Value};
 use support::client::{
     accepted, config, http_error, issued, keystone_login, ok, response, status, v1, Client, Driver, Log, Sent, Server,
@@ -1823,7 +1823,7 @@ fn the_callers_headers_go_to_ironic_only_and_every_request_has_its_time_limit() 
 fn watch_spec(scope: ironic_wait::ironic::requests::Scope, interval_ms: u64) -> CallSpec {
     CallSpec::Watch(ironic_wait::poll::watch::WatchOptions {
         scope,
-        mode: ironic_wait::poll::ListMode::Changes,
+        mode: ironic_wait::wait::ListMode::Changes,
         extra_fields: String::new(),
         interval_ms,
         initial: true,

@@ -3,15 +3,15 @@
 
 use std::collections::HashMap;
 
-use ironic_wait::engine::{Event, Outcome, Settle, WaitOptions};
 use ironic_wait::error::{Error, Subject};
 use ironic_wait::http::retry::RetryPolicy;
 use ironic_wait::http::{Reply, Request, Response};
+use ironic_wait::wait::{Event, Outcome, RequestId, Settle, WaitOptions};
 use serde_json::{json, Value};
 
 /// Natively the engine reads serde_json's documents.
 type Engine = ironic_wait::engine::Engine<Value>;
-type Report = ironic_wait::engine::Report<Value>;
+type Report = ironic_wait::wait::Report<Value>;
 type Step<'a> = ironic_wait::engine::Step<'a, Value>;
 
 /// A node's life as seen by successive GETs: the nth check of a node shows
@@ -181,7 +181,7 @@ fn drive_until(options: WaitOptions, fake: &mut FakeIronic, mut abort_at: Option
     let mut now = 0;
     let mut sent = Vec::new();
     let mut events = Vec::new();
-    let mut pending: Vec<(u64, ironic_wait::engine::RequestId, Reply)> = Vec::new();
+    let mut pending: Vec<(u64, RequestId, Reply)> = Vec::new();
     let mut in_flight = 0usize;
     let mut max_in_flight = 0;
     for _ in 0..100_000 {
@@ -940,7 +940,7 @@ fn the_final_check_sends_every_get_past_the_deadline_but_no_retry() {
         timeout: 1.0,
         poll_interval: 5.0,
         list_threshold: 1000,
-        settle: ironic_wait::engine::Settle::All,
+        settle: Settle::All,
         ..WaitOptions::nodes(idents, "active")
     };
     let t = drive(w, &mut fake);

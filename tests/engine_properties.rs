@@ -13,18 +13,18 @@ mod support;
 
 use std::collections::{HashMap, HashSet};
 
-use ironic_wait::engine::{Event, Millis, Outcome, RequestId, Settle, WaitOptions, MAX_SECONDS};
 use ironic_wait::error::{Error, HttpError, Subject};
 use ironic_wait::http::retry::RetryPolicy;
 use ironic_wait::http::{Reply, Request, Response};
 use ironic_wait::states::{is_failure_state, FAILURE_STATES, HOLD_STATES, STABLE_STATES};
+use ironic_wait::wait::{Event, Fetch, Millis, Outcome, RequestId, Settle, WaitOptions, MAX_SECONDS};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};
 
 /// Natively the engine reads serde_json's documents.
 type Engine = ironic_wait::engine::Engine<Value>;
-type Report = ironic_wait::engine::Report<Value>;
+type Report = ironic_wait::wait::Report<Value>;
 type Step<'a> = ironic_wait::engine::Step<'a, Value>;
 use support::{
     allocation_document, error_document, node_document, node_entry, page_document, percent_decode, percent_encode,
@@ -1508,7 +1508,7 @@ fn the_scripted_server_pages_honestly() {
 // ---- minimal cases found by the properties ------------------------------------------
 
 /// The requests of a step that must send some.
-fn fetches(engine: &mut Engine, now: Millis) -> Vec<ironic_wait::engine::Fetch> {
+fn fetches(engine: &mut Engine, now: Millis) -> Vec<Fetch> {
     match engine.step(now) {
         Step::Fetch(f) => f,
         other => panic!("expected requests at {now}, got {other:?}"),

@@ -6,13 +6,13 @@
 
 use std::collections::HashMap;
 
-use ironic_wait::engine::{Event, Outcome, Report, Settle, WaitOptions};
 use ironic_wait::http::retry::RetryPolicy;
 use ironic_wait::http::{Reply, Request, Response};
 use ironic_wait::ironic::requests::Scope;
 use ironic_wait::poll::wait::MIN_AUTO_INTERVAL_MS;
 use ironic_wait::poll::watch::{Change as NodeChange, ChangeKind, Once, WatchOptions};
-use ironic_wait::poll::{ListMode, Loop, WaitId, COMMIT_LAG_MS, RECONCILE_MS};
+use ironic_wait::poll::{Loop, WaitId, COMMIT_LAG_MS, RECONCILE_MS};
+use ironic_wait::wait::{Event, ListMode, Outcome, Report, RequestId, Settle, WaitOptions};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -204,7 +204,7 @@ fn run(fleet: &mut Fleet, joins: Vec<Join>, latency: u64) -> Run {
     let mut ids: Vec<Option<WaitId>> = joins.iter().map(|_| None).collect();
     let mut aborted = vec![false; joins.len()];
     let mut events: Vec<Vec<Event>> = joins.iter().map(|_| Vec::new()).collect();
-    let mut pending: Vec<(u64, ironic_wait::engine::RequestId, Reply)> = Vec::new();
+    let mut pending: Vec<(u64, RequestId, Reply)> = Vec::new();
     let mut stuck = 0;
     for _ in 0..200_000 {
         for (k, join) in joins.iter().enumerate() {
@@ -665,7 +665,7 @@ fn run_watch(fleet: &mut Fleet, options: WatchOptions, joins: Vec<Join>, until: 
     let mut poll = Loop::<Value>::default();
     let watcher = poll.watch(options, 0);
     let mut ids: Vec<Option<WaitId>> = joins.iter().map(|_| None).collect();
-    let mut pending: Vec<(u64, ironic_wait::engine::RequestId, Reply)> = Vec::new();
+    let mut pending: Vec<(u64, RequestId, Reply)> = Vec::new();
     let mut taken: Taken = Vec::new();
     let mut now = 0;
     let mut last_take = 0;

@@ -8,7 +8,6 @@
 use std::collections::VecDeque;
 
 use crate::document::Document;
-use crate::engine::{Event, Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions};
 use crate::error::{Error, Seconds, Subject};
 use crate::http::retry::{is_outage, outage_delay_ms, RetryPolicy};
 use crate::http::{Reply, Request};
@@ -18,9 +17,10 @@ use crate::ironic::paging::Pager;
 use crate::ironic::requests::{self, Scope};
 use crate::poll::wait::Wait as Waiting;
 use crate::poll::watch::{Change, Once, WatchOptions, Watching};
-use crate::poll::{ListMode, Loop, WaitId};
+use crate::poll::{Loop, WaitId};
 use crate::states::{Watched, POWER_ACTIONS};
 use crate::verdict::Seen;
+use crate::wait::{Event, ListMode, Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions};
 
 use super::exchange::{Context, Exchange};
 use super::session::{Gate, Session};

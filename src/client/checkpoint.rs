@@ -23,15 +23,17 @@ use std::collections::HashMap;
 use std::collections::VecDeque;
 
 use crate::document::{number_into, object, quote, quote_into, Document};
-use crate::engine::{Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions, DEFAULT_CONCURRENCY, MAX_SECONDS};
 use crate::error::{AuthFailure, Error, Failure, HttpError, Subject};
 use crate::http::Request;
 use crate::ironic::microversion::{Microversion, Requested};
 use crate::ironic::requests::{self, ProvisionArgs, Scope};
 use crate::poll::wait::Wait as Waiting;
-use crate::poll::{ListMode, Loop};
+use crate::poll::Loop;
 use crate::states::{Action, Watched};
 use crate::verdict::Seen;
+use crate::wait::{
+    ListMode, Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions, DEFAULT_CONCURRENCY, MAX_SECONDS,
+};
 
 use super::call::{wait_method, Call, CallSpec, Phase, Puts, Wait};
 use super::session::Session;

@@ -8,11 +8,11 @@
 //! made (the last reply stands).
 
 use crate::document::Document;
-use crate::engine::Millis;
 use crate::error::Error;
 use crate::http::{Reply, Request, Response};
 use crate::ironic::answers::reply_error;
 use crate::ironic::microversion::{self, Microversion};
+use crate::wait::Millis;
 
 use super::session::{Gate, Session};
 use super::{CallId, ExchangeId, Outgoing, RequestId};

@@ -4,7 +4,6 @@
 //! that `cargo test` reaches them.
 
 use crate::document::{self, Document};
-use crate::engine::{self, WaitOptions};
 use crate::error::{Error, Subject};
 use crate::http::retry::RetryPolicy;
 use crate::ironic::microversion::Requested;
@@ -14,6 +13,7 @@ use crate::options::{Kind, Options};
 use crate::poll::watch::{Cadence, WatchOptions};
 use crate::states::{Action, Watched};
 use crate::tables;
+use crate::wait::{self, WaitOptions};
 
 use super::{check_header_value, endpoint, is_header_name, login, CallSpec, Config, Login};
 
@@ -126,7 +126,7 @@ fn put_and_wait<D: Document>(idents: Vec<String>, action: &'static Action, o: &O
         }
         false => None,
     };
-    let (concurrency, settle) = (o.count("concurrency", engine::DEFAULT_CONCURRENCY)?, o.settle()?);
+    let (concurrency, settle) = (o.count("concurrency", wait::DEFAULT_CONCURRENCY)?, o.settle()?);
     Ok(CallSpec::Provision { action: action.name, idents, requests, wait, concurrency, settle })
 }
 
@@ -182,7 +182,7 @@ fn watch<D: Document>(o: &Options<D>) -> Result<CallSpec, Error> {
     };
     let message = "Poll interval must be a positive number";
     let interval_ms =
-        engine::positive_millis(o.number("pollInterval").unwrap_or(WATCH_INTERVAL), "Poll interval", message)?;
+        wait::positive_millis(o.number("pollInterval").unwrap_or(WATCH_INTERVAL), "Poll interval", message)?;
     let fields_every = match o.value("fieldsInterval") {
         None => None,
         Some(_) if extra_fields.is_empty() => {
@@ -191,7 +191,7 @@ fn watch<D: Document>(o: &Options<D>) -> Result<CallSpec, Error> {
         Some(v) => {
             let message = "Option fieldsInterval must be a positive number of seconds or 'auto'";
             Some(match v.as_f64() {
-                Some(s) => Cadence::Every(engine::positive_millis(s, "Option fieldsInterval", message)?),
+                Some(s) => Cadence::Every(wait::positive_millis(s, "Option fieldsInterval", message)?),
                 None if v.as_string().as_deref() == Some("auto") => Cadence::Auto,
                 None => return Err(Error::InvalidArgument(message.into())),
             })
@@ -250,7 +250,7 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
     let seconds = |key: &str, default: f64| -> Result<f64, Error> {
         let v = o.number(key).unwrap_or(default);
         let message = format!("Option {key} must be a non-negative number of seconds");
-        engine::millis(v, &format!("Option {key}"), &message)?;
+        wait::millis(v, &format!("Option {key}"), &message)?;
         Ok(v)
     };
     let retry = RetryPolicy::default();
@@ -270,9 +270,9 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
     }
     let interval_ms = (seconds("retryInterval", retry.interval_ms as f64 / 1000.0)? * 1000.0) as u64;
     // Positive, as `timeout`: no value means "no limit" by accident.
-    let request_timeout = o.number("requestTimeout").unwrap_or(engine::REQUEST_TIMEOUT);
+    let request_timeout = o.number("requestTimeout").unwrap_or(wait::REQUEST_TIMEOUT);
     let message = "Option requestTimeout must be a positive number of seconds (60 if left out)";
-    let request_timeout_ms = engine::positive_millis(request_timeout, "Option requestTimeout", message)?;
+    let request_timeout_ms = wait::positive_millis(request_timeout, "Option requestTimeout", message)?;
     let config = Config {
         endpoint,
         requested,

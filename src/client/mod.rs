@@ -66,11 +66,11 @@ mod session;
 use std::collections::VecDeque;
 
 use crate::document::Document;
-use crate::engine::{self, Event, Millis, TargetReport};
 use crate::error::Error;
 use crate::http::Reply;
 use crate::poll::watch::Change;
 use crate::poll::Loop;
+use crate::wait::{self, Event, Millis, TargetReport};
 
 pub use call::{Answer, CallReport, CallSpec, Settled, Slot};
 pub use checkpoint::{Checkpoint, FORMAT as CHECKPOINT_FORMAT};
@@ -200,7 +200,7 @@ const LOOP: CallId = CallId(0);
 /// A request of the poll loop, as an exchange.
 #[derive(Debug)]
 struct LoopFetch {
-    id: engine::RequestId,
+    id: wait::RequestId,
     exchange: Exchange,
     /// The latest deadline of the waits it serves, for its gates.
     deadline: Option<Millis>,

@@ -10,7 +10,6 @@
 //! failure is not kept, so the next request starts the task anew.
 
 use crate::document::Document;
-use crate::engine::Millis;
 use crate::error::Error;
 use crate::http::retry::{retryable_status, RetryPolicy};
 use crate::http::{Reply, Request};
@@ -18,6 +17,7 @@ use crate::ironic::answers::reply_error;
 use crate::ironic::microversion::{self, Microversion, Requested};
 use crate::ironic::{requests, VERSION_HEADER};
 use crate::keystone::{self, Credentials};
+use crate::wait::Millis;
 
 use super::{CallId, ExchangeId, Outgoing, RequestId};
 

@@ -34,8 +34,8 @@
 use std::collections::HashMap;
 
 use crate::document::Document;
-use crate::engine::Millis;
 use crate::time::iso_micros;
+use crate::wait::Millis;
 
 /// Microseconds since the Unix epoch.
 pub type Stamp = i64;

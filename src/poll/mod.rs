@@ -29,7 +29,6 @@ pub mod watch;
 use std::collections::HashMap;
 
 use crate::document::Document;
-use crate::engine::{Fetch, Millis, RequestId, Resumed, WaitOptions};
 use crate::error::{Error, Subject};
 use crate::http::retry::RetryPolicy;
 use crate::http::{Reply, Request};
@@ -38,6 +37,7 @@ use crate::ironic::paging::Pager;
 use crate::ironic::requests::{self, Scope};
 use crate::ironic::{MAX_PAGE_SIZE, NODE_WAIT_FIELDS};
 use crate::states::Watched;
+use crate::wait::{Fetch, ListMode, Millis, RequestId, Resumed, WaitOptions};
 
 use feed::{entry_stamp, EntryStamp, Feed};
 pub use feed::{Stamp, COMMIT_LAG_MS, RECONCILE_MS};
@@ -58,18 +58,6 @@ const MAX_RESTARTS: u32 = 3;
 /// Names a wait of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WaitId(pub u64);
-
-/// How a wait's rounds list the fleet, once listing is cheaper than a GET
-/// per node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ListMode {
-    /// The change feed: after one full listing, only what changed (see
-    /// `feed`); in full where the server cannot sort by
-    /// `provision_updated_at`.
-    Changes,
-    /// Every round lists in full.
-    Full,
-}
 
 /// The waits and watchers that list the same scope the same way share one
 /// listing.

@@ -20,10 +20,10 @@
 use std::collections::VecDeque;
 
 use crate::document::Document;
-use crate::engine::{Event, Millis, Outcome, Report, Resumed, SavedTarget, Settle, TargetReport, WaitOptions};
 use crate::error::{Error, HttpError, Seconds, Subject};
 use crate::states::Watched;
 use crate::verdict::{judge_allocation, judge_node, judge_power, judge_reservation, NodeRule, Seen, Verdict};
+use crate::wait::{Event, Millis, Outcome, Report, Resumed, SavedTarget, Settle, TargetReport, WaitOptions};
 
 /// `pollInterval: 'auto'` never runs rounds more often than this.
 pub const MIN_AUTO_INTERVAL_MS: Millis = 250;

@@ -29,13 +29,13 @@
 use std::collections::HashMap;
 
 use crate::document::{self, Document};
-use crate::engine::Millis;
 use crate::error::Error;
 use crate::http::retry::{is_outage, outage_delay_ms, RetryPolicy};
 use crate::ironic::requests::Scope;
+use crate::wait::{ListMode, Millis};
 
 use super::feed::{entry_stamp, Cached, EntryStamp};
-use super::{ListMode, Loop, WaitId, FEED_FIELDS};
+use super::{Loop, WaitId, FEED_FIELDS};
 
 /// What a watcher asks for.
 #[derive(Debug, Clone)]

@@ -19,9 +19,9 @@ use wasm_bindgen::JsValue;
 
 use super::document::Json;
 use crate::document::ObjectWriter;
-use crate::engine::{Event, Outcome, TargetReport};
 use crate::error::{Error, Subject};
 use crate::poll::watch::{Change, ChangeKind};
+use crate::wait::{Event, Outcome, TargetReport};
 
 /// The object written, as JS has it.
 fn parse(w: &mut ObjectWriter) -> JsValue {

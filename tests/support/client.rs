@@ -25,13 +25,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Deref, DerefMut};
 
 use ironic_wait::client::{Action, CallId, CallSpec, Checkpoint, Config, Keystone, Login, RequestId, Send, Settled};
-use ironic_wait::engine::{Event, TargetReport};
 use ironic_wait::error::{Error, HttpError};
 use ironic_wait::http::retry::RetryPolicy;
 use ironic_wait::http::{Reply, Response};
 use ironic_wait::ironic::microversion::Requested;
 use ironic_wait::ironic::VERSION_HEADER;
 use ironic_wait::keystone::Credentials;
+use ironic_wait::wait::{Event, TargetReport};
 use serde_json::{json, Value};
 
 pub type Client = ironic_wait::client::Client<Value>;
