@@ -94,7 +94,7 @@ pub struct WaitOptions {
     /// connection (and is retried); 0 means no limit.
     pub request_timeout: f64,
     /// After the wait, each failed node's last history events are read
-    /// (see `client::call`).
+    /// (see `client::call::diagnose`).
     pub diagnose: bool,
 }
 

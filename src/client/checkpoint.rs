@@ -35,7 +35,9 @@ use crate::wait::{
     ListMode, Millis, Outcome, Resumed, Settle, TargetReport, WaitOptions, DEFAULT_CONCURRENCY, MAX_SECONDS,
 };
 
-use super::call::{wait_method, Call, CallSpec, Phase, Puts, Wait};
+use super::call::puts::Puts;
+use super::call::wait::Wait;
+use super::call::{wait_method, Call, CallSpec, Phase};
 use super::session::Session;
 use super::CallId;
 
