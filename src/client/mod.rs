@@ -73,7 +73,8 @@ use crate::poll::Loop;
 use crate::wait::{self, Event, Millis, TargetReport};
 
 pub use call::{Answer, CallReport, CallSpec, Settled, Slot};
-pub use checkpoint::{Checkpoint, FORMAT as CHECKPOINT_FORMAT};
+pub use checkpoint::format::FORMAT as CHECKPOINT_FORMAT;
+pub use checkpoint::Checkpoint;
 pub use session::{check_header_value, endpoint, is_header_name, Config, Keystone, Login, Send, Session};
 
 use exchange::{Context, Exchange};
