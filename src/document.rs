@@ -4,7 +4,9 @@
 //! needs, one by one with [`Document::get`] (no serde deserializing: its
 //! code for each shape read would cost the wasm kilobytes). A body handed
 //! back to the caller (a node that settled, an allocation) is the runtime's
-//! own document, never rebuilt.
+//! own document, never rebuilt. What the core writes as JSON (request
+//! bodies, the tables, the shell's reports and events) it writes itself:
+//! [`quote`], [`object`] and [`ObjectWriter`].
 
 use std::fmt;
 
