@@ -180,28 +180,28 @@ function sameFiles(a, b) {
 // written. Imported here, not at the top: on a fresh clone the npm packages
 // come with setup(), after this module has loaded.
 //
-// The hand-written JS (js/) of MAP_MIN_BYTES or more also gets a source map
-// next to it (`index.js.map`, the readable source inside it) and the comment
-// naming it, so that `node --enable-source-maps`, a browser's devtools and
-// bundlers show js/'s lines: that is where the API checks its arguments and
-// throws. The maps are not part of the download (pkgSizes counts the .js
-// files only); each comment is, about 30 bytes of gzip, so a file gets one
-// only where it pays: the smaller files, which minify to a line that reads as
-// it is (an entry's import and export, an init's one call), and
-// wasm-bindgen's glue, machine-made plumbing between the API and the wasm,
-// go without.
+// A file of MAP_MIN_BYTES or more also gets a source map next to it (the
+// readable source inside it) and the comment naming it, so that `node
+// --enable-source-maps`, a browser's devtools and bundlers show readable
+// lines: js/'s where the API checks its arguments and throws, and
+// wasm-bindgen's glue as it wrote it. The maps are not part of the download
+// (pkgSizes counts the .js files only); each comment is, about 30 bytes of
+// gzip, so the smaller files, which minify to a line that reads as it is (an
+// entry's import and export, an init's one call), go without.
 async function minifyJs(dir) {
   const { minifySync } = await import('rolldown/experimental');
   for (const f of readdirSync(dir).filter((name) => name.endsWith('.js'))) {
     const path = join(dir, f);
     const source = readFileSync(path, 'utf8');
     const { code, map } = minifySync(f, source, { compress: true, mangle: true, module: true, sourcemap: true });
-    if (code.length < MAP_MIN_BYTES || !existsSync(join(ROOT, 'js', f))) {
+    if (code.length < MAP_MIN_BYTES) {
       writeFileSync(path, code);
       continue;
     }
-    // Named where the source lives in the repository; its text is in the map.
-    const full = { version: 3, file: f, sources: [`../js/${f}`], sourcesContent: [source], names: map.names, mappings: map.mappings };
+    // Named where the source lives in the repository (the glue, made by the
+    // build, under wasm-bindgen's name); its text is in the map.
+    const origin = existsSync(join(ROOT, 'js', f)) ? `../js/${f}` : `wasm-bindgen/${f}`;
+    const full = { version: 3, file: f, sources: [origin], sourcesContent: [source], names: map.names, mappings: map.mappings };
     writeFileSync(`${path}.map`, JSON.stringify(full));
     writeFileSync(path, `${code}\n//# sourceMappingURL=${f}.map`);
   }

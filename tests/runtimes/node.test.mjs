@@ -90,6 +90,7 @@ const SHIPPED = {
   'pkg/index.js.map': "its source map: stack traces and debuggers show js/index.js's lines",
   'pkg/index.d.ts': "the types of `ironic-wait` (and of `ironic-wait/deno`'s re-export)",
   'pkg/ironic_wait.js': "wasm-bindgen's glue, which the API and the init files import",
+  'pkg/ironic_wait.js.map': 'its source map: the glue as wasm-bindgen wrote it',
   'pkg/ironic_wait_bg.wasm': 'the poll engine',
   'pkg/node.js': 'the `node` condition of `ironic-wait`',
   'pkg/init-node.js': 'loads the wasm from disk for pkg/node.js',
@@ -408,6 +409,10 @@ try {
   const map = JSON.parse(readFileSync(join(installed(), 'pkg', 'index.js.map'), 'utf8'));
   assert.deepEqual(map.sources, ['../js/index.js']);
   assert.equal(map.sourcesContent[0], readFileSync(join(ROOT, 'js', 'index.js'), 'utf8'));
+  // The glue's map carries the glue as wasm-bindgen wrote it, readable.
+  const glue = JSON.parse(readFileSync(join(installed(), 'pkg', 'ironic_wait.js.map'), 'utf8'));
+  assert.deepEqual(glue.sources, ['wasm-bindgen/ironic_wait.js']);
+  assert.match(glue.sourcesContent[0], /^export class RawClient \{$/m);
   const source = map.sourcesContent[0].split('\n');
   const throwing = source.findIndex((l) => l.includes('must be a function`')) + 1;
   assert.ok(throwing > 0);
