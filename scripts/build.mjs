@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BUDGET_GZIP, gzipSize, kb, main, PKG, pkgSizes, ROOT, run, WASM_FILE } from './lib.mjs';
+import { alive, BUDGET_GZIP, gzipSize, kb, main, PKG, pkgSizes, ROOT, run, WASM_FILE } from './lib.mjs';
 import { setup, WASM_BINDGEN, wasmBindgenVersion } from './setup.mjs';
 
 const TARGET = 'wasm32-unknown-unknown';
@@ -150,15 +150,6 @@ function lockAge() {
   } catch (e) {
     if (e.code !== 'ENOENT') throw e;
     return 0;
-  }
-}
-
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === 'EPERM';
   }
 }
 

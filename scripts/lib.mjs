@@ -59,3 +59,13 @@ export function pkgSizes(dir = PKG) {
 }
 
 export const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
+
+/** Whether process `pid` runs (EPERM: it does, as another user's). */
+export function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}

@@ -24,7 +24,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
-import { main, ROOT } from './lib.mjs';
+import { alive, main, ROOT } from './lib.mjs';
 
 export const DIR = join(ROOT, '.cache', 'real-ironic');
 export const VENV = join(DIR, 'venv');
@@ -393,15 +393,6 @@ export function groupAlive(pgid) {
     return true;
   } catch {
     return false;
-  }
-}
-
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === 'EPERM';
   }
 }
 
