@@ -191,7 +191,8 @@ function nodeWaitParser(prog) {
   return parser;
 }
 
-const POWER_STATES = ['power on', 'power off'];
+/** The power states a wait can wait for: those the power actions end in, from the core's table. */
+const POWER_STATES = [...new Set(tables().powerActions.map((a) => a.expected))];
 
 /** The library's power action for `node power on|off` and `node reboot`, soft or not. */
 const powerAction = (kind, soft) =>
