@@ -68,7 +68,7 @@ export function createScopes({ client, post, microversion }) {
     }
     shown.set(tab, key);
     s.subs.add(tab);
-    if (s.subs.size === 1) startWatches(s);
+    if (s.subs.size === 1) startWatch(s);
     sendSnapshot(tab, s);
   }
 
@@ -79,7 +79,7 @@ export function createScopes({ client, post, microversion }) {
     if (!s) return;
     s.subs.delete(tab);
     if (s.subs.size === 0) {
-      stopWatches(s);
+      stopWatch(s);
       scopes.delete(s.key);
     }
   }
@@ -88,18 +88,18 @@ export function createScopes({ client, post, microversion }) {
   function refresh(tab) {
     const s = scopes.get(shown.get(tab));
     if (!s) return;
-    stopWatches(s);
+    stopWatch(s);
     s.model.clear();
     s.counts.clear();
     s.pending.clear();
     s.loaded = false;
     for (const tab of s.subs) sendSnapshot(tab, s);
-    startWatches(s);
+    startWatch(s);
   }
 
   // A new client: the watches stop, and start again on it where some tab shows their scope.
-  const stopAll = () => scopes.forEach(stopWatches);
-  const startAll = () => [...scopes.values()].filter((s) => s.subs.size).forEach(startWatches);
+  const stopAll = () => scopes.forEach(stopWatch);
+  const startAll = () => [...scopes.values()].filter((s) => s.subs.size).forEach(startWatch);
 
   function sendSnapshot(tab, s) {
     const nodes = [...s.model.values()];
@@ -123,7 +123,7 @@ export function createScopes({ client, post, microversion }) {
    * go through again; another error ends the watch and stays shown until a
    * refresh.
    */
-  async function startWatches(s) {
+  async function startWatch(s) {
     const gen = ++s.gen;
     s.columns = false;
     // The fields depend on the microversion: wait for the negotiation, shared with the watch's.
@@ -167,7 +167,7 @@ export function createScopes({ client, post, microversion }) {
     flush(s);
   }
 
-  function stopWatches(s) {
+  function stopWatch(s) {
     s.gen += 1;
     s.error = null;
     s.watch?.return().catch(() => {});
