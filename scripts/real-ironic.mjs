@@ -406,14 +406,37 @@ export async function answers(url) {
   }
 }
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
+/**
+ * A free loopback port below the kernel's range of ephemeral ports. A port
+ * of that range, checked free and let go, can be handed to any program that
+ * binds port 0 (a test's simulator, say) before Ironic or Keystone binds it:
+ * the service's listener then fails and is restarted while the other
+ * program answers `GET /v1` in its place. Below the range only a program
+ * that asks for that very port can take it.
+ */
+export async function freePort() {
+  // (A range that starts below 11000 leaves no such room: then any port of 10000-10999.)
+  const span = Math.max(ephemeralLow() - 10_000, 1000);
+  for (;;) {
+    const port = 10_000 + Math.floor(Math.random() * span);
+    if (await canBind(port)) return port;
+  }
+}
+
+/** The first ephemeral port (Linux's /proc says; 32768 elsewhere, IANA's is higher). */
+function ephemeralLow() {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+function canBind(port) {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
+    server.on('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
