@@ -34,6 +34,17 @@ after(() => ironic?.close());
 const lists = (requests, agent) => requests.filter((r) => r.userAgent === agent && r.method === 'GET' && r.path === '/v1/nodes');
 const sorted = (r) => r.query.get('sort_key') === 'provision_updated_at' && r.query.get('sort_dir') === 'desc';
 
+/**
+ * A node that failed, with what Ironic says of it now: on SQLite, Ironic
+ * can fail an action under concurrent writes ("database is locked") and
+ * put the node back where it was, with the reason only in its last_error.
+ */
+async function withLastError(e) {
+  if (!e?.node) throw e;
+  const node = await ironic.node(e.node);
+  throw new Error(`${e.message} (Ironic now: ${node.provision_state}, last_error: ${node.last_error})`, { cause: e });
+}
+
 test('manage, then provide: the change feed and list mode side by side, the same outcomes', async (t) => {
   const feed = new IronicClient({ endpoint: ironic.url, userAgent: 'feed' });
   const list = new IronicClient({ endpoint: ironic.url, userAgent: 'list' });
@@ -44,8 +55,8 @@ test('manage, then provide: the change feed and list mode side by side, the same
   ]) {
     const start = ironic.seen.length;
     const [byFeed, byList] = await Promise.all([
-      feed.provision(FEED, action, { ...options, wait: true, timeout: 600 }),
-      list.provision(LIST, action, { ...options, wait: true, timeout: 600, listMode: 'list' }),
+      feed.provision(FEED, action, { ...options, wait: true, timeout: 600 }).catch(withLastError),
+      list.provision(LIST, action, { ...options, wait: true, timeout: 600, listMode: 'list' }).catch(withLastError),
     ]);
     for (const report of [byFeed, byList]) {
       assert.equal(report.ok, true);
