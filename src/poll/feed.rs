@@ -114,6 +114,16 @@ pub enum EntryStamp {
     Missing,
 }
 
+impl EntryStamp {
+    /// The time, if it is one.
+    pub fn time(self) -> Option<Stamp> {
+        match self {
+            EntryStamp::At(at) => Some(at),
+            _ => None,
+        }
+    }
+}
+
 /// An entry's stamp.
 pub fn entry_stamp<D: Document>(body: &D) -> EntryStamp {
     match body.get("provision_updated_at") {

@@ -1145,10 +1145,7 @@ impl<D: Document> Loop<D> {
             }
             if let ListKind::Full { early_stop: true } = kind {
             } else {
-                let stamp = match entry_stamp(&entry.body) {
-                    EntryStamp::At(s) => Some(s),
-                    _ => None,
-                };
+                let stamp = entry_stamp(&entry.body).time();
                 if let Some(uuid) = &entry.uuid {
                     self.groups[group].feed.absorb(uuid, entry.name.as_deref(), &entry.body, stamp);
                 }

@@ -34,7 +34,7 @@ use crate::http::retry::{is_outage, outage_delay_ms, RetryPolicy};
 use crate::ironic::requests::Scope;
 use crate::wait::{ListMode, Millis};
 
-use super::feed::{entry_stamp, Cached, EntryStamp};
+use super::feed::{entry_stamp, Cached};
 use super::{Loop, WaitId, FEED_FIELDS};
 
 /// What a watcher asks for.
@@ -466,10 +466,7 @@ impl<D: Document> Watching<D> {
             ChangeKind::Removed => return self.nodes.remove(&c.uuid).map(|_| c),
             ChangeKind::Added | ChangeKind::Modified => c.node?,
         };
-        let stamp = match entry_stamp(&node) {
-            EntryStamp::At(at) => Some(at),
-            _ => None,
-        };
+        let stamp = entry_stamp(&node).time();
         let (node, stamp) = match self.nodes.get(&c.uuid) {
             None => (node, stamp),
             // The feed's own fields (all of a node's below API 1.8, which has no `fields`).
