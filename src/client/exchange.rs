@@ -9,6 +9,7 @@
 
 use crate::document::Document;
 use crate::error::Error;
+use crate::http::retry::Retry;
 use crate::http::{Reply, Request, Response};
 use crate::ironic::answers::reply_error;
 use crate::ironic::microversion::{self, Microversion};
@@ -31,12 +32,12 @@ enum State {
     Range {
         id: RequestId,
         sent: Microversion,
-        retries: u32,
+        retry: Retry,
     },
     RangeRetry {
         at: Millis,
         sent: Microversion,
-        retries: u32,
+        retry: Retry,
     },
     /// The next try is due then.
     RetryAt(Millis),
@@ -48,9 +49,10 @@ enum State {
 pub struct Exchange {
     pub id: ExchangeId,
     pub request: Request,
-    /// python-ironicclient's retries here, or none (the engine has its own).
+    /// python-ironicclient's retries here, or none (the poll loop's
+    /// requests: it retries them itself, for every wait a request serves).
     retrying: bool,
-    pub retries: u32,
+    pub retry: Retry,
     /// A 401 has had its new token.
     refreshed: bool,
     /// A 406 has had its new version.
@@ -86,7 +88,7 @@ impl Exchange {
             id,
             request,
             retrying,
-            retries: 0,
+            retry: Retry::default(),
             refreshed: false,
             renegotiated: false,
             refused: None,
@@ -152,15 +154,15 @@ impl Exchange {
         match self.state {
             State::RetryAt(at) | State::RangeRetry { at, .. } if cx.now >= at && late => {
                 if matches!(self.state, State::RetryAt(_)) {
-                    self.retries -= 1;
+                    self.retry.forgo();
                 }
                 self.state = State::Done(self.last.take().unwrap_or(Reply::TimedOut));
                 return;
             }
             State::RetryAt(at) if cx.now >= at => self.state = State::Ready,
-            State::RangeRetry { at, sent, retries } if cx.now >= at => {
+            State::RangeRetry { at, sent, retry } if cx.now >= at => {
                 let send = cx.session.version_request();
-                self.state = State::Range { id: cx.out.send(send), sent, retries };
+                self.state = State::Range { id: cx.out.send(send), sent, retry };
                 return;
             }
             _ => {}
@@ -200,7 +202,7 @@ impl Exchange {
     pub fn observe<D: Document>(&mut self, id: RequestId, reply: Reply, cx: &mut Context) {
         match std::mem::replace(&mut self.state, State::Ready) {
             State::Sent { id: own, version, token } if own == id => self.answered(reply, version, token, cx),
-            State::Range { id: own, sent, retries } if own == id => self.ranged::<D>(reply, sent, retries, cx),
+            State::Range { id: own, sent, retry } if own == id => self.ranged::<D>(reply, sent, retry, cx),
             other => self.state = other,
         }
     }
@@ -217,7 +219,7 @@ impl Exchange {
             Reply::Response(r) if r.status == 406 && r.max_version.is_none() => {
                 self.last = Some(reply.clone());
                 let send = cx.session.version_request();
-                self.state = State::Range { id: cx.out.send(send), sent, retries: 0 };
+                self.state = State::Range { id: cx.out.send(send), sent, retry: Retry::default() };
             }
             Reply::Response(r) if r.status == 406 => {
                 self.last = Some(reply.clone());
@@ -232,14 +234,14 @@ impl Exchange {
         }
     }
 
-    fn ranged<D: Document>(&mut self, reply: Reply, sent: Microversion, retries: u32, cx: &mut Context) {
+    fn ranged<D: Document>(&mut self, reply: Reply, sent: Microversion, mut retry: Retry, cx: &mut Context) {
         let answered = match &reply {
             Reply::Response(r) => microversion::tells_range(r),
             _ => false,
         };
         if !answered {
-            if let Some(delay) = cx.session.config.retry.delay_ms(retries, &reply) {
-                self.state = State::RangeRetry { at: cx.now.saturating_add(delay), sent, retries: retries + 1 };
+            if let Some(at) = retry.next(&cx.session.config.retry, &reply, cx.now, None) {
+                self.state = State::RangeRetry { at, sent, retry };
                 return;
             }
             self.state = State::Done(Reply::Unusable(reply_error::<D>(&reply)));
@@ -277,9 +279,7 @@ impl Exchange {
     fn settle(&mut self, reply: Reply, cx: &mut Context) {
         let success = matches!(&reply, Reply::Response(r) if r.is_success());
         if self.retrying && !success {
-            let retry_at = cx.session.config.retry.delay_ms(self.retries, &reply).map(|d| cx.now.saturating_add(d));
-            if let Some(at) = retry_at.filter(|&at| cx.deadline.is_none_or(|d| at <= d)) {
-                self.retries += 1;
+            if let Some(at) = self.retry.next(&cx.session.config.retry, &reply, cx.now, cx.deadline) {
                 self.last = Some(reply);
                 self.state = State::RetryAt(at);
                 return;

@@ -11,7 +11,7 @@
 
 use crate::document::Document;
 use crate::error::Error;
-use crate::http::retry::{retryable_status, RetryPolicy};
+use crate::http::retry::{retryable_status, Retry, RetryPolicy};
 use crate::http::{Reply, Request};
 use crate::ironic::answers::reply_error;
 use crate::ironic::microversion::{self, Microversion, Requested};
@@ -78,9 +78,9 @@ enum TaskState {
     /// `getToken()` was called; its answer is awaited.
     Asked(RequestId),
     /// A request of the task (the login or `GET /v1`) is in flight.
-    InFlight { id: RequestId, retries: u32 },
+    InFlight { id: RequestId, retry: Retry },
     /// Its next try is due at this instant.
-    RetryAt { at: Millis, retries: u32 },
+    RetryAt { at: Millis, retry: Retry },
 }
 
 /// The shared state; see the module docs.
@@ -172,7 +172,7 @@ impl Session {
         }
         if self.token_task.is_none() {
             let state = match self.login_request() {
-                Some(login) => TaskState::InFlight { id: out.send_shared(login), retries: 0 },
+                Some(login) => TaskState::InFlight { id: out.send_shared(login), retry: Retry::default() },
                 None => TaskState::Asked(out.ask_token()),
             };
             self.token_task = Some(Task { waiters: Vec::new(), state });
@@ -192,7 +192,8 @@ impl Session {
         }
         if self.negotiation.is_none() {
             let id = out.send_shared(self.version_request());
-            self.negotiation = Some(Task { waiters: Vec::new(), state: TaskState::InFlight { id, retries: 0 } });
+            self.negotiation =
+                Some(Task { waiters: Vec::new(), state: TaskState::InFlight { id, retry: Retry::default() } });
         }
         join(&mut self.negotiation, who);
         Err(Gate::Waiting)
@@ -256,11 +257,11 @@ impl Session {
     /// The reply to a shared task's request.
     pub fn observe<D: Document>(&mut self, id: RequestId, reply: Reply, now: Millis) {
         for token in [true, false] {
-            let Some(Task { state: TaskState::InFlight { id: own, retries }, .. }) = self.task(token) else { continue };
+            let Some(Task { state: TaskState::InFlight { id: own, retry }, .. }) = self.task(token) else { continue };
             if *own != id {
                 continue;
             }
-            let retries = *retries;
+            let mut retry = *retry;
             // Keystone's answer is any but 409/503; `GET /v1`'s a success,
             // one with the version range, or a 406.
             let answered = match (&reply, token) {
@@ -269,10 +270,9 @@ impl Session {
                 _ => false,
             };
             if !answered {
-                if let Some(delay) = self.config.retry.delay_ms(retries, &reply) {
-                    let at = now.saturating_add(delay);
+                if let Some(at) = retry.next(&self.config.retry, &reply, now, None) {
                     if let Some(t) = self.task(token) {
-                        t.state = TaskState::RetryAt { at, retries: retries + 1 };
+                        t.state = TaskState::RetryAt { at, retry };
                     }
                     return;
                 }
@@ -287,7 +287,7 @@ impl Session {
     pub fn advance(&mut self, now: Millis, out: &mut Outgoing) {
         for token in [true, false] {
             let due = match self.task(token) {
-                Some(Task { state: TaskState::RetryAt { at, retries }, .. }) if *at <= now => *retries,
+                Some(Task { state: TaskState::RetryAt { at, retry }, .. }) if *at <= now => *retry,
                 _ => continue,
             };
             let request = match token {
@@ -297,7 +297,7 @@ impl Session {
             let Some(request) = request else { continue };
             let id = out.send_shared(request);
             if let Some(t) = self.task(token) {
-                t.state = TaskState::InFlight { id, retries: due };
+                t.state = TaskState::InFlight { id, retry: due };
             }
         }
     }

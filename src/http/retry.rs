@@ -1,5 +1,7 @@
 //! The one retry policy: which failed replies are sent again, and after
-//! how long.
+//! how long; and [`Retry`], the one count of a request's retries that every
+//! sender keeps (the poll loop's requests, a call's exchanges, the
+//! session's login and negotiation).
 
 use crate::error::Error;
 use crate::http::Reply;
@@ -61,13 +63,53 @@ impl RetryPolicy {
             return None;
         }
         match reply {
-            Reply::Response(r) if retryable_status(r.status) => {
-                let asked = r.retry_after.as_deref().and_then(retry_after_ms);
-                Some(asked.map_or(self.interval_ms, |ms| ms.min(MAX_RETRY_AFTER_MS)))
-            }
+            Reply::Response(r) if retryable_status(r.status) => Some(self.asked_or_interval(r)),
             Reply::Response(_) | Reply::Unusable(_) => None,
             Reply::ConnectionFailed(_) | Reply::TimedOut => Some(self.interval_ms),
         }
+    }
+
+    /// How long a loop that polls holds its rounds off after `reply`: a 429
+    /// Too Many Requests or a 503 asks for its `Retry-After` (or the
+    /// interval), whether or not the request itself is tried again.
+    pub fn hold_off_ms(&self, reply: &Reply) -> Option<u64> {
+        match reply {
+            Reply::Response(r) if matches!(r.status, 429 | 503) => Some(self.asked_or_interval(r)),
+            _ => None,
+        }
+    }
+
+    fn asked_or_interval(&self, r: &crate::http::Response) -> u64 {
+        let asked = r.retry_after.as_deref().and_then(retry_after_ms);
+        asked.map_or(self.interval_ms, |ms| ms.min(MAX_RETRY_AFTER_MS))
+    }
+}
+
+/// The retries of one request: how many were made, and when the next is
+/// due. The one place a retry is counted and timed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retry {
+    pub made: u32,
+}
+
+impl Retry {
+    /// When to send again after `reply` at `now` (ms on the caller's
+    /// clock), by `latest` at the latest: the try is counted. `None` if the reply is final: the policy
+    /// does not retry it, its retries are spent, or the next try would
+    /// start after `latest`.
+    pub fn next(&mut self, policy: &RetryPolicy, reply: &Reply, now: u64, latest: Option<u64>) -> Option<u64> {
+        let at = now.saturating_add(policy.delay_ms(self.made, reply)?);
+        if latest.is_some_and(|l| at > l) {
+            return None;
+        }
+        self.made += 1;
+        Some(at)
+    }
+
+    /// A try that was due was not made (the deadline had passed when its
+    /// time came): it is not counted.
+    pub fn forgo(&mut self) {
+        self.made = self.made.saturating_sub(1);
     }
 }
 
@@ -145,5 +187,38 @@ mod tests {
         assert_eq!(policy.delay_ms(0, &unusable), None, "final as it is");
         assert_eq!(reply_error::<Value>(&unusable), Error::InvalidResponse("too large".into()));
         assert_eq!(RetryPolicy { max_retries: 0, interval_ms: 1 }.delay_ms(0, &status(503)), None);
+    }
+
+    #[test]
+    fn a_retry_is_counted_when_it_is_due_by_the_latest_instant() {
+        let policy = RetryPolicy { max_retries: 2, interval_ms: 1000 };
+        let busy = Reply::Response(Response { status: 503, ..Default::default() });
+        let mut retry = Retry::default();
+        assert_eq!(retry.next(&policy, &busy, 10, Some(1009)), None, "after the latest: not made");
+        assert_eq!(retry.made, 0);
+        assert_eq!(retry.next(&policy, &busy, 10, Some(1010)), Some(1010));
+        assert_eq!(retry.next(&policy, &busy, 1010, None), Some(2010));
+        assert_eq!(retry.next(&policy, &busy, 2010, None), None, "spent");
+        assert_eq!(retry.made, 2);
+        retry.forgo();
+        assert_eq!(retry.made, 1);
+        let refused = Reply::Response(Response { status: 400, ..Default::default() });
+        assert_eq!(Retry::default().next(&policy, &refused, 0, None), None);
+    }
+
+    #[test]
+    fn a_polling_loop_holds_off_when_the_server_asks_even_for_a_request_not_retried() {
+        let policy = RetryPolicy::default();
+        let answer = |status, after: Option<&str>| {
+            Reply::Response(Response { status, retry_after: after.map(Into::into), ..Default::default() })
+        };
+        assert_eq!(policy.hold_off_ms(&answer(429, Some("30"))), Some(30_000));
+        assert_eq!(policy.hold_off_ms(&answer(429, None)), Some(2000));
+        assert_eq!(policy.hold_off_ms(&answer(503, Some("600"))), Some(MAX_RETRY_AFTER_MS));
+        assert_eq!(policy.delay_ms(0, &answer(429, Some("30"))), None, "python-ironicclient does not retry a 429");
+        for s in [200, 409, 500, 502] {
+            assert_eq!(policy.hold_off_ms(&answer(s, Some("30"))), None, "{s}");
+        }
+        assert_eq!(policy.hold_off_ms(&Reply::TimedOut), None);
     }
 }

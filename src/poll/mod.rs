@@ -30,7 +30,7 @@ use std::collections::HashMap;
 
 use crate::document::Document;
 use crate::error::{Error, Subject};
-use crate::http::retry::RetryPolicy;
+use crate::http::retry::{Retry, RetryPolicy};
 use crate::http::{Reply, Request};
 use crate::ironic::answers;
 use crate::ironic::paging::Pager;
@@ -153,7 +153,7 @@ enum Purpose {
 struct Outgoing {
     purpose: Purpose,
     request: Request,
-    retries: u32,
+    retry: Retry,
     /// The round it belongs to: an answer after its round ended is dropped.
     round: u64,
 }
@@ -858,7 +858,7 @@ impl<D: Document> Loop<D> {
                 Subject::Allocation => requests::get_allocation(&job.ident),
             };
             if let Ok(request) = request {
-                ready.push(Outgoing { purpose: Purpose::Get(job), request, retries: 0, round: number });
+                ready.push(Outgoing { purpose: Purpose::Get(job), request, retry: Retry::default(), round: number });
             }
         }
         self.judge_all(now);
@@ -868,7 +868,7 @@ impl<D: Document> Loop<D> {
             for w in &self.served_waits(&outgoing) {
                 if let Some(wait) = self.wait_mut(*w) {
                     wait.requests = wait.requests.saturating_add(1);
-                    if outgoing.retries > 0 {
+                    if outgoing.retry.made > 0 {
                         wait.retries = wait.retries.saturating_add(1);
                     }
                     if let Some(t) = wait.request_timeout_ms {
@@ -933,7 +933,7 @@ impl<D: Document> Loop<D> {
                 .then_some(fields);
             let size = if marker.is_some() { listing.page_size } else { listing.first_page };
             let request = requests::list_nodes(fields.as_deref(), size, marker.as_deref(), &g.key.scope, newest_first);
-            ready.push(Outgoing { purpose: Purpose::Page, request, retries: 0, round: number });
+            ready.push(Outgoing { purpose: Purpose::Page, request, retry: Retry::default(), round: number });
             return;
         }
     }
@@ -1000,24 +1000,21 @@ impl<D: Document> Loop<D> {
         }
     }
 
-    fn handle_reply(&mut self, outgoing: Outgoing, reply: Reply, now: Millis) {
+    fn handle_reply(&mut self, mut outgoing: Outgoing, reply: Reply, now: Millis) {
         if self.round.as_ref().is_none_or(|r| r.number != outgoing.round) {
             return;
         }
         let success = matches!(&reply, Reply::Response(r) if r.is_success());
-        if let Reply::Response(r) = &reply {
-            if matches!(r.status, 429 | 503) {
-                let delay = self.retry.delay_ms(outgoing.retries, &reply).unwrap_or(0);
-                for (id, _) in self.served(&outgoing) {
-                    if let Some(wait) = self.wait_mut(id) {
-                        wait.throttled(delay);
-                    }
+        if let Some(delay) = self.retry.hold_off_ms(&reply) {
+            for (id, _) in self.served(&outgoing) {
+                if let Some(wait) = self.wait_mut(id) {
+                    wait.throttled(delay);
                 }
             }
         }
         if !success {
-            if let Some(delay) = self.retry.delay_ms(outgoing.retries, &reply) {
-                return self.retry_later(outgoing, delay, reply, now);
+            if let Some(at) = outgoing.retry.next(&self.retry, &reply, now, None) {
+                return self.retry_later(outgoing, at, reply, now);
             }
         }
         let check = match reply {
@@ -1051,11 +1048,10 @@ impl<D: Document> Loop<D> {
         self.judge_all(now);
     }
 
-    /// A failed request is tried again after `delay`, for the waits whose
-    /// deadline allows it (never past the earliest of them); for the
-    /// others, its answer is missing.
-    fn retry_later(&mut self, mut outgoing: Outgoing, delay: Millis, reply: Reply, now: Millis) {
-        let mut at = now.saturating_add(delay);
+    /// A failed request is tried again at `at`, for the waits whose
+    /// deadline allows it (never past the earliest of them: its final
+    /// check); for the others, its answer is missing.
+    fn retry_later(&mut self, mut outgoing: Outgoing, mut at: Millis, reply: Reply, now: Millis) {
         for (id, position) in self.served(&outgoing) {
             match self.wait(id).and_then(Wait::deadline) {
                 Some(d) if now >= d => self.unanswer(id, position, &mut outgoing),
@@ -1067,7 +1063,6 @@ impl<D: Document> Loop<D> {
             drop(reply);
             return self.judge_all(now);
         }
-        outgoing.retries += 1;
         self.retrying.push((at, outgoing));
         self.judge_all(now);
     }

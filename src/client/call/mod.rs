@@ -271,11 +271,11 @@ impl<D: Document> Call<D> {
             waited: None,
         };
         call.phase = match spec {
-            CallSpec::Get(request) => Phase::Get(call.exchange(request, true), Got::Document),
-            CallSpec::History(request) => Phase::Get(call.exchange(request, true), Got::History),
+            CallSpec::Get(request) => Phase::Get(call.exchange(request), Got::Document),
+            CallSpec::History(request) => Phase::Get(call.exchange(request), Got::History),
             CallSpec::List { fields, limit: Some(limit), scope } => {
                 let request = requests::list_nodes(fields.as_deref(), limit, None, &scope, false);
-                Phase::Get(call.exchange(request, true), Got::Page)
+                Phase::Get(call.exchange(request), Got::Page)
             }
             CallSpec::List { fields, limit: None, scope } => Phase::Watch(Box::new(Watching::new(WatchOptions {
                 scope,
@@ -316,16 +316,17 @@ impl<D: Document> Call<D> {
             CallSpec::CreateAllocation { request, wait } => {
                 call.deadline = deadline_of(&wait);
                 call.method = Some("createAllocation");
-                Phase::Post { exchange: call.exchange(request, true), wait: wait.map(Box::new) }
+                Phase::Post { exchange: call.exchange(request), wait: wait.map(Box::new) }
             }
             CallSpec::Watch(options) => Phase::Watch(Box::new(Watching::new(options))),
         };
         call
     }
 
-    pub(super) fn exchange(&mut self, request: Request, retrying: bool) -> Exchange {
+    /// A new exchange of this call, with python-ironicclient's retries.
+    pub(super) fn exchange(&mut self, request: Request) -> Exchange {
         self.next_exchange += 1;
-        Exchange::new(ExchangeId(self.next_exchange), request, retrying)
+        Exchange::new(ExchangeId(self.next_exchange), request, true)
     }
 
     pub fn id(&self) -> CallId {
@@ -625,6 +626,6 @@ enum Version {
 fn json_answer<D: Document>(x: &mut Exchange, cx: &mut Context, retries: &mut u32) -> Option<Result<D, Error>> {
     x.advance(cx);
     let response = x.response::<D>()?;
-    *retries = retries.saturating_add(x.retries);
+    *retries = retries.saturating_add(x.retry.made);
     Some(response.and_then(|r| r.json::<D>()))
 }

@@ -67,7 +67,7 @@ impl<D: Document> Call<D> {
                     Some(result) => {
                         let result = result.map(drop);
                         let (i, x) = p.in_flight.remove(k);
-                        self.retries = self.retries.saturating_add(x.retries);
+                        self.retries = self.retries.saturating_add(x.retry.made);
                         // Kept at its gates by the deadline: unsent, like
                         // those never taken from the queue.
                         if !x.never_sent() {

@@ -78,7 +78,7 @@ impl<D: Document> Call<D> {
                         let fields = D::parse(body).ok_or_else(|| invalid("post is not JSON"))?;
                         let request =
                             requests::create_allocation(&fields).map_err(|e| invalid(format_args!("post: {e}")))?;
-                        Phase::Post { exchange: call.exchange(request, true), wait: wait.map(Box::new) }
+                        Phase::Post { exchange: call.exchange(request), wait: wait.map(Box::new) }
                     }
                     (None, Some(w)) => call.wait_phase(cp, w, Vec::new(), true, started)?,
                     (None, None) => return Err(invalid("a created allocation without a wait has nothing to do")),
