@@ -76,7 +76,9 @@ pub fn quote_into(out: &mut String, value: &str) {
             0..=0x1f => "",
             _ => continue,
         };
-        out.push_str(&value[plain..i]);
+        // `get`, not indexing: the bounds are ASCII, and indexing would
+        // bring the formatting of a panic's message into the wasm.
+        out.push_str(value.get(plain..i).unwrap_or_default());
         plain = i + 1;
         if escaped.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -87,7 +89,7 @@ pub fn quote_into(out: &mut String, value: &str) {
             out.push_str(escaped);
         }
     }
-    out.push_str(&value[plain..]);
+    out.push_str(value.get(plain..).unwrap_or_default());
     out.push('"');
 }
 
@@ -172,7 +174,7 @@ impl ObjectWriter {
             let mut fraction = String::new();
             number_into(&mut fraction, 1000 + ms % 1000);
             out.push('.');
-            out.push_str(fraction[1..].trim_end_matches('0'));
+            out.push_str(fraction.get(1..).unwrap_or_default().trim_end_matches('0'));
         }
         self
     }

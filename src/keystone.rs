@@ -138,7 +138,7 @@ pub fn v3_base(auth_url: &str) -> Result<String, Error> {
     if last == "v3" {
         return Ok(url.to_string());
     }
-    if last.starts_with('v') && last[1..].starts_with(|c: char| c.is_ascii_digit()) {
+    if last.strip_prefix('v').is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit())) {
         return Err(Error::InvalidArgument(format!(
             "Option auth.authUrl must be Keystone's v3 URL or its root, not a {last} URL"
         )));
