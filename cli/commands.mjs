@@ -528,9 +528,9 @@ const MAX_TIMEOUT = tables().limits.maxSeconds;
  * first, then fails).
  */
 function waitFor(seconds) {
-  if (seconds < 0) throw new CommandError('Timeout must be a non-negative number');
-  if (seconds > MAX_TIMEOUT)
-    throw new CommandError(`Timeout must be at most ${MAX_TIMEOUT} seconds (about 24.8 days); 0 waits without limit`);
+  const { messages } = tables();
+  if (seconds < 0) throw new CommandError(messages.negativeTimeout);
+  if (seconds > MAX_TIMEOUT) throw new CommandError(`${messages.longTimeout}; 0 waits without limit`);
   return seconds === 0 ? {} : { timeout: seconds };
 }
 

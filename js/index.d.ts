@@ -36,6 +36,14 @@ export interface ProvisionActionRow {
   expected: string | null;
   /** Seconds between the checks of that wait. */
   pollInterval: number | null;
+  /**
+   * The states Ironic takes a node through on its way to `expected`, in order (`deploying` comes twice for a
+   * deploy, around `wait call-back`): for a progress indicator; a wait does not depend on it. Empty for a power
+   * action and for `abort` and `unhold`.
+   */
+  via: readonly string[];
+  /** The option Ironic requires with it: `cleanSteps` (or a runbook) for `clean`, `serviceSteps` (or a runbook) for `service`, `rescuePassword` for `rescue`; else `null`. */
+  needs: 'cleanSteps' | 'serviceSteps' | 'rescuePassword' | null;
 }
 
 /**
@@ -61,6 +69,8 @@ export interface Tables {
   holdStates: readonly string[];
   /** Every state an allocation has (`allocating`, `active`, `error`). */
   allocationStates: readonly string[];
+  /** The values of a node's `fault` ({@link Scope}'s `fault` filter): `power failure`, `clean failure`, `rescue abort failure`, `service failure`. */
+  faults: readonly string[];
   /** Every outcome a report entry or progress event may carry. */
   outcomes: readonly Outcome[];
   /**
@@ -128,6 +138,13 @@ export interface Tables {
     maxPages: number;
     /** The longest `Retry-After` honoured, in seconds; a longer one counts as this: 60. */
     maxRetryAfter: number;
+  }>;
+  /** python-ironicclient's refusals of its own timeouts, where 0 waits without limit (as the CLI's `--wait 0`). */
+  messages: Readonly<{
+    /** A negative timeout: `Timeout must be a non-negative number`. */
+    negativeTimeout: string;
+    /** A timeout above `limits.maxSeconds`. */
+    longTimeout: string;
   }>;
 }
 

@@ -122,19 +122,41 @@ pub struct Action {
     /// What its wait watches: the provision state, or for a power action
     /// (`PUT /v1/nodes/{id}/states/power`) the power state.
     pub watched: Watched,
+    /// The states Ironic takes the node through on its way to the expected
+    /// one, in order (a state may come twice: deploying, wait call-back,
+    /// deploying), for a progress indicator; the wait does not depend on it.
+    pub via: &'static [&'static str],
+    /// The option Ironic requires with it (`cleanSteps`, unless a runbook
+    /// is given; `serviceSteps`, likewise; `rescuePassword`).
+    pub needs: Option<&'static str>,
 }
 
 const fn waits(name: &'static str, target: &'static str, expected: &'static str, interval: u32) -> Action {
-    Action { name, target, wait: Some((expected, interval)), watched: Watched::ProvisionState }
+    let wait = Some((expected, interval));
+    Action { name, target, wait, watched: Watched::ProvisionState, via: &[], needs: None }
 }
 
 const fn no_wait(name: &'static str) -> Action {
-    Action { name, target: name, wait: None, watched: Watched::ProvisionState }
+    Action { name, target: name, wait: None, watched: Watched::ProvisionState, via: &[], needs: None }
 }
 
 const fn power(name: &'static str, target: &'static str, expected: &'static str) -> Action {
-    Action { name, target, wait: Some((expected, SHORT_ACTION_POLL_INTERVAL_SECS)), watched: Watched::PowerState }
+    let wait = Some((expected, SHORT_ACTION_POLL_INTERVAL_SECS));
+    Action { name, target, wait, watched: Watched::PowerState, via: &[], needs: None }
 }
+
+impl Action {
+    const fn via(self, via: &'static [&'static str]) -> Action {
+        Action { via, ..self }
+    }
+
+    const fn needs(self, option: &'static str) -> Action {
+        Action { needs: Some(option), ..self }
+    }
+}
+
+const DEPLOYING: &[&str] = &["deploying", "wait call-back", "deploying"];
+const UNDEPLOYING: &[&str] = &["deleting", "cleaning", "clean wait"];
 
 /// The power actions, by openstacksdk's names (`reboot`) with Ironic's
 /// targets (`rebooting`); each waits for the power state it ends in.
@@ -149,22 +171,32 @@ pub const POWER_ACTIONS: [Action; 5] = [
 /// The action table. `deploy`/`undeploy` are OSC's names for the `active`
 /// and `deleted` targets; `abort` and `unhold` have no `--wait`.
 pub const ACTIONS: [Action; 15] = [
-    waits("active", "active", "active", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("deploy", "active", "active", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("deleted", "deleted", "available", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("undeploy", "deleted", "available", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("rebuild", "rebuild", "active", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("inspect", "inspect", "manageable", SHORT_ACTION_POLL_INTERVAL_SECS),
-    waits("provide", "provide", "available", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("manage", "manage", "manageable", SHORT_ACTION_POLL_INTERVAL_SECS),
-    waits("clean", "clean", "manageable", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("adopt", "adopt", "active", SHORT_ACTION_POLL_INTERVAL_SECS),
-    waits("rescue", "rescue", "rescue", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("unrescue", "unrescue", "active", LONG_ACTION_POLL_INTERVAL_SECS),
-    waits("service", "service", "active", LONG_ACTION_POLL_INTERVAL_SECS),
+    waits("active", "active", "active", LONG_ACTION_POLL_INTERVAL_SECS).via(DEPLOYING),
+    waits("deploy", "active", "active", LONG_ACTION_POLL_INTERVAL_SECS).via(DEPLOYING),
+    waits("deleted", "deleted", "available", LONG_ACTION_POLL_INTERVAL_SECS).via(UNDEPLOYING),
+    waits("undeploy", "deleted", "available", LONG_ACTION_POLL_INTERVAL_SECS).via(UNDEPLOYING),
+    waits("rebuild", "rebuild", "active", LONG_ACTION_POLL_INTERVAL_SECS).via(DEPLOYING),
+    waits("inspect", "inspect", "manageable", SHORT_ACTION_POLL_INTERVAL_SECS).via(&["inspecting", "inspect wait"]),
+    waits("provide", "provide", "available", LONG_ACTION_POLL_INTERVAL_SECS).via(&["cleaning", "clean wait"]),
+    waits("manage", "manage", "manageable", SHORT_ACTION_POLL_INTERVAL_SECS).via(&["verifying"]),
+    waits("clean", "clean", "manageable", LONG_ACTION_POLL_INTERVAL_SECS)
+        .via(&["cleaning", "clean wait"])
+        .needs("cleanSteps"),
+    waits("adopt", "adopt", "active", SHORT_ACTION_POLL_INTERVAL_SECS).via(&["adopting"]),
+    waits("rescue", "rescue", "rescue", LONG_ACTION_POLL_INTERVAL_SECS)
+        .via(&["rescuing", "rescue wait"])
+        .needs("rescuePassword"),
+    waits("unrescue", "unrescue", "active", LONG_ACTION_POLL_INTERVAL_SECS).via(&["unrescuing"]),
+    waits("service", "service", "active", LONG_ACTION_POLL_INTERVAL_SECS)
+        .via(&["servicing", "service wait"])
+        .needs("serviceSteps"),
     no_wait("abort"),
     no_wait("unhold"),
 ];
+
+/// The values of a node's `fault` (Ironic's `ironic.common.faults`), which
+/// the `fault` scope filter takes.
+pub const FAULTS: [&str; 4] = ["power failure", "clean failure", "rescue abort failure", "service failure"];
 
 impl Action {
     /// Looks an action up by name (exact, lower-case, as Ironic spells it).
@@ -191,6 +223,17 @@ impl Action {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_actions_way_is_of_provision_states_and_what_it_needs_is_required() {
+        use crate::ironic::requests::{provision, ProvisionArgs};
+        for a in &ACTIONS {
+            assert!(a.via.iter().all(|s| PROVISION_STATES.contains(s)), "{}", a.name);
+            assert_eq!(a.via.is_empty(), a.wait.is_none(), "{}", a.name);
+            let refused = provision::<serde_json::Value>("n1", a, &ProvisionArgs::default());
+            assert_eq!(refused.is_err(), a.needs.is_some(), "{}", a.name);
+        }
+    }
 
     #[test]
     fn tables_are_consistent() {

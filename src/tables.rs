@@ -9,10 +9,10 @@ use crate::ironic::microversion::Microversion;
 use crate::ironic::requests::Scope;
 use crate::ironic::{MAX_PAGES, MAX_PAGE_SIZE};
 use crate::states::{
-    Action, ACTIONS, ALLOCATION_STATES, FAILURE_STATES, FAILURE_SUFFIX, HOLD_STATES, POWER_ACTIONS, PROVISION_STATES,
-    STABLE_STATES,
+    Action, ACTIONS, ALLOCATION_STATES, FAILURE_STATES, FAILURE_SUFFIX, FAULTS, HOLD_STATES, POWER_ACTIONS,
+    PROVISION_STATES, STABLE_STATES,
 };
-use crate::wait::{Outcome, WaitOptions, MAX_SECONDS};
+use crate::wait::{too_long, Outcome, WaitOptions, MAX_SECONDS, NEGATIVE_TIMEOUT};
 
 /// Answers up to this many bytes are read unless `maxResponseBytes` says
 /// otherwise: a full page of a thousand detailed nodes is a few MB.
@@ -54,6 +54,7 @@ pub fn tables() -> String {
         .str("failureSuffix", FAILURE_SUFFIX)
         .strings("holdStates", &HOLD_STATES)
         .strings("allocationStates", &ALLOCATION_STATES)
+        .strings("faults", &FAULTS)
         .strings("outcomes", &Outcome::NAMES);
     let out = w.key("scopeFilters");
     out.push('[');
@@ -88,7 +89,10 @@ pub fn tables() -> String {
         .number("maxPages", MAX_PAGES.into())
         .number("maxRetryAfter", MAX_RETRY_AFTER_MS / 1000)
         .end();
-    w.raw("versions", &versions).raw("defaults", &defaults).raw("limits", &limits).end()
+    // baremetal's timeouts (0 waits without limit) refused in its words.
+    let messages =
+        ObjectWriter::default().str("negativeTimeout", NEGATIVE_TIMEOUT).str("longTimeout", &too_long("Timeout")).end();
+    w.raw("versions", &versions).raw("defaults", &defaults).raw("limits", &limits).raw("messages", &messages).end()
 }
 
 /// An action table as a JSON list, at the end of `out`.
@@ -104,6 +108,7 @@ fn rows(out: &mut String, actions: &[Action]) {
             Some((_, interval)) => row.number("pollInterval", interval.into()),
             None => row.raw("pollInterval", "null"),
         };
+        row.strings("via", a.via).nullable("needs", a.needs);
         out.push_str(&row.end());
     }
     out.push(']');
@@ -125,21 +130,31 @@ mod tests {
         assert_eq!(t["actions"].as_array().unwrap().len(), ACTIONS.len());
         assert_eq!(
             t["actions"][0],
-            json!({"name": "active", "target": "active", "expected": "active", "pollInterval": 10})
+            json!({"name": "active", "target": "active", "expected": "active", "pollInterval": 10,
+                   "via": ["deploying", "wait call-back", "deploying"], "needs": null})
         );
         let row =
             |table: &str, name: &str| t[table].as_array().unwrap().iter().find(|a| a["name"] == name).unwrap().clone();
         assert_eq!(
             row("actions", "deploy"),
-            json!({"name": "deploy", "target": "active", "expected": "active", "pollInterval": 10})
+            json!({"name": "deploy", "target": "active", "expected": "active", "pollInterval": 10,
+                   "via": ["deploying", "wait call-back", "deploying"], "needs": null})
+        );
+        assert_eq!(row("actions", "rescue")["needs"], "rescuePassword");
+        assert_eq!(t["faults"], json!(FAULTS));
+        assert_eq!(
+            t["messages"],
+            json!({"negativeTimeout": "Timeout must be a non-negative number",
+                   "longTimeout": "Timeout must be at most 2147483 seconds (about 24.8 days)"})
         );
         assert_eq!(
             row("powerActions", "reboot"),
-            json!({"name": "reboot", "target": "rebooting", "expected": "power on", "pollInterval": 2})
+            json!({"name": "reboot", "target": "rebooting", "expected": "power on", "pollInterval": 2,
+                   "via": [], "needs": null})
         );
         assert_eq!(
             row("actions", "abort"),
-            json!({"name": "abort", "target": "abort", "expected": null, "pollInterval": null})
+            json!({"name": "abort", "target": "abort", "expected": null, "pollInterval": null, "via": [], "needs": null})
         );
         assert_eq!(t["failureSuffix"], " failed");
         let failures = t["failureStates"].as_array().unwrap();

@@ -104,7 +104,7 @@ impl WaitOptions {
     /// request time limit in milliseconds (the deadline is
     /// [`WaitOptions::deadline_from`]'s).
     pub fn check(&self) -> Result<(Millis, Millis), Error> {
-        millis(self.timeout, "Timeout", "Timeout must be a non-negative number")?;
+        millis(self.timeout, "Timeout", NEGATIVE_TIMEOUT)?;
         let interval_ms =
             positive_millis(self.poll_interval, "Poll interval", "Poll interval must be a positive number")?;
         let whole = self.budget.is_finite() && self.budget >= 0.0 && self.budget.fract() == 0.0 && self.budget <= 1e9;
@@ -324,6 +324,10 @@ pub struct Fetch {
 /// most 2^31-1 ms (about 24.8 days). A longer wait is a timeout of 0.
 pub const MAX_SECONDS: f64 = 2_147_483.0;
 
+/// python-ironicclient's refusal of a negative timeout (0 waits without
+/// limit there).
+pub const NEGATIVE_TIMEOUT: &str = "Timeout must be a non-negative number";
+
 /// Seconds from the caller named `what`, checked: finite and not negative
 /// (else `error`, python-ironicclient's words), and at most [`MAX_SECONDS`].
 pub fn millis(seconds: f64, what: &str, error: &str) -> Result<Millis, Error> {
@@ -331,12 +335,17 @@ pub fn millis(seconds: f64, what: &str, error: &str) -> Result<Millis, Error> {
         return Err(Error::InvalidArgument(error.to_string()));
     }
     if seconds > MAX_SECONDS {
-        // An integer in the text: formatting an f64 would add ~15 KB of wasm.
-        let max = MAX_SECONDS as u64;
-        return Err(Error::InvalidArgument(format!("{what} must be at most {max} seconds (about 24.8 days)")));
+        return Err(Error::InvalidArgument(too_long(what)));
     }
     // Round up, so a tiny positive timeout is not "no timeout".
     Ok((seconds * 1000.0).ceil() as Millis)
+}
+
+/// The refusal of a duration named `what` above [`MAX_SECONDS`].
+pub fn too_long(what: &str) -> String {
+    // An integer in the text: formatting an f64 would add ~15 KB of wasm.
+    let max = MAX_SECONDS as u64;
+    format!("{what} must be at most {max} seconds (about 24.8 days)")
 }
 
 /// [`millis`] of a duration that must be more than 0 (an interval, a time

@@ -4,8 +4,7 @@
 // the allocation waits of every tab.
 import { badge, byId, el, seconds, shortId } from './dom.js';
 import { errorBlock } from './errors.js';
-
-const ALLOCATION_KIND = { allocating: 'working', active: 'active', error: 'failed' };
+import { stateKind } from './states.js';
 
 export function createAllocations({ hub, table }) {
   const form = byId('alloc-form');
@@ -61,7 +60,7 @@ export function createAllocations({ hub, table }) {
       el('div', { class: 'run-line' }, [
         el('span', { class: 'run-name', text: w.label }),
         uuid ? el('code', { class: 'run-uuid', title: uuid, text: shortId(uuid) }) : '',
-        badge(state, ALLOCATION_KIND[state] ?? 'failed'),
+        badge(state, stateKind(state)),
         ended ? el('span', { class: 'run-elapsed', text: seconds(((w.endedAt ?? Date.now()) - w.startedAt) / 1000) }) : '',
       ]),
       nodeUuid ? el('p', { class: 'alloc-node' }, ['Node: ', el('strong', { text: node?.name ?? nodeUuid })]) : '',

@@ -44,7 +44,6 @@ const FILTER_INPUTS = {
   owner: 'owner-filter',
   resourceClass: 'class-filter',
 };
-const FAULTS = ['power failure', 'clean failure', 'rescue abort failure', 'service failure'];
 /** Values offered in a filter's list, from what the table has seen. */
 const SUGGESTIONS = { conductorGroup: 'conductor_group', shard: 'shard', owner: 'owner', resourceClass: 'resource_class' };
 
@@ -99,7 +98,10 @@ export function createNodeTable({ hub, tables, onSelection, onOpen }) {
     el('option', { value: '', text: 'all states' }),
     ...tables.provisionStates.map((s) => el('option', { value: s, text: s })),
   );
-  byId('fault-filter').replaceChildren(el('option', { value: '', text: 'any' }), ...FAULTS.map((f) => el('option', { value: f, text: f })));
+  byId('fault-filter').replaceChildren(
+    el('option', { value: '', text: 'any' }),
+    ...tables.faults.map((f) => el('option', { value: f, text: f })),
+  );
   for (const [name, id] of Object.entries(FILTER_INPUTS)) {
     byId(id).addEventListener('change', () => setScope({ ...scope, [name]: byId(id).value.trim() }));
   }

@@ -8,7 +8,7 @@
 import { drawStacked, legend } from './chart.js';
 import { badge, byId, el, seconds, setText, shortId } from './dom.js';
 import { errorBlock } from './errors.js';
-import { ACTIONS, EXAMPLE_STEPS, OUTCOMES, stateKind, stepOf } from './states.js';
+import { EXAMPLE_STEPS, OUTCOMES, offeredActions, stateKind, stepOf } from './states.js';
 
 // Summary counters; those after the first four only show when not zero.
 const GROUPS = [
@@ -41,6 +41,7 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
   let selection = { count: 0, names: [] };
   let microversion = null;
   const panels = new Map(); // wait id -> { wait, article, ... }
+  const ACTIONS = offeredActions(tables);
 
   action.replaceChildren(...Object.entries(ACTIONS).map(([value, a]) => el('option', { value, text: a.label })));
   action.addEventListener('change', actionChanged);

@@ -1,28 +1,23 @@
-// What the console knows about Ironic's provision states: the actions it
-// offers, the states each one walks through (for the progress indicator) and
-// how a state is coloured. The client decides when a wait is over; this table
-// only draws it.
+// How the console shows Ironic's provision states: the actions it offers,
+// the states each one walks through (for the progress indicator) and how a
+// state is coloured, all from the package's tables. The client decides when
+// a wait is over; this only draws it.
 
 /**
- * Action -> its label, the states Ironic walks through to the expected one
- * (last), and the extra input it needs. `path: null`: sent without waiting
- * (Ironic gives these no expected state).
+ * The actions the form offers (the package's table without Ironic's own
+ * `active` and `deleted`, offered as deploy and undeploy): name -> its
+ * label, the states Ironic walks through to the expected one (last; `null`
+ * for an action sent without waiting), and the input it needs.
  */
-export const ACTIONS = {
-  manage: { label: 'manage', path: ['verifying', 'manageable'] },
-  provide: { label: 'provide', path: ['cleaning', 'clean wait', 'available'] },
-  deploy: { label: 'deploy', path: ['deploying', 'wait call-back', 'deploying', 'active'] },
-  undeploy: { label: 'undeploy', path: ['deleting', 'cleaning', 'available'] },
-  inspect: { label: 'inspect', path: ['inspecting', 'manageable'] },
-  clean: { label: 'clean (with steps)', path: ['cleaning', 'manageable'], needs: 'cleanSteps' },
-  rescue: { label: 'rescue (with password)', path: ['rescuing', 'rescue'], needs: 'rescuePassword' },
-  unrescue: { label: 'unrescue', path: ['unrescuing', 'active'] },
-  adopt: { label: 'adopt', path: ['adopting', 'active'] },
-  rebuild: { label: 'rebuild', path: ['deploying', 'active'] },
-  service: { label: 'service (with steps)', path: ['servicing', 'active'], needs: 'serviceSteps' },
-  abort: { label: 'abort', path: null },
-  unhold: { label: 'unhold', path: null },
-};
+export function offeredActions({ actions }) {
+  const aliases = new Set(actions.filter((a) => a.name !== a.target).map((a) => a.target));
+  const needs = { cleanSteps: ' (with steps)', serviceSteps: ' (with steps)', rescuePassword: ' (with password)' };
+  return Object.fromEntries(
+    actions
+      .filter((a) => !aliases.has(a.name))
+      .map((a) => [a.name, { label: a.name + (needs[a.needs] ?? ''), path: a.expected ? [...a.via, a.expected] : null, needs: a.needs }]),
+  );
+}
 
 /** Steps offered as a starting point when an action needs them. */
 export const EXAMPLE_STEPS = {

@@ -235,9 +235,9 @@ pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs
     }
     // Refused in Ironic's words where Ironic would refuse it (what the CLI
     // prints, as baremetal prints Ironic's refusal).
-    let steps = match action.target {
-        "clean" => Some(("cleanSteps", &args.clean_steps)),
-        "service" => Some(("serviceSteps", &args.service_steps)),
+    let steps = match action.needs {
+        Some(option @ "cleanSteps") => Some((option, &args.clean_steps)),
+        Some(option @ "serviceSteps") => Some((option, &args.service_steps)),
         _ => None,
     };
     if let Some((option, given)) = steps {
@@ -255,7 +255,7 @@ pub fn provision<D: Document>(ident: &str, action: &Action, args: &ProvisionArgs
     if args.runbook.is_some() && args.disable_ramdisk.is_some() {
         return Err(Error::InvalidArgument("You cannot supply runbook and disableRamdisk together".into()));
     }
-    if action.target == "rescue" && args.rescue_password.as_deref().is_none_or(str::is_empty) {
+    if action.needs == Some("rescuePassword") && args.rescue_password.as_deref().is_none_or(str::is_empty) {
         return Err(Error::InvalidArgument(
             "A non-empty \"rescue_password\" is required when setting target provision state to rescue".into(),
         ));

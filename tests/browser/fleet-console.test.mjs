@@ -659,13 +659,11 @@ test('select by filter: every available node of conductor group dc2 deployed in 
       (e) => new URLSearchParams(e.query).get('conductor_group') === 'dc2' && !e.query.includes('provision_state='),
     ),
   );
-  assert.deepEqual(
-    server.sim
-      .log({ method: 'GET', path: '/v1/nodes/*' })
-      .filter((e) => e.t >= since)
-      .map((e) => e.path),
-    [],
-  );
+  // A node that moves while a listing pages the list by stamp moves to a
+  // page already read; the loop asks for such a node by a GET (see
+  // src/poll/feed.rs), so a few GETs may come, never one a node.
+  const gets = server.sim.log({ method: 'GET', path: '/v1/nodes/*' }).filter((e) => e.t >= since);
+  assert.ok(gets.length <= n / 20, `${gets.length} GETs of ${n} nodes`);
   assert.deepEqual(page.problems, []);
   await page.close();
   await release(server);

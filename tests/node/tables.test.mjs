@@ -12,7 +12,14 @@ test('the tables are one frozen object, the same at each call', () => {
   const t = tables();
   assert.equal(tables(), t);
   assert.ok(Object.isFrozen(t) && Object.isFrozen(t.scopeFilters[0]) && Object.isFrozen(t.actionsByName.deploy));
-  assert.deepEqual(t.actionsByName.deploy, { name: 'deploy', target: 'active', expected: 'active', pollInterval: 10 });
+  assert.deepEqual(t.actionsByName.deploy, {
+    name: 'deploy',
+    target: 'active',
+    expected: 'active',
+    pollInterval: 10,
+    via: ['deploying', 'wait call-back', 'deploying'],
+    needs: null,
+  });
   assert.ok(t.failureStates.includes('error') && t.failureStates.includes('deploy failed'));
   assert.equal(t.failureSuffix, ' failed');
   assert.deepEqual(

@@ -35,7 +35,14 @@ export const EXPECTED = {
     names: [...ERRORS.filter((n) => n !== 'IronicWaitError'), 'IronicClient', 'IronicWaitError', 'tables', 'version'].sort(),
     version: true,
     microversion: '1.115',
-    deploy: { name: 'deploy', target: 'active', expected: 'active', pollInterval: 10 },
+    deploy: {
+      name: 'deploy',
+      target: 'active',
+      expected: 'active',
+      pollInterval: 10,
+      via: ['deploying', 'wait call-back', 'deploying'],
+      needs: null,
+    },
     frozen: true,
   },
   // Names survive minifiers: each class has its own as a string.
