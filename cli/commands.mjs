@@ -194,12 +194,8 @@ function nodeWaitParser(prog) {
 /** The power states a wait can wait for: those the power actions end in, from the core's table. */
 const POWER_STATES = [...new Set(tables().powerActions.map((a) => a.expected))];
 
-/** The library's power action for `node power on|off` and `node reboot`, soft or not. */
-const powerAction = (kind, soft) =>
-  ({ on: 'power on', off: soft ? 'soft power off' : 'power off', reboot: soft ? 'soft reboot' : 'reboot' })[kind];
-
-/** The power state a power action ends in, from the core's table. */
-const powerExpected = (action) => tables().powerActions.find((a) => a.name === action).expected;
+/** The core's power action of `node power on|off` and `node reboot`, soft or not: python-ironicclient's words for it. */
+const powerAction = (kind, soft) => tables().powerActions.find((a) => a.words === (soft ? `soft ${kind}` : kind));
 
 /**
  * `node power on|off` and `node reboot` as baremetal builds them (nodes,
@@ -231,7 +227,7 @@ function powerParser(prog, kind) {
     help: 'Timeout (in seconds, positive integer) to wait for the target power state before erroring out.',
   });
   if (kind === 'off') soft();
-  parser.add(waitOption(`Wait for the power action to end, with the node in ${powerExpected(powerAction(kind, false))}.`));
+  parser.add(waitOption(`Wait for the power action to end, with the node in ${powerAction(kind, false).expected}.`));
   parser.add(diagnoseOption());
   return parser;
 }
@@ -608,11 +604,11 @@ async function runNodeWait(ctx, v) {
 async function runPower(ctx, kind, v) {
   // python-ironicclient's check, before anything is sent.
   if (v.power_timeout !== undefined && v.power_timeout !== null && v.power_timeout <= 0) {
-    throw new CommandError("'timeout' option for setting power state must have positive integer value (> 0)");
+    throw new CommandError(tables().messages.powerTimeout);
   }
   const wait = v.wait_timeout ?? null;
   const limit = wait === null ? null : waitFor(wait);
-  const action = powerAction(kind, v.soft);
+  const { name: action, expected } = powerAction(kind, v.soft);
   const options = { settle: ctx.settle, signal: ctx.signal };
   if (v.power_timeout !== undefined && v.power_timeout !== null) options.powerTimeout = v.power_timeout;
   if (wait === null) {
@@ -623,7 +619,6 @@ async function runPower(ctx, kind, v) {
     return refused.length ? 1 : 0;
   }
   ctx.diagnose = Boolean(v.diagnose);
-  const expected = powerExpected(action);
   // baremetal prints nothing for a power action: no "Waiting for" line either.
   const view = { command: kind === 'reboot' ? 'node reboot' : `node power ${kind}`, nodes: v.nodes, expected, timeout: wait, silent: true };
   const report = await runWait(ctx, view, (hooks) =>

@@ -44,6 +44,8 @@ export interface ProvisionActionRow {
   via: readonly string[];
   /** The option Ironic requires with it: `cleanSteps` (or a runbook) for `clean`, `serviceSteps` (or a runbook) for `service`, `rescuePassword` for `rescue`; else `null`. */
   needs: 'cleanSteps' | 'serviceSteps' | 'rescuePassword' | null;
+  /** A power action's words in python-ironicclient (`node power off --soft` is `soft off`); absent on a provision action. */
+  words?: 'on' | 'off' | 'reboot' | 'soft off' | 'soft reboot';
 }
 
 /**
@@ -145,6 +147,8 @@ export interface Tables {
     negativeTimeout: string;
     /** A timeout above `limits.maxSeconds`. */
     longTimeout: string;
+    /** A power timeout that is not a positive whole number (where `powerTimeout` is refused in the library's words). */
+    powerTimeout: string;
   }>;
 }
 

@@ -129,20 +129,23 @@ pub struct Action {
     /// The option Ironic requires with it (`cleanSteps`, unless a runbook
     /// is given; `serviceSteps`, likewise; `rescuePassword`).
     pub needs: Option<&'static str>,
+    /// python-ironicclient's words for a power action (`node power off
+    /// --soft` is `soft off`).
+    pub words: Option<&'static str>,
 }
 
 const fn waits(name: &'static str, target: &'static str, expected: &'static str, interval: u32) -> Action {
     let wait = Some((expected, interval));
-    Action { name, target, wait, watched: Watched::ProvisionState, via: &[], needs: None }
+    Action { name, target, wait, watched: Watched::ProvisionState, via: &[], needs: None, words: None }
 }
 
 const fn no_wait(name: &'static str) -> Action {
-    Action { name, target: name, wait: None, watched: Watched::ProvisionState, via: &[], needs: None }
+    Action { name, target: name, wait: None, watched: Watched::ProvisionState, via: &[], needs: None, words: None }
 }
 
-const fn power(name: &'static str, target: &'static str, expected: &'static str) -> Action {
+const fn power(name: &'static str, words: &'static str, target: &'static str, expected: &'static str) -> Action {
     let wait = Some((expected, SHORT_ACTION_POLL_INTERVAL_SECS));
-    Action { name, target, wait, watched: Watched::PowerState, via: &[], needs: None }
+    Action { name, target, wait, watched: Watched::PowerState, via: &[], needs: None, words: Some(words) }
 }
 
 impl Action {
@@ -161,11 +164,11 @@ const UNDEPLOYING: &[&str] = &["deleting", "cleaning", "clean wait"];
 /// The power actions, by openstacksdk's names (`reboot`) with Ironic's
 /// targets (`rebooting`); each waits for the power state it ends in.
 pub const POWER_ACTIONS: [Action; 5] = [
-    power("power on", "power on", "power on"),
-    power("power off", "power off", "power off"),
-    power("reboot", "rebooting", "power on"),
-    power("soft power off", "soft power off", "power off"),
-    power("soft reboot", "soft rebooting", "power on"),
+    power("power on", "on", "power on", "power on"),
+    power("power off", "off", "power off", "power off"),
+    power("reboot", "reboot", "rebooting", "power on"),
+    power("soft power off", "soft off", "soft power off", "power off"),
+    power("soft reboot", "soft reboot", "soft rebooting", "power on"),
 ];
 
 /// The action table. `deploy`/`undeploy` are OSC's names for the `active`

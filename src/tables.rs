@@ -6,7 +6,7 @@
 use crate::document::{number_into, quote_into, ObjectWriter};
 use crate::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS};
 use crate::ironic::microversion::Microversion;
-use crate::ironic::requests::Scope;
+use crate::ironic::requests::{Scope, POWER_TIMEOUT};
 use crate::ironic::{MAX_PAGES, MAX_PAGE_SIZE};
 use crate::states::{
     Action, ACTIONS, ALLOCATION_STATES, FAILURE_STATES, FAILURE_SUFFIX, FAULTS, HOLD_STATES, POWER_ACTIONS,
@@ -89,9 +89,13 @@ pub fn tables() -> String {
         .number("maxPages", MAX_PAGES.into())
         .number("maxRetryAfter", MAX_RETRY_AFTER_MS / 1000)
         .end();
-    // baremetal's timeouts (0 waits without limit) refused in its words.
-    let messages =
-        ObjectWriter::default().str("negativeTimeout", NEGATIVE_TIMEOUT).str("longTimeout", &too_long("Timeout")).end();
+    // python-ironicclient's refusals of baremetal's timeouts (0 waits
+    // without limit there), which the CLI checks before anything is sent.
+    let messages = ObjectWriter::default()
+        .str("negativeTimeout", NEGATIVE_TIMEOUT)
+        .str("longTimeout", &too_long("Timeout"))
+        .str("powerTimeout", POWER_TIMEOUT)
+        .end();
     w.raw("versions", &versions).raw("defaults", &defaults).raw("limits", &limits).raw("messages", &messages).end()
 }
 
@@ -109,6 +113,9 @@ fn rows(out: &mut String, actions: &[Action]) {
             None => row.raw("pollInterval", "null"),
         };
         row.strings("via", a.via).nullable("needs", a.needs);
+        if let Some(words) = a.words {
+            row.str("words", words);
+        }
         out.push_str(&row.end());
     }
     out.push(']');
@@ -145,12 +152,13 @@ mod tests {
         assert_eq!(
             t["messages"],
             json!({"negativeTimeout": "Timeout must be a non-negative number",
-                   "longTimeout": "Timeout must be at most 2147483 seconds (about 24.8 days)"})
+                   "longTimeout": "Timeout must be at most 2147483 seconds (about 24.8 days)",
+                   "powerTimeout": "'timeout' option for setting power state must have positive integer value (> 0)"})
         );
         assert_eq!(
             row("powerActions", "reboot"),
             json!({"name": "reboot", "target": "rebooting", "expected": "power on", "pollInterval": 2,
-                   "via": [], "needs": null})
+                   "via": [], "needs": null, "words": "reboot"})
         );
         assert_eq!(
             row("actions", "abort"),

@@ -209,6 +209,10 @@ impl<D> Default for ProvisionArgs<D> {
     }
 }
 
+/// python-ironicclient's refusal of a power timeout that is not a positive
+/// whole number (the library's own `powerTimeout` refusal names the option).
+pub const POWER_TIMEOUT: &str = "'timeout' option for setting power state must have positive integer value (> 0)";
+
 /// `PUT /v1/nodes/{ident}/states/provision`, or `.../states/power` for a
 /// power action. The CLI's argument rules are checked here so a mistake is
 /// a clear error before anything is sent; and unlike python-ironicclient,
