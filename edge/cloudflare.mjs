@@ -13,13 +13,14 @@
 // nothing. The client is made from the Worker's environment (waits.mjs): the
 // settings never reach storage, a checkpoint, a report or a message.
 
-import { IronicClient } from '../pkg/worker.js';
+import { IronicClient, tables } from '../pkg/worker.js';
 import { plain, refused, WaitsHost } from './waits.mjs';
 
 export class IronicWaits extends WaitsHost {
   constructor(ctx, env) {
     super({
       IronicClient,
+      tables,
       env,
       storage: {
         get: (key) => ctx.storage.get(key),

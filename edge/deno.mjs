@@ -31,7 +31,7 @@
 // reach KV, a checkpoint, a report or an event. One process serves a KV file:
 // the records (JSON, all of them) and which steps are under way are in its
 // memory.
-import { IronicClient } from '../pkg/deno.js';
+import { IronicClient, tables } from '../pkg/deno.js';
 
 // The package's API too: `ironic-wait/deno` is the Deno entry and its runner.
 export * from '../pkg/deno.js';
@@ -67,7 +67,7 @@ export class KvWaits extends WaitsHost {
    * @param {() => number} [options.now] ms since the epoch
    */
   constructor({ kv, env = readEnvironment(), now }) {
-    super({ IronicClient, env, storage: new KvStorage(kv), now });
+    super({ IronicClient, tables, env, storage: new KvStorage(kv), now });
     // A server fails at start, not at each request (the error names no secret).
     if (!this.client) throw this.misconfigured;
     this.kv = kv;

@@ -230,8 +230,12 @@ export class Waits {
 export const VARIABLES = ['IRONIC_URL', 'IRONIC_TOKEN', ...OS_FLAGS.map((o) => o.env)];
 
 export class WaitsHost {
-  /** One client of the platform's `IronicClient` from `env` (VARIABLES), or the error `misconfigured`; `storage` as Waits takes it. */
-  constructor({ IronicClient, env, storage, now = () => Date.now() }) {
+  /**
+   * One client of the platform's `IronicClient` from `env` (VARIABLES), or the error `misconfigured`; `storage` as Waits
+   * takes it; `tables` the platform's package's.
+   */
+  constructor({ IronicClient, tables, env, storage, now = () => Date.now() }) {
+    this.outageDelays = tables().outageDelays;
     try {
       const settings = { ...env, OS_ENDPOINT: env.IRONIC_URL ?? env.OS_ENDPOINT, OS_TOKEN: env.IRONIC_TOKEN ?? env.OS_TOKEN };
       this.client = new IronicClient(optionsFromEnvironment(settings));
@@ -283,10 +287,11 @@ export class WaitsHost {
     }
   }
 
-  /** The wake-up `next` (or null), put off while rounds fail for the host's own reasons: 2 s on, doubling to 5 minutes. */
+  /** The wake-up `next` (or null), put off while rounds fail for the host's own reasons, as the core backs off an outage. */
   backedOff(next, now = this.now()) {
     if (next === null || this.failures === 0) return next;
-    return Math.max(next, now + Math.min(5 * 60 * 1000, 2000 * 2 ** (this.failures - 1)));
+    const delays = this.outageDelays;
+    return Math.max(next, now + delays[Math.min(this.failures, delays.length) - 1] * 1000);
   }
 
   /** `message` to each listener of wait `id`, each closed after the `last`. */

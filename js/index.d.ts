@@ -82,14 +82,22 @@ export interface Tables {
   scopeFilters: readonly (readonly [option: keyof Scope, field: string, minor: number])[];
   /**
    * The API version `1.x` (its `x`) each optional part of the API needs: `fields` on node reads (and with it
-   * `power_state`, `target_power_state` and `maintenance` in a projection), 8; `history` a node's history, 78.
+   * `power_state`, `target_power_state` and `maintenance` in a projection), 8; `history` a node's history, 78;
+   * `softPower` soft power actions and a power action's `timeout`, 27.
    */
   versions: Readonly<{
     /** `fields` on node reads: 8. */
     fields: number;
     /** A node's history: 78. */
     history: number;
+    /** Soft power actions (`soft power off`, `soft reboot`) and `powerTimeout`: 27. */
+    softPower: number;
   }>;
+  /**
+   * How a round lost to an outage is put off (`retryOutages`), in seconds: the `n`th outage in a row waits
+   * `outageDelays[n - 1]`, and the last entry for every one after (2 s doubling to 5 minutes).
+   */
+  outageDelays: readonly number[];
   /**
    * The defaults, in seconds unless named otherwise:
    * - `pollInterval` (2): between rounds where no action's row gives an interval (direct, power and lock waits,

@@ -4,7 +4,7 @@
 //! command line and the console read it instead of keeping copies.
 
 use crate::document::{number_into, quote_into, ObjectWriter};
-use crate::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS};
+use crate::http::retry::{RetryPolicy, MAX_RETRY_AFTER_MS, OUTAGE_DELAYS_S};
 use crate::ironic::microversion::Microversion;
 use crate::ironic::requests::{Scope, POWER_TIMEOUT};
 use crate::ironic::{MAX_PAGES, MAX_PAGE_SIZE};
@@ -71,6 +71,7 @@ pub fn tables() -> String {
     let versions = ObjectWriter::default()
         .number("fields", Microversion::FIELDS.minor.into())
         .number("history", Microversion::HISTORY.minor.into())
+        .number("softPower", Microversion::SOFT_POWER.minor.into())
         .end();
     let defaults = ObjectWriter::default()
         .number("pollInterval", nodes.poll_interval as u64)
@@ -96,6 +97,12 @@ pub fn tables() -> String {
         .str("longTimeout", &too_long("Timeout"))
         .str("powerTimeout", POWER_TIMEOUT)
         .end();
+    let out = w.key("outageDelays");
+    for (i, delay) in OUTAGE_DELAYS_S.iter().enumerate() {
+        out.push(if i == 0 { '[' } else { ',' });
+        number_into(out, (*delay).into());
+    }
+    out.push(']');
     w.raw("versions", &versions).raw("defaults", &defaults).raw("limits", &limits).raw("messages", &messages).end()
 }
 
@@ -172,7 +179,8 @@ mod tests {
         assert!(t["outcomes"].as_array().unwrap().contains(&"timed-out".into()));
         assert_eq!(t["scopeFilters"].as_array().unwrap().len(), Scope::FILTERS.len());
         assert_eq!(t["scopeFilters"][6], json!(["shard", "shard", 82]));
-        assert_eq!(t["versions"], json!({"fields": 8, "history": 78}));
+        assert_eq!(t["versions"], json!({"fields": 8, "history": 78, "softPower": 27}));
+        assert_eq!(t["outageDelays"], json!([2, 4, 8, 16, 32, 64, 128, 256, 300]));
         assert_eq!(
             t["defaults"],
             json!({"pollInterval": 2, "allocationPollInterval": 1, "concurrency": 8, "listThreshold": 50, "pageSize": 1000,

@@ -27,7 +27,6 @@ export function createAllocations({ hub, table }) {
         kind: 'allocation',
         fields,
         label,
-        expected: 'active',
         options: { wait: true, ...(t > 0 && { timeout: t }), pollInterval: 0.5 },
       });
     } catch (e) {

@@ -7,6 +7,8 @@
 // are made with createElementNS and attributes, never from markup, and the
 // only text in them (state names, in <title>) is set as text.
 
+import { stateKind } from './states.js';
+
 const NS = 'http://www.w3.org/2000/svg';
 const M = { left: 44, right: 6, top: 6, bottom: 18 };
 
@@ -17,15 +19,16 @@ function svg(tag, attrs = {}, text) {
   return e;
 }
 
-// Stable states at the bottom, the moving ones above them, failures on top.
+// Stable states at the bottom (the common ones first), the moving ones above
+// them, then held, failures on top.
 const ORDER = ['active', 'available', 'manageable', 'enroll', 'rescue'];
+const KIND_ORDER = { working: 10, hold: 20, failed: 30 };
 /** Where a provision state goes in a stack (and in lists of counts). */
 export function stateOrder(state) {
+  const kind = stateKind(state);
+  if (kind in KIND_ORDER) return KIND_ORDER[kind];
   const i = ORDER.indexOf(state);
-  if (i !== -1) return i;
-  if (state === 'error' || String(state).endsWith(' failed')) return 30;
-  if (String(state).endsWith(' hold')) return 20;
-  return 10;
+  return i === -1 ? ORDER.length : i;
 }
 
 const round = (n) => Math.round(n * 10) / 10;

@@ -67,9 +67,10 @@ export function createRunPanel({ hub, table, tables, waitsList }) {
     const minor = Number(/^1\.(\d+)$/.exec(microversion ?? '')?.[1] ?? 0);
     for (const b of powerButtons) {
       const soft = b.dataset.power.startsWith('soft');
-      const old = soft && microversion !== null && minor < 27;
+      const needs = tables.versions.softPower;
+      const old = soft && microversion !== null && minor < needs;
       b.disabled = selection.count === 0 || old;
-      b.title = old ? `Soft power actions need Ironic API 1.27; this Ironic speaks ${microversion}` : '';
+      b.title = old ? `Soft power actions need Ironic API 1.${needs}; this Ironic speaks ${microversion}` : '';
     }
   }
 

@@ -46,13 +46,17 @@ pub fn is_outage(e: &Error) -> bool {
     }
 }
 
+/// How much later a round lost to an outage is taken again, in seconds:
+/// the `n`th in a row waits the `n`th entry, every one after the last
+/// entry that (2 s doubling to 5 minutes; see `retryOutages`).
+pub const OUTAGE_DELAYS_S: [u16; 9] = [2, 4, 8, 16, 32, 64, 128, 256, 300];
+
 /// A round of a wait or a watch lost to an outage ([`is_outage`]), the
-/// `n`th in a row: taken again this much later, from 2 s doubling to 5
-/// minutes (see `retryOutages`).
+/// `n`th in a row: taken again this much later ([`OUTAGE_DELAYS_S`]).
 pub fn outage_delay_ms(n: u32) -> u64 {
-    const FIRST_MS: u64 = 2000;
-    const MAX_MS: u64 = 5 * 60 * 1000;
-    FIRST_MS.saturating_mul(1 << n.saturating_sub(1).min(20)).min(MAX_MS)
+    let last = OUTAGE_DELAYS_S.len() - 1;
+    let i = (n.max(1) as usize - 1).min(last);
+    u64::from(OUTAGE_DELAYS_S.get(i).copied().unwrap_or(OUTAGE_DELAYS_S[last])) * 1000
 }
 
 impl RetryPolicy {

@@ -27,6 +27,9 @@ impl Microversion {
     pub const FIELDS: Microversion = Microversion::new(1, 8);
     /// `GET /v1/nodes/{id}/history`.
     pub const HISTORY: Microversion = Microversion::new(1, 78);
+    /// Soft power actions and a power action's `timeout` (Ironic refuses
+    /// them below it).
+    pub const SOFT_POWER: Microversion = Microversion::new(1, 27);
 
     /// Parses `"1.38"`; anything else is `None`.
     pub fn parse(text: &str) -> Option<Microversion> {

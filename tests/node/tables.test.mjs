@@ -26,7 +26,8 @@ test('the tables are one frozen object, the same at each call', () => {
     t.scopeFilters.map(([option]) => option),
     ['provisionState', 'resourceClass', 'fault', 'conductorGroup', 'owner', 'lessee', 'shard'],
   );
-  assert.deepEqual(t.versions, { fields: 8, history: 78 });
+  assert.deepEqual(t.versions, { fields: 8, history: 78, softPower: 27 });
+  assert.deepEqual(t.outageDelays, [2, 4, 8, 16, 32, 64, 128, 256, 300]);
 });
 
 /** A simulator that plays an Ironic whose newest API version is 1.`minor`. */
@@ -69,6 +70,21 @@ test("a node's history needs the version the table gives", async () => {
     await assert.rejects(new IronicClient({ endpoint: below.url }).getNodeHistory('n1'), UnsupportedVersionError);
     assert.equal(below.requests('GET', '/v1/nodes/*/history').length, 0);
     assert.ok(Array.isArray(await new IronicClient({ endpoint: at.url }).getNodeHistory('n1')));
+  } finally {
+    await below.close();
+    await at.close();
+  }
+});
+
+test('soft power actions need the version the table gives: Ironic refuses them just below it', async () => {
+  const { softPower } = tables().versions;
+  const below = await ironicAt(softPower - 1);
+  const at = await ironicAt(softPower);
+  try {
+    const sent = await new IronicClient({ endpoint: below.url }).setPowerState(['n1'], 'soft power off', { settle: 'all' });
+    assert.equal(sent.nodes[0].outcome, 'error');
+    const accepted = await new IronicClient({ endpoint: at.url }).setPowerState(['n1'], 'soft power off', { settle: 'all' });
+    assert.equal(accepted.nodes[0].outcome, 'accepted');
   } finally {
     await below.close();
     await at.close();
