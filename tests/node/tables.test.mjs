@@ -12,14 +12,26 @@ test('the tables are one frozen object, the same at each call', () => {
   const t = tables();
   assert.equal(tables(), t);
   assert.ok(Object.isFrozen(t) && Object.isFrozen(t.scopeFilters[0]) && Object.isFrozen(t.actionsByName.deploy));
-  assert.deepEqual(t.actionsByName.deploy, {
-    name: 'deploy',
-    target: 'active',
-    expected: 'active',
+  assert.deepEqual(t.actionsByName.clean, {
+    name: 'clean',
+    target: 'clean',
+    expected: 'manageable',
     pollInterval: 10,
-    via: ['deploying', 'wait call-back', 'deploying'],
-    needs: null,
+    via: ['cleaning', 'clean wait'],
+    needs: 'cleanSteps',
   });
+  assert.deepEqual(
+    t.powerActions.find((a) => a.words === 'soft off'),
+    {
+      name: 'soft power off',
+      target: 'soft power off',
+      expected: 'power off',
+      pollInterval: 2,
+      via: [],
+      needs: null,
+      words: 'soft off',
+    },
+  );
   assert.ok(t.failureStates.includes('error') && t.failureStates.includes('deploy failed'));
   assert.equal(t.failureSuffix, ' failed');
   assert.deepEqual(
