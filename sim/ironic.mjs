@@ -203,6 +203,47 @@ const DAY = 24 * 3600 * 1000;
 
 const SIM_ONLY_KEYS = new Set(['timing']);
 
+// ---------------------------------------------------------------- agent heartbeats
+//
+// An agent-based node (ironic-python-agent in the ramdisk) heartbeats to
+// Ironic all through a deploy, clean or service. IPA waits
+// `heartbeat_timeout * random.uniform(0.3, 0.6)` between heartbeats, drawn
+// afresh after each (ironic_python_agent/agent.py,
+// IronicPythonAgentHeartbeater: min_jitter_multiplier 0.3,
+// max_jitter_multiplier 0.6), and takes heartbeat_timeout from its lookup,
+// which passes Ironic's `[api]ramdisk_heartbeat_timeout` (ironic/conf/api.py,
+// default 300; api/controllers/v1/ramdisk.py): a heartbeat every 90 to 180 s.
+// Each one saves `agent_last_heartbeat` in driver_internal_info (node.save():
+// updated_at moves) and, in the wait states below, calls
+// node.touch_provisioning() (ironic/drivers/modules/agent_base.py,
+// HeartbeatMixin._heartbeat_deploy_wait, _heartbeat_clean_wait,
+// _heartbeat_service_wait), whose UPDATE sets provision_updated_at to now
+// and leaves provision_state alone (db/sqlalchemy/api.py
+// touch_node_provisioning). Ironic's callback timeouts read that stamp: a
+// live agent keeps a long wait from timing out, and a change feed sorted by
+// provision_updated_at sees the node move with no change of state.
+
+/** `[api]ramdisk_heartbeat_timeout`'s default, in seconds. */
+export const HEARTBEAT_TIMEOUT = 300;
+/** IPA's jitter: the next heartbeat is due this share of the timeout later, drawn uniformly. */
+const HEARTBEAT_JITTER = [0.3, 0.6];
+/**
+ * Where a heartbeat touches provision_updated_at. Not `rescue wait` (its
+ * first heartbeat finalizes the rescue: a state change, which the
+ * simulator plays as the end of the wait's duration) nor `inspect wait`
+ * (not in agent_base's HEARTBEAT_ALLOWED: Ironic logs and drops it).
+ */
+export const HEARTBEAT_TOUCHES = new Set(['wait call-back', 'clean wait', 'service wait']);
+
+/** `heartbeatTimeout`: seconds (Ironic's default when absent), or 0/false for no heartbeats. */
+function checkHeartbeatTimeout(v) {
+  if (v === undefined || v === true) return HEARTBEAT_TIMEOUT;
+  if (v === false || v === 0) return 0;
+  if (!(typeof v === 'number' && Number.isFinite(v) && v > 0))
+    throw new Error(`heartbeatTimeout must be a positive number of seconds, or 0 or false for none, not ${JSON.stringify(v)}`);
+  return v;
+}
+
 // ---------------------------------------------------------------- the clock
 
 function createClock(manual) {
@@ -630,6 +671,8 @@ export class World {
     this.historyBudget = new Budget(historyLimit);
     this.nodeHistory = new NodeHistory({ seed, budget: historyLimit, ...checkNodeHistory(scenario.nodeHistory) });
     this.churnSpec = checkChurn(scenario.churn);
+    this.heartbeatTimeout = checkHeartbeatTimeout(scenario.heartbeatTimeout ?? o.heartbeatTimeout);
+    this.heartbeats = 0; // heartbeats the conductor took (a locked node skips one)
     this.churnMoveRounds = 0;
     this.churnInstances = rng(seed, 'churn instances');
     for (const def of defs) this.addNode(def, 0, 'load');
@@ -706,6 +749,7 @@ export class World {
       if (ref.kind === 'allocation') this.processAllocation(ref, due);
       else if (ref.kind === 'power') this.finishPower(ref, due);
       else if (ref.kind === 'churn') this.churnRound(ref, due);
+      else if (ref.kind === 'heartbeat') this.heartbeat(ref, due);
       else if (commit) this.commit(ref, commit, due);
       else this.enterPhase(ref, ref.plan.i + 1, due);
     }
@@ -760,6 +804,8 @@ export class World {
       power: null,
       powerActions: 0,
       events: null,
+      heartbeat: null, // its agent's heartbeats while it waits (syncHeartbeat)
+      waits: 0, // the waits its agent heartbeated through: one stream of draws each
     };
     this.nodes.set(rec.uuid, node);
     if (rec.name !== null) this.names.set(rec.name, node);
@@ -768,6 +814,7 @@ export class World {
     if (action !== 'load')
       this.record(node, t, action); // a loaded node's history starts when it is first needed
     else if (rec.last_error) this.journalLoaded(node);
+    this.syncHeartbeat(node, null, t, Infinity, action === 'load');
     return node;
   }
 
@@ -803,6 +850,7 @@ export class World {
     node.gen++;
     node.plan = null;
     this.cancelPower(node);
+    this.stopHeartbeat(node);
     this.nodeHistory.drop(node);
     this.nodes.delete(node.rec.uuid);
     if (node.rec.name !== null) this.names.delete(node.rec.name);
@@ -992,8 +1040,10 @@ export class World {
   enterPhase(node, i, t) {
     const p = node.plan.phases[i];
     const delay = p.delete ? 0 : this.lateCommit(node, p.state);
-    if (delay > 0) this.heap.push(t + delay, node, node.gen, { phase: i, t, stamp: this.stamp(t) });
-    else this.applyPhase(node, i, t, t, this.stamp(t));
+    if (delay > 0) {
+      this.heap.push(t + delay, node, node.gen, { phase: i, t, stamp: this.stamp(t) });
+      if (node.heartbeat) this.queueHeartbeat(node.heartbeat, t + delay); // the wait lasts until the change commits
+    } else this.applyPhase(node, i, t, t, this.stamp(t));
   }
 
   /** Phase `i` made at `t` with the timestamp `stamp`, visible from `now`; the plan goes on from `now`. */
@@ -1022,6 +1072,7 @@ export class World {
     }
     p.apply?.(this, node);
     this.stampProvision(r, from, stamp);
+    this.syncHeartbeat(node, from, now, p.ms === undefined ? Infinity : now + p.ms);
     const after = { state: r.provision_state, target: r.target_provision_state, since: r.provision_updated_at };
     if (p.flowStart && this.nodeHistory.steps)
       this.journal(node, stamp, { severity: 'INFO', ...flowEvent(p.flowStart, 'start', p.steps), ...after });
@@ -1099,6 +1150,7 @@ export class World {
     r.provision_state = to;
     r.target_provision_state = null;
     this.stampProvision(r, from, stamp);
+    this.syncHeartbeat(node, from, now, Infinity);
     this.changed(node);
     this.record(node, t, 'churn', now);
   }
@@ -1262,6 +1314,76 @@ export class World {
     node.power = null;
   }
 
+  // ------------------------------------------------------------ agent heartbeats
+
+  /**
+   * After `node`'s provision state may have changed from `from` at `t`:
+   * its agent heartbeats while it is in a state that heartbeats touch
+   * (HEARTBEAT_TOUCHES), from a stream of draws of its own for each wait.
+   * `until`: when the wait ends as planned (Infinity: not planned to end);
+   * a heartbeat due after it is never queued, so that the many short waits
+   * of a busy fleet cost the heap nothing. `loaded`: the node was waiting
+   * when the simulator started, its agent somewhere in an interval.
+   */
+  syncHeartbeat(node, from, t, until, loaded = false) {
+    if (node.heartbeat && node.rec.provision_state === from) {
+      this.queueHeartbeat(node.heartbeat, until); // the same wait goes on, maybe for longer than planned (a plan cancelled)
+      return;
+    }
+    this.stopHeartbeat(node);
+    if (!this.heartbeatTimeout || !HEARTBEAT_TOUCHES.has(node.rec.provision_state)) return;
+    const rand = rng(this.seed, 'heartbeat', node.rec.uuid, node.waits++);
+    const ref = { kind: 'heartbeat', node, gen: 0, rand, due: 0, queued: false };
+    // The agent boots and heartbeats at once: the first comes an interval after the wait began, as a boot takes about
+    // that long; a loaded node's agent is part of the way through one.
+    const first = this.heartbeatInterval(rand);
+    ref.due = t + (loaded ? first * rand() : first);
+    node.heartbeat = ref;
+    this.queueHeartbeat(ref, until);
+  }
+
+  /** Puts `ref`'s next heartbeat on the heap if it falls before `until`, when the wait is to end. */
+  queueHeartbeat(ref, until) {
+    if (ref.queued || ref.due >= until) return;
+    ref.queued = true;
+    this.heap.push(ref.due, ref, ref.gen);
+  }
+
+  stopHeartbeat(node) {
+    if (!node.heartbeat) return;
+    node.heartbeat.gen++;
+    node.heartbeat = null;
+  }
+
+  /** Clock ms to the next heartbeat: IPA's `heartbeat_timeout * random.uniform(0.3, 0.6)`. */
+  heartbeatInterval(rand) {
+    const [lo, hi] = HEARTBEAT_JITTER;
+    return this.toClock(this.heartbeatTimeout * 1000 * (lo + (hi - lo) * rand()));
+  }
+
+  /**
+   * One heartbeat of `ref.node`'s agent, due at `t`, as the conductor takes
+   * it (agent_base.py HeartbeatMixin.heartbeat): provision_updated_at and
+   * updated_at stamped, the state as it was. The agent draws the next one
+   * at once; a wait that lasted this long may last longer, so it is queued
+   * whatever the plan.
+   */
+  heartbeat(ref, t) {
+    const { node } = ref;
+    const r = node.rec;
+    ref.queued = false;
+    ref.due = t + this.heartbeatInterval(ref.rand);
+    this.queueHeartbeat(ref, Infinity);
+    // upgrade_lock(retry=False) fails on a node a power action holds: the heartbeat is dropped ("will retry on the next heartbeat").
+    if (r.reservation) return;
+    const stamp = this.stamp(t);
+    r.updated_at = stamp; // node.save() of driver_internal_info's agent_last_heartbeat
+    // touch_provisioning; in maintenance, _heartbeat_in_maintenance only logs ([conductor]allow_provisioning_in_maintenance is True by default)
+    if (!r.maintenance) r.provision_updated_at = stamp;
+    this.heartbeats++;
+    this.changed(node);
+  }
+
   // ------------------------------------------------------------ the demo churn
 
   /** A round of the scenario's churn, due at `t`; the next one is due `every` later. */
@@ -1327,6 +1449,7 @@ export class World {
       if (fields.name !== null) this.names.set(fields.name, node);
       history.name = fields.name;
     }
+    const from = r.provision_state;
     node.gen++;
     node.plan = null;
     const powering = node.power !== null;
@@ -1341,6 +1464,7 @@ export class World {
     const stamp = this.stamp(t);
     if (fields.provision_state !== undefined && !('provision_updated_at' in fields)) r.provision_updated_at = stamp;
     if (!('updated_at' in fields)) r.updated_at = stamp;
+    this.syncHeartbeat(node, from, t, Infinity); // a node set into a wait state waits there for good, its agent heartbeating
     this.changed(node);
     this.record(node, t, 'set');
   }
@@ -1438,6 +1562,8 @@ export class World {
       epoch: new Date(this.epoch).toISOString(),
       timestampResolution: this.resolution,
       skew: this.skew,
+      heartbeatTimeout: this.heartbeatTimeout,
+      heartbeats: this.heartbeats,
       nodes: this.order.length,
       byState,
       allocations: this.allocations.size,
