@@ -695,6 +695,31 @@ export interface Scenario {
   manualClock?: boolean;
   /** How timestamps are stored (over the start option). */
   timestampResolution?: TimestampResolution;
+  /**
+   * Agent heartbeats (over the start option): Ironic's
+   * `[api]ramdisk_heartbeat_timeout` in sim seconds (300, its default).
+   * A node in `wait call-back`, `clean wait` or `service wait` heartbeats
+   * every 0.3 to 0.6 of it, drawn per heartbeat from the seed as
+   * ironic-python-agent draws its interval, and each heartbeat stamps
+   * `provision_updated_at` (and `updated_at`) without changing the state,
+   * as the conductor's `touch_provisioning()` does. 0 or false: no heartbeats.
+   * @example
+   * ```js
+   * import { startSimulator } from 'ironic-wait/sim';
+   *
+   * // A node mid-deploy whose agent heartbeats every 3 to 6 sim s.
+   * const sim = await startSimulator({
+   *   manualClock: true,
+   *   scenario: { heartbeatTimeout: 10, nodes: [{ name: 'n1', provision_state: 'wait call-back' }] },
+   * });
+   * const before = sim.node('n1')?.provision_updated_at;
+   * sim.advance(6000);
+   * const n1 = sim.node('n1');
+   * console.log(n1?.provision_state, n1?.provision_updated_at !== before); // 'wait call-back' true
+   * await sim.close();
+   * ```
+   */
+  heartbeatTimeout?: number | false;
   /** Play an older Ironic whose newest microversion is this one, `"1.1"` to `"1.115"` (the default). */
   maxVersion?: `1.${number}`;
   /** How long each working state lasts. */
@@ -766,6 +791,8 @@ export interface SimulatorOptions {
   historyLimit?: number;
   /** How timestamps are stored ('microsecond'). */
   timestampResolution?: TimestampResolution;
+  /** Ironic's `[api]ramdisk_heartbeat_timeout` in sim seconds, which waiting nodes' agents heartbeat by (300); 0 or false: none. */
+  heartbeatTimeout?: number | false;
 }
 
 /** Options of `startSimulator`: those of `createSimulator`, plus where to listen. */
@@ -842,13 +869,17 @@ export interface SimSummary {
   timestampResolution: TimestampResolution;
   /** The clock skew timestamps are written with (ms). */
   skew: number;
+  /** The agents' heartbeat timeout in sim seconds; 0 when they do not heartbeat. */
+  heartbeatTimeout: number;
+  /** Agent heartbeats the conductor took since load (one a power action's lock blocked is not taken). */
+  heartbeats: number;
   /** Nodes now. */
   nodes: number;
   /** Nodes per provision state. */
   byState: Partial<Record<ProvisionState, number>>;
   /** Allocations made. */
   allocations: number;
-  /** Changes due later (phases, allocations, commits, churn rounds). */
+  /** Changes due later (phases, allocations, commits, churn rounds, heartbeats). */
   pending: number;
   /** Fault rules. */
   faults: number;

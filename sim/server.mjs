@@ -24,6 +24,8 @@ import { World } from './ironic.mjs';
  * @param {number|string} [options.epoch] the wall time of sim time 0 (default: now)
  * @param {string} [options.timestampResolution='microsecond'] how timestamps are stored: 'microsecond' (SQLite),
  *   'second' (whole seconds, truncated: MariaDB) or 'second-rounded' (MySQL's default rounding)
+ * @param {number|false} [options.heartbeatTimeout=300] Ironic's [api]ramdisk_heartbeat_timeout in sim seconds: nodes in
+ *   wait call-back, clean wait and service wait heartbeat every 0.3 to 0.6 of it, touching provision_updated_at; 0 or false: none
  * @param {number} [options.logLimit=100000] request log entries kept
  * @param {number} [options.historyLimit=300000] entries kept in all by each history (the simulator's, Ironic's node history)
  */
@@ -224,7 +226,12 @@ const usage = (prog) => `usage: ${prog} [options]
   --log-limit N     request log entries kept (default 100000)
   --timestamp-resolution R
                     microsecond (default, SQLite), second (MariaDB: truncated)
-                    or second-rounded (MySQL: rounded)`;
+                    or second-rounded (MySQL: rounded)
+  --heartbeat-timeout S
+                    Ironic's [api]ramdisk_heartbeat_timeout in sim seconds: nodes
+                    in wait call-back, clean wait and service wait heartbeat every
+                    0.3 to 0.6 of it, touching provision_updated_at (default 300;
+                    0: no heartbeats)`;
 
 /**
  * The simulator's command line, shared by `node sim/server.mjs` and
@@ -259,6 +266,7 @@ async function serveFromFlags(argv, prog) {
       'manual-clock': { type: 'boolean', default: false },
       'log-limit': { type: 'string' },
       'timestamp-resolution': { type: 'string' },
+      'heartbeat-timeout': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -281,6 +289,7 @@ async function serveFromFlags(argv, prog) {
     manualClock: values['manual-clock'],
     logLimit: num('log-limit', 100_000),
     timestampResolution: values['timestamp-resolution'],
+    heartbeatTimeout: num('heartbeat-timeout'),
     scenario: values.scenario ? JSON.parse(readFileSync(values.scenario, 'utf8')) : undefined,
   });
   // Before the line that says it is ready: a signal sent on reading it closes it and exits 0.

@@ -32,7 +32,10 @@ function cli(args) {
 }
 
 test('starts on a free port with a seeded fleet and stops on SIGTERM', async () => {
-  const run = cli(['--port', '0', '--nodes', '12', '--seed', '4', '--time-scale', '50', '--timestamp-resolution', 'second']);
+  const run = cli([
+    ...['--port', '0', '--nodes', '12', '--seed', '4', '--time-scale', '50'],
+    ...['--timestamp-resolution', 'second', '--heartbeat-timeout', '20'],
+  ]);
   const url = await run.ready;
   const list = await request(url, 'GET', '/v1/nodes?fields=name,provision_updated_at', { version: 'latest' });
   assert.deepEqual(
@@ -41,7 +44,10 @@ test('starts on a free port with a seeded fleet and stops on SIGTERM', async () 
   );
   for (const n of list.json.nodes) assert.match(n.provision_updated_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/, 'whole seconds');
   const summary = (await request(url, 'GET', '/__sim')).json;
-  assert.deepEqual([summary.seed, summary.timeScale, summary.nodes, summary.timestampResolution], [4, 50, 12, 'second']);
+  assert.deepEqual(
+    [summary.seed, summary.timeScale, summary.nodes, summary.timestampResolution, summary.heartbeatTimeout],
+    [4, 50, 12, 'second', 20],
+  );
   run.child.kill('SIGTERM');
   assert.equal(await run.exited, 0);
 });
@@ -62,10 +68,41 @@ test('loads a scenario file; a bad flag or scenario exits 2 with the usage', asy
     ['--port', '0', '--frobnicate'],
     ['--port', '0', '--seed', 'abc'],
     ['--port', '0', '--timestamp-resolution', 'minute'],
+    ['--port', '0', '--heartbeat-timeout', '-5'],
+    ['--port', '0', '--heartbeat-timeout', 'soon'],
   ]) {
     const bad = cli(args);
     bad.ready.catch(() => {});
     assert.equal(await bad.exited, 2, args.join(' '));
     assert.match(bad.stderr(), /usage: node sim\/server\.mjs/);
   }
+});
+
+test('--help lists every flag, --heartbeat-timeout included; --heartbeat-timeout 0 turns heartbeats off', async () => {
+  const help = cli(['--help']);
+  help.ready.catch(() => {});
+  let out = '';
+  help.child.stdout.on('data', (c) => {
+    out += c;
+  });
+  const ended = new Promise((resolve) => help.child.stdout.on('end', resolve));
+  assert.equal(await help.exited, 0);
+  await ended;
+  for (const flag of [
+    '--port',
+    '--seed',
+    '--time-scale',
+    '--scenario',
+    '--manual-clock',
+    '--timestamp-resolution',
+    '--heartbeat-timeout',
+  ]) {
+    assert.ok(out.includes(`  ${flag} `) || out.includes(`  ${flag}\n`), `${flag} in:\n${out}`);
+  }
+  assert.match(out, /ramdisk_heartbeat_timeout/);
+  const run = cli(['--port', '0', '--heartbeat-timeout', '0']);
+  const url = await run.ready;
+  assert.equal((await request(url, 'GET', '/__sim')).json.heartbeatTimeout, 0);
+  run.child.kill('SIGTERM');
+  assert.equal(await run.exited, 0);
 });
