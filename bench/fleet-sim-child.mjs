@@ -30,7 +30,11 @@ sim.server.on('connection', (socket) => {
   sockets.add(socket);
   socket.on('close', () => sockets.delete(socket));
 });
-sim.server.on('request', (req, res) => {
+// Before the simulator's own listener, which answers a GET in the same turn:
+// after it, `at` would be the instant the answer was written, a few ms after
+// the simulator read the fleet, and a change in between would seem to come
+// before a round that could not see it.
+sim.server.prependListener('request', (req, res) => {
   if (!marked) return;
   const { socket } = req;
   const [path, query = ''] = req.url.split('?');
