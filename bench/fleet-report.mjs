@@ -5,14 +5,23 @@
 // keeps the one already in the file, and `--fleet` replaces only it.
 
 import { PAGE, ROUND_GAP_MS } from './fleet.mjs';
-import { CHURN, CHURN_TICK_MS, FLEET_K, quietUntil, window } from './schedule.mjs';
+import { CHURN, CHURN_TICK_MS, FLEET_K, HEARTBEATING, quietUntil, window } from './schedule.mjs';
 
 export const FLEET_BEGIN = '<!-- fleet: made by `npm run bench -- --fleet` (or --quick); a run without the fleet keeps it -->';
 export const FLEET_END = '<!-- /fleet -->';
 
-/** The clients of the fleet table, in its row order. */
+/** The heartbeat case's row: the changes client, with a share of the fleet mid-deploy and heartbeating (schedule.mjs HEARTBEATING). */
+export const HEARTBEAT_CLIENT = `ironic-wait changes, ${HEARTBEATING.share * 100}% heartbeating`;
+
+/** The clients of the fleet table, in its row order; `heartbeating`: the simulator's fleet for that row. */
 export const FLEET_CLIENTS = [
   { name: 'ironic-wait changes', kind: 'ironic-wait', config: () => ({ options: { listMode: 'changes' } }) },
+  {
+    name: HEARTBEAT_CLIENT,
+    kind: 'ironic-wait',
+    config: () => ({ options: { listMode: 'changes' } }),
+    heartbeating: HEARTBEATING,
+  },
   { name: 'ironic-wait list', kind: 'ironic-wait', config: () => ({ options: { listMode: 'list' } }) },
   // A wait on fewer nodes than listThreshold GETs each node.
   { name: 'ironic-wait per-node', kind: 'ironic-wait', config: (n) => ({ options: { listThreshold: n + 1 } }) },
@@ -125,6 +134,17 @@ function targetsTable(fleet) {
       `${mine.busyWithin} of ${mine.busyRounds} rounds${worst ? `; worst: round ${worst.index}, ${worst.requests} requests for ${worst.changes} changes` : ''}`,
       verdict(mine.busyRounds ? mine.busyWithin === mine.busyRounds : null),
     ]);
+    const beating = by[HEARTBEAT_CLIENT];
+    if (ok(beating)) {
+      const worstBeating = beating.busyWorst;
+      rows.push([
+        `${HEARTBEATING.share * 100}% of the fleet mid-deploy, its agents heartbeating: every round with changes (heartbeat touches counted) at most ceil(changes / ${PAGE}) + 1 requests, and no arrival missed`,
+        ...size,
+        `${beating.busyWithin} of ${beating.busyRounds} rounds${worstBeating ? ` (worst: round ${worstBeating.index}, ${worstBeating.requests} requests for ${worstBeating.changes} changes)` : ''}; ` +
+          `${beating.touches} touches (${n1(beating.touchesPerRound)} a round), ${n1(beating.busyChanges)} changes a round; ${beating.missed} of ${thousands(n)} arrivals missed`,
+        verdict(beating.busyRounds ? beating.busyWithin === beating.busyRounds && beating.missed === 0 : null),
+      ]);
+    }
     if (ok(floor)) {
       const mean = mine.detectMeanMs / floor.detectMeanMs;
       const p95 = mine.detectP95Ms / floor.detectP95Ms;
@@ -252,6 +272,7 @@ A fleet of F nodes in the simulator, all \`available\`. N of them, a seeded samp
 Each client runs in a process of its own against a fresh simulator in another, one after the other (bench/fleet.mjs):
 
 - **ironic-wait changes**: \`waitForProvisionState(uuids, 'active', { pollInterval: ${fleet.pollInterval}, settle: 'all', onProgress, listMode: 'changes' })\` (the default): one full listing, then the change feed.
+- **${HEARTBEAT_CLIENT}**: the same on another fleet, where ${HEARTBEATING.share * 100}% of the nodes (never a waited one) are mid-deploy from the start, in \`wait call-back\`, their agents heartbeating as Ironic's do by default (every 90 to 180 s, the simulator's \`heartbeatTimeout\` ${HEARTBEATING.heartbeatTimeout}): each heartbeat touches the node's \`provision_updated_at\` with no change of state, a row the change feed reads again. Its churn rounds' changes count the touched nodes.
 - **ironic-wait list**: the same with \`listMode: 'list'\`: the fleet listed in full every round (as long as that is fewer requests than a GET per unsettled node).
 - **ironic-wait per-node**: the same with \`listThreshold: N + 1\`: one GET per unsettled node per round.
 - **ironic-wait auto**: the change feed with \`pollInterval: 'auto'\`: rounds as often as the default budget (what a list poller of the fleet spends every 2 s) allows, never more often than every 250 ms.

@@ -1,5 +1,8 @@
 // The simulator for one fleet measurement, in a process of its own:
-//   node bench/fleet-sim-child.mjs '[FLEET, SCHEDULE]'   (forked by bench/fleet.mjs, over IPC)
+//   node bench/fleet-sim-child.mjs '[FLEET, SCHEDULE, OPTIONS]'   (forked by bench/fleet.mjs, over IPC)
+// OPTIONS: { waited, heartbeating } (schedule.mjs fleetScenario): a share of
+// the fleet mid-deploy, its agents heartbeating; each heartbeat that touches
+// a node's provision_updated_at is logged with the changes.
 // `start` sends the waited nodes `active`, makes the quiet phase's lone
 // change at SCHEDULE.loneAt and, once the quiet phase is over, churns 1% of
 // the fleet per 2 s round (in batches every CHURN_TICK_MS) until `report`. From `start` on it logs every request: its arrival and the end
@@ -8,19 +11,37 @@
 // `report` stops the churn and adds every provision state change since the
 // start (the waited nodes' and the churn's) on the same clock.
 import { startSimulator } from '../sim/server.mjs';
-import { CHURN, CHURN_TICK_MS, EXPECTED, quietUntil, scenario } from './schedule.mjs';
+import { CHURN, CHURN_TICK_MS, EXPECTED, fleetScenario, quietUntil } from './schedule.mjs';
 
 const MAX_MINOR = 115; // the newest microversion the simulator plays
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes. */
 const wall = () => performance.timeOrigin + performance.now();
 
-const [fleet, { timing, loneAt }] = JSON.parse(process.argv[2]);
-const sim = await startSimulator({ port: 0, host: '127.0.0.1', scenario: scenario(fleet, timing), logLimit: 1000 });
+const [fleet, { timing, loneAt }, { waited = 0, heartbeating = null } = {}] = JSON.parse(process.argv[2]);
+const sim = await startSimulator({
+  port: 0,
+  host: '127.0.0.1',
+  scenario: fleetScenario(fleet, waited, timing, heartbeating),
+  logLimit: 1000,
+});
 
 let marked = false;
 let startedAt = null; // sim ms of `start`
 const log = [];
+
+// Heartbeats that touched a node from `start` on: [sim ms, uuid, state]. A
+// touch is a row the change feed has to read again, as a state change is;
+// the simulator's history (what `report` reads) has only state changes.
+const touches = [];
+const world = sim.world;
+const heartbeat = world.heartbeat.bind(world);
+world.heartbeat = (ref, t) => {
+  const rec = ref.node.rec;
+  const before = rec.provision_updated_at;
+  heartbeat(ref, t);
+  if (marked && rec.provision_updated_at !== before) touches.push([t, rec.uuid, rec.provision_state]);
+};
 const sockets = new Set();
 const markSocket = (socket) => {
   socket.mark = { read: socket.bytesRead, written: socket.bytesWritten };
@@ -84,7 +105,10 @@ const handlers = {
     };
     return { at: wall() };
   },
-  /** The request log and every provision state change since `start` (sim time `t` is wall `offset + t`). */
+  /**
+   * The request log and every provision state change since `start` (sim
+   * time `t` is wall `offset + t`), heartbeat touches among them.
+   */
   report() {
     handlers.stopChurn?.();
     const offset = wall() - sim.now();
@@ -97,8 +121,9 @@ const handlers = {
         if (e.provision_state === EXPECTED) arrivals++;
       }
     }
+    for (const [t, uuid, state] of touches) changes.push([offset + t, uuid, state]);
     changes.sort((a, b) => a[0] - b[0]);
-    return { requests: log, changes, churned, arrivals, loneChange };
+    return { requests: log, changes, churned, arrivals, loneChange, touches: touches.length };
   },
 };
 

@@ -112,6 +112,17 @@ export function fleetFigures(uuids, client, server) {
     });
   }
 
+  // Missed: a waited node the client did not see in `active` by the end of
+  // the first round that began after it arrived (it was seen a round or
+  // more later, by a full listing or by chance). A change feed that reads
+  // every changed row misses none.
+  const missed = [];
+  uuids.forEach((uuid, i) => {
+    const r = rounds.findIndex((round) => round.start > arrived.get(uuid));
+    const next = r >= 0 ? rounds[r + 1] : undefined;
+    if (next && client.settledAt[i] > next.start) missed.push(uuid);
+  });
+
   const byKind = {};
   for (const r of requests) byKind[kindOf(r)] = (byKind[kindOf(r)] ?? 0) + 1;
   // Quiet rounds before the lone change (the newest change is the start's
@@ -158,6 +169,10 @@ export function fleetFigures(uuids, client, server) {
     detectMaxMs: Math.max(...lags),
     waitSeconds: (client.settled - client.started) / 1000,
     churned: server.churned,
+    // Heartbeats that touched a node during the wait (the heartbeat case), and their share of a round.
+    touches: server.touches ?? 0,
+    touchesPerRound: (server.touches ?? 0) / rounds.length,
+    missed: missed.length,
     peakRssBytes: client.peakRssBytes,
     // Every round, for the record (bench writes them to a JSON file beside the report).
     roundLog: rounds.map((r) => ({
@@ -181,9 +196,11 @@ export function fleetFigures(uuids, client, server) {
  * polling every `pollInterval` s (unless `config` says otherwise): the
  * client is started and ready first, then the waited nodes are sent
  * `active` and the counting starts, then the client is told to go.
+ * `heartbeating` (schedule.mjs HEARTBEATING): a share of the fleet is
+ * mid-deploy and heartbeating all along.
  */
-export async function measureFleet({ command, fleet, waited, schedule, pollInterval, timeoutMs, config = {} }) {
-  const sim = await startSimulator([fleet, schedule], './fleet-sim-child.mjs');
+export async function measureFleet({ command, fleet, waited, schedule, pollInterval, timeoutMs, config = {}, heartbeating = null }) {
+  const sim = await startSimulator([fleet, schedule, { waited, heartbeating }], './fleet-sim-child.mjs');
   const dir = mkdtempSync(join(tmpdir(), 'ironic-wait-fleet-'));
   let client;
   try {

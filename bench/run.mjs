@@ -185,7 +185,7 @@ async function runFleet({ sizes, kSizes, variant, python, peerInfo, peersMax, lo
   const clients = FLEET_CLIENTS.filter((c) => !c.peer || (python && c.kind === 'python-ironicclient'));
   const results = {};
   const k = {};
-  const measure = async (label, kind, f, n, config, peer) => {
+  const measure = async (label, kind, f, n, config, peer, heartbeating = null) => {
     console.error(`bench: fleet F = ${f}, N = ${n}, ${label}`);
     try {
       // The last arrival and a few rounds; per-node rounds take ~1 ms a node (Python's ~5).
@@ -198,10 +198,12 @@ async function runFleet({ sizes, kSizes, variant, python, peerInfo, peersMax, lo
         pollInterval,
         timeoutMs,
         config,
+        heartbeating,
       });
       console.error(
         `bench:   ${r.rounds} rounds, ${r.requests} requests (${r.requestsPerRound.toFixed(2)} a round, quiet ${r.quietRequests?.toFixed(2) ?? '—'}), ` +
-          `CPU ${r.cpuSeconds.toFixed(3)} s (quiet round ${r.quietCpuMs?.toFixed(2) ?? '—'} ms), lag ${r.detectMeanMs.toFixed(0)} ms`,
+          `CPU ${r.cpuSeconds.toFixed(3)} s (quiet round ${r.quietCpuMs?.toFixed(2) ?? '—'} ms), lag ${r.detectMeanMs.toFixed(0)} ms` +
+          (heartbeating ? `; ${r.touches} heartbeat touches, ${r.missed} arrivals missed` : ''),
       );
       return r;
     } catch (err) {
@@ -216,7 +218,7 @@ async function runFleet({ sizes, kSizes, variant, python, peerInfo, peersMax, lo
       results[key][c.name] =
         c.peer && n > peersMax
           ? { skipped: `not run: it sends one GET per node per round, and N = ${n} is over --peers-max ${peersMax}` }
-          : await measure(c.name, c.kind, f, n, c.config(n), c.peer);
+          : await measure(c.name, c.kind, f, n, c.config(n), c.peer, c.heartbeating);
     }
     if (kSizes.some(([kf, kn]) => kf === f && kn === n)) {
       k[key] = {};

@@ -94,6 +94,43 @@ export const FLEET_SCHEDULE = {
   smoke: { timing: { deploying: [300, 400], 'wait call-back': [50, 150] }, loneAt: 150 },
 };
 
+/**
+ * The fleet table's heartbeat case: this share of the fleet, never a waited
+ * node, is mid-deploy from the start, in `wait call-back` with its agent
+ * heartbeating at Ironic's default (`heartbeatTimeout` 300 s, the
+ * simulator's: one heartbeat every 90 to 180 s a node, each touching
+ * provision_updated_at with no change of state). At F = 10,000 that is
+ * 2,000 nodes and some 30 touches a 2 s round; at F = 100,000, 300.
+ */
+export const HEARTBEATING = { share: 0.2, heartbeatTimeout: 300 };
+
+/**
+ * The fleet's scenario: `scenario(fleet, timing)`, and with `heartbeating`
+ * ({ share, heartbeatTimeout }) that share of the nodes not waited for
+ * (a seeded sample) loaded in `wait call-back`, powered on, last touched
+ * within the 180 s before the start as a heartbeating node would be.
+ */
+export function fleetScenario(fleet, waited, timing, heartbeating = null) {
+  const s = scenario(fleet, timing);
+  if (!heartbeating) return s;
+  const taken = new Set(waitedPositions(fleet, waited));
+  const free = Array.from({ length: fleet }, (_, i) => i).filter((p) => !taken.has(p));
+  const count = Math.min(free.length, Math.round(fleet * heartbeating.share));
+  const rand = prng(SEED * 104729 + fleet + waited);
+  for (let k = 0; k < count; k++) {
+    // the first `count` of a seeded permutation of the free positions
+    const j = k + Math.floor(rand() * (free.length - k));
+    [free[k], free[j]] = [free[j], free[k]];
+    Object.assign(s.nodes[free[k]], {
+      provision_state: 'wait call-back',
+      power_state: 'power on',
+      provision_updated_at: -Math.floor(rand() * 180_000),
+    });
+  }
+  s.heartbeatTimeout = heartbeating.heartbeatTimeout;
+  return s;
+}
+
 /** When the quiet phase ends (ms after the start): the first waited node's first change after `deploying`. */
 export const quietUntil = (timing) => timing.deploying[0];
 

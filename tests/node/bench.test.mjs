@@ -87,6 +87,7 @@ function checkFootprint(md, svg, clients) {
 /** The ironic-wait clients of the fleet table. */
 const FLEET_JS = [
   'ironic-wait changes',
+  'ironic-wait changes, 20% heartbeating',
   'ironic-wait list',
   'ironic-wait per-node',
   'ironic-wait auto',
@@ -132,6 +133,7 @@ function checkFleet(md, clients) {
   for (const start of [
     'a quiet round',
     'churn rounds',
+    '20% of the fleet mid-deploy, its agents heartbeating',
     'detection lag, mean',
     '10 waits on one client',
     "pollInterval 'auto', default budget",
