@@ -324,6 +324,30 @@ fn waits_begun_apart_come_to_share_rounds_and_none_is_checked_sooner_than_it_ask
 }
 
 #[test]
+fn a_wait_sees_what_the_feed_read_for_another_wait_while_it_was_not_due() {
+    let mut fleet = Fleet::new(100);
+    fleet.deploy(0..40, 11_000);
+    let fast = WaitOptions { poll_interval: 2.0, ..wait_on(0..40, 0.0) };
+    // The slow wait names half its nodes by name: the feed finds those by name.
+    let idents = (0..40).map(|i| if i % 2 == 0 { uuid(i) } else { format!("node-{i}") }).collect();
+    let slow = WaitOptions { poll_interval: 10.0, idents, ..wait_on(0..40, 0.0) };
+    let r = run(&mut fleet, vec![Join::at(0, fast), Join::at(0, slow)], 0);
+    // The fast wait's round at 12 s reads the 40 changes; the slow wait's
+    // next round, at 20 s, reads nothing new from Ironic, and must still
+    // see them all.
+    let at = |w: usize| r.reports[w].targets.iter().map(|t| (t.outcome.clone(), t.elapsed_ms)).collect::<Vec<_>>();
+    assert_eq!(at(0), vec![(Outcome::Reached, 12_000); 40]);
+    assert_eq!(at(1), vec![(Outcome::Reached, 20_000); 40]);
+    let last = fleet.log.iter().filter(|(t, _)| *t == 20_000).map(|(_, p)| p.as_str()).collect::<Vec<_>>();
+    assert_eq!(last.len(), 1, "one list request: {last:?}");
+    assert!(last[0].contains("sort_key=provision_updated_at"), "{last:?}");
+    // Its names were got once, at its first round after the full listing
+    // (which did not ask for names); the feed has had them since.
+    let gets: Vec<_> = fleet.log.iter().filter(|(t, p)| *t > 10_000 && p.starts_with("/v1/nodes/")).collect();
+    assert!(gets.is_empty(), "no GET of a node: {gets:?}");
+}
+
+#[test]
 fn the_loop_runs_at_the_shortest_interval_and_each_wait_at_its_own() {
     let mut fleet = Fleet::new(60);
     fleet.deploy(0..60, 30_000);

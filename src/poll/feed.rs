@@ -85,6 +85,14 @@ pub struct Feed<D> {
     last_read: u32,
     /// A full listing under way: the nodes it found so far.
     building: Option<HashMap<String, Cached<D>>>,
+    /// Bumped each time `nodes` is replaced or forgotten: a wait's view of
+    /// the feed (its targets' entries, kept up to date from `log`) holds
+    /// within one epoch.
+    epoch: u64,
+    /// Each entry absorbed this epoch, in order: its number, UUID and name.
+    /// A wait that saw the feed up to an entry reads only the ones after it,
+    /// so a quiet round costs it no lookup a target.
+    log: Vec<(u64, String, Option<String>)>,
 }
 
 impl<D> Default for Feed<D> {
@@ -99,6 +107,8 @@ impl<D> Default for Feed<D> {
             full_at: None,
             last_read: 0,
             building: None,
+            epoch: 0,
+            log: Vec::new(),
         }
     }
 }
@@ -184,6 +194,8 @@ impl<D: Document> Feed<D> {
             self.watermark_read_at = now;
         }
         self.nodes = nodes;
+        self.epoch += 1;
+        self.log.clear();
         // What the first changes round will read again: the overlap.
         let stop = self.stop_below();
         let again = self.nodes.iter().filter(|(k, c)| !k.starts_with('\0') && c.stamp.is_some_and(|s| Some(s) >= stop));
@@ -192,7 +204,9 @@ impl<D: Document> Feed<D> {
 
     /// Forgets everything: the next round lists in full.
     pub fn reset(&mut self) {
+        let epoch = self.epoch + 1;
         *self = Feed::default();
+        self.epoch = epoch;
     }
 
     /// An entry of any listing, by its UUID; `stamp` read by
@@ -204,6 +218,13 @@ impl<D: Document> Feed<D> {
         self.next_seq += 1;
         let cached = Cached { body: body.clone(), stamp, seq: self.next_seq };
         let changed = self.nodes.get(uuid).is_none_or(|c| c.stamp != stamp);
+        // A log longer than the feed is worth no more than looking every
+        // target up again: a new epoch, which costs that once.
+        if self.log.len() > self.nodes.len().max(1024) {
+            self.epoch += 1;
+            self.log.clear();
+        }
+        self.log.push((self.next_seq, uuid.to_string(), name.map(str::to_string)));
         let keys = [Some(uuid.to_string()), name.map(name_key)];
         for key in keys.into_iter().flatten() {
             if let Some(building) = &mut self.building {
@@ -234,6 +255,19 @@ impl<D: Document> Feed<D> {
             self.watermark_read_at = now;
         }
         true
+    }
+
+    /// Where a view of the feed is: its epoch and the number of the next
+    /// entry to be read.
+    pub fn view(&self) -> (u64, u64) {
+        (self.epoch, self.next_seq + 1)
+    }
+
+    /// The entries absorbed in `epoch` from entry `seq` on (`None` in
+    /// another epoch: every entry must be looked up again).
+    pub fn changes_since(&self, (epoch, seq): (u64, u64)) -> Option<&[(u64, String, Option<String>)]> {
+        let from = self.log.partition_point(|e| e.0 < seq);
+        (epoch == self.epoch).then(|| self.log.get(from..).unwrap_or_default())
     }
 
     /// The node an identifier names, as last seen: a UUID-like one by
@@ -329,5 +363,37 @@ mod tests {
         let seq = feed.find("b", true).unwrap().seq;
         feed.absorb("b", None, &json!({}), Some(5_300_000));
         assert!(feed.find("b", true).unwrap().seq > seq);
+    }
+
+    #[test]
+    fn a_view_reads_what_came_after_it_until_the_nodes_are_replaced() {
+        let mut feed = Feed::<Value>::default();
+        feed.begin_full(0);
+        feed.absorb("a", Some("na"), &json!({}), Some(5_000_000));
+        let before = feed.view();
+        assert_eq!(feed.changes_since(before).map(<[_]>::len), Some(0), "nothing after it");
+        feed.end_full(true, 0);
+        assert_eq!(feed.changes_since(before), None, "a full listing replaced the nodes");
+        let view = feed.view();
+        feed.absorb("b", None, &json!({}), Some(6_000_000));
+        feed.absorb("a", Some("na"), &json!({}), Some(7_000_000));
+        let after: Vec<_> =
+            feed.changes_since(view).unwrap().iter().map(|(seq, uuid, _)| (*seq, uuid.as_str())).collect();
+        assert_eq!(after, [(view.1, "b"), (view.1 + 1, "a")]);
+        assert_eq!(feed.find("na", false).unwrap().seq, view.1 + 1, "the log and the nodes agree");
+        let last = feed.view();
+        assert_eq!(feed.changes_since(last).map(<[_]>::len), Some(0));
+        feed.reset();
+        assert_eq!(feed.changes_since(last), None, "forgotten");
+        // A log longer than the feed (one node read again and again: a
+        // node heartbeating) starts a new epoch.
+        let mut long = Feed::<Value>::default();
+        let view = long.view();
+        for i in 0..1025 {
+            long.absorb("n", None, &json!({}), Some(i));
+        }
+        assert_eq!(long.changes_since(view).map(<[_]>::len), Some(1025));
+        long.absorb("n", None, &json!({}), Some(1025));
+        assert!(long.changes_since(view).is_none());
     }
 }

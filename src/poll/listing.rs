@@ -306,22 +306,58 @@ impl<D: Document> Loop<D> {
             return self.judge_all(now);
         }
         let group = listing.group;
+        let feed = &self.groups[group].feed;
+        let index = &self.index;
         for id in listing.waits {
             let Some((_, wait)) = self.waits.iter_mut().find(|(w, _)| *w == id) else { continue };
-            let Some(round) = &wait.round else { continue };
-            let due = round.due.clone();
-            let feed = &self.groups[group].feed;
+            if wait.round.is_none() {
+                continue;
+            }
+            // Where each target is in the feed: from the entries read since
+            // the wait's last view of it, found through the index (so a
+            // round costs what changed, not a lookup a target); in a new
+            // epoch, or a first view, looked up for every target due.
+            let since = wait.feed_view.filter(|(g, _)| *g == group).and_then(|(_, view)| feed.changes_since(view));
+            match since {
+                Some(changes) => {
+                    for (seq, uuid, name) in changes {
+                        let named = name.as_deref().and_then(|n| index.by_name.get(n));
+                        for &(w, target) in index.by_uuid.get(uuid).into_iter().chain(named).flatten() {
+                            if let Some(at) = (w == id).then(|| wait.feed_seq_mut(target)).flatten() {
+                                *at = *seq;
+                            }
+                        }
+                    }
+                }
+                None => {
+                    let mut p = 0;
+                    while let Some(target) = wait.due_target(p) {
+                        let ident = &wait.options.idents[target];
+                        let seq = feed.find(ident, requests::is_uuid_like(ident)).map_or(0, |c| c.seq);
+                        if let Some(at) = wait.feed_seq_mut(target) {
+                            *at = seq;
+                        }
+                        p += 1;
+                    }
+                }
+            }
+            wait.feed_view = Some((group, feed.view()));
             for p in wait.unanswered() {
-                let ident = &wait.options.idents[due[p]];
+                let Some(target) = wait.due_target(p) else { continue };
+                let seq = wait.feed_seq_mut(target).map_or(0, |s| *s);
+                if seq == 0 {
+                    continue;
+                }
+                // An entry the target was judged on already decides the
+                // same again: not read again.
+                if wait.judged_on(target, seq) {
+                    wait.deliver(p, Check::Same);
+                    continue;
+                }
+                let ident = &wait.options.idents[target];
                 if let Some(cached) = feed.find(ident, requests::is_uuid_like(ident)) {
-                    // An entry the target was judged on already decides
-                    // the same again: not read again (a quiet round of a
-                    // large wait costs a lookup a target).
-                    let check = match wait.judged_on(due[p], cached.seq) {
-                        true => Check::Same,
-                        false => Check::Body(cached.body.clone()),
-                    };
-                    wait.deliver(p, check);
+                    wait.judged_on(target, cached.seq);
+                    wait.deliver(p, Check::Body(cached.body.clone()));
                 }
             }
         }

@@ -79,7 +79,7 @@ impl<D: Document> Loop<D> {
             let fields = members.iter().all(|w| w.options.fields) && watchers.iter().all(|w| w.options.fields);
             let final_checks = members.iter().filter(|w| w.round.as_ref().is_some_and(|r| r.final_check)).count();
             let all_final = final_checks == waits.len();
-            let names = members.iter().any(|w| w.names_due(|i| !requests::is_uuid_like(i)));
+            let names = members.iter().any(|w| w.names_due());
             // A watcher new to the scope starts from a full listing.
             let watching = !watchers.is_empty();
             let fresh = watchers.iter().any(|w| !w.listed);

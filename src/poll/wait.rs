@@ -126,6 +126,10 @@ struct Target<D> {
     settled_at: Millis,
     /// The feed's entry it was last judged on (see `Check::Same`); 0: none.
     judged_seq: u64,
+    /// Its entry in the feed as of the wait's `feed_view`; 0: not in it.
+    feed_seq: u64,
+    /// Its identifier is a name, not a UUID (found by name in a list).
+    named: bool,
 }
 
 /// See the module docs.
@@ -157,6 +161,9 @@ pub struct Wait<D> {
     final_at_once: bool,
     /// Starts no round (its step is done, see `client`).
     paused: bool,
+    /// The feed its targets' `feed_seq` are of: its group, epoch and the
+    /// next entry (see `Feed::view`).
+    pub(crate) feed_view: Option<(usize, (u64, u64))>,
 }
 
 impl<D: Document> Wait<D> {
@@ -175,6 +182,8 @@ impl<D: Document> Wait<D> {
                 body: None,
                 settled_at: now,
                 judged_seq: 0,
+                feed_seq: 0,
+                named: !crate::ironic::requests::is_uuid_like(ident),
             })
             .collect();
         let budget = (options.budget > 0.0).then_some(options.budget);
@@ -203,6 +212,7 @@ impl<D: Document> Wait<D> {
             report: None,
             final_at_once: false,
             paused: false,
+            feed_view: None,
             options,
         })
     }
@@ -401,9 +411,19 @@ impl<D: Document> Wait<D> {
         std::mem::replace(&mut self.targets[index].judged_seq, seq) == seq
     }
 
+    /// Target `index`'s entry in the feed (0: none), as of `feed_view`.
+    pub(crate) fn feed_seq_mut(&mut self, index: usize) -> Option<&mut u64> {
+        self.targets.get_mut(index).map(|t| &mut t.feed_seq)
+    }
+
+    /// The target of the round's `position`.
+    pub(crate) fn due_target(&self, position: usize) -> Option<usize> {
+        self.round.as_ref().and_then(|r| r.due.get(position).copied())
+    }
+
     /// Whether any target due in the round is named by a name, not a UUID.
-    pub(crate) fn names_due(&self, is_name: impl Fn(&str) -> bool) -> bool {
-        self.round.as_ref().is_some_and(|r| r.due.iter().any(|&t| is_name(&self.targets[t].ident)))
+    pub(crate) fn names_due(&self) -> bool {
+        self.round.as_ref().is_some_and(|r| r.due.iter().any(|&t| self.targets[t].named))
     }
 
     /// Judges the round's checks in the caller's order as far as they are
