@@ -174,9 +174,31 @@ pub struct Watch<D> {
 }
 
 /// FNV-1a: a fingerprint of what a node showed (a few lines, where std's
-/// hasher would cost the wasm kilobytes).
-fn fingerprint(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+/// hasher would cost the wasm kilobytes), less its `provision_updated_at`:
+/// an agent's heartbeat touches that stamp every minute or two while a node
+/// deploys, cleans or is serviced, and changes nothing a watcher follows.
+fn fingerprint(json: &str) -> u64 {
+    const STAMP: &[u8] = b"\"provision_updated_at\":";
+    let bytes = json.as_bytes();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'"' && bytes.get(i..i + STAMP.len()) == Some(STAMP) {
+            // Its value, a string (a time: no quote inside) or null, is
+            // skipped up to what follows it.
+            i += STAMP.len();
+            let quoted = bytes.get(i) == Some(&b'"');
+            i += usize::from(quoted);
+            while bytes.get(i).is_some_and(|&b| if quoted { b != b'"' } else { b != b',' && b != b'}' }) {
+                i += 1;
+            }
+            i += usize::from(quoted);
+            continue;
+        }
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    h
 }
 
 impl<D: Document> Watch<D> {
@@ -505,5 +527,23 @@ mod tests {
             [10_000, 10_200, 60_000, 120_000]
         );
         assert_eq!(Cadence::Every(30_000).interval_ms(100_000, 2000), 30_000);
+    }
+
+    #[test]
+    fn a_heartbeat_that_touches_only_the_stamp_is_no_change() {
+        let node = |state: &str, stamp: &str| {
+            format!(r#"{{"uuid":"u","provision_state":"{state}","provision_updated_at":{stamp},"last_error":null}}"#)
+        };
+        let at = |t| format!(r#""2026-12-04T10:00:0{t}.000000+00:00""#);
+        assert_eq!(fingerprint(&node("wait call-back", &at(1))), fingerprint(&node("wait call-back", &at(2))));
+        assert_eq!(fingerprint(&node("available", "null")), fingerprint(&node("available", &at(1))));
+        assert_ne!(fingerprint(&node("wait call-back", &at(1))), fingerprint(&node("deploying", &at(1))));
+        // The stamp last, or a body without one, or cut short: still whole.
+        let last = |s: &str| format!(r#"{{"provision_state":"{s}","provision_updated_at":"x"}}"#);
+        assert_ne!(fingerprint(&last("a")), fingerprint(&last("b")));
+        assert_ne!(fingerprint(r#"{"provision_state":"a"}"#), fingerprint(r#"{"provision_state":"b"}"#));
+        for cut in [r#"{"provision_updated_at":"#, r#"{"provision_updated_at":"x"#, r#"{"provision_updated_at":nul"#] {
+            fingerprint(cut);
+        }
     }
 }

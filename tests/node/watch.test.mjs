@@ -230,3 +230,25 @@ test('bad options are refused before anything is sent', async () => {
   await assert.rejects(old.watch({ scope: { owner: 'even' } }).next(), UnsupportedVersionError);
   assert.ok(ironic.seen.every((r) => !r.url.startsWith('/v1/nodes')));
 });
+
+test("an agent's heartbeat, which touches only provision_updated_at, is no change to a watcher", async () => {
+  // Agents heartbeat every 0.15 to 0.3 s here (0.3 to 0.6 of the timeout).
+  const nodes = ['a', 'b', 'c'].map((n) => ({ name: n, provision_state: 'wait call-back' }));
+  ironic = await startIronic({ nodes, heartbeatTimeout: 0.5 });
+  const client = new IronicClient({ endpoint: ironic.url });
+  const stamps = () => nodes.map((n) => ironic.sim.node(n.name).provision_updated_at).join();
+  const first = stamps();
+  const stop = new AbortController();
+  const changes = [];
+  // Ten rounds after the first listing read the touches as they come.
+  const watching = (async () => {
+    while (lists().length < 11) await sleep(50);
+    stop.abort();
+  })();
+  await assert.rejects(async () => {
+    for await (const change of client.watch({ pollInterval: 0.2, signal: stop.signal })) changes.push(change.type);
+  });
+  await watching;
+  assert.notEqual(stamps(), first, 'the agents heartbeat meanwhile');
+  assert.deepEqual(changes, ['added', 'added', 'added']);
+});
