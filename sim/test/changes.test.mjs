@@ -3,21 +3,11 @@
 // hard to follow (late commits, a skewed server clock, churn).
 
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { compareValues } from '../order.mjs';
-import { createSimulator, startSimulator } from '../server.mjs';
+import { createSimulator } from '../server.mjs';
 import { client, faultstring, provision, request } from '../testkit.mjs';
-
-const EPOCH = '2026-01-01T00:00:00Z';
-const FEED = 'sort_key=provision_updated_at&sort_dir=desc';
-
-const sims = [];
-after(() => Promise.all(sims.map((s) => s.close())));
-async function start(options) {
-  const sim = await startSimulator({ manualClock: true, epoch: EPOCH, ...options });
-  sims.push(sim);
-  return { sim, api: client(sim.url) };
-}
+import { EPOCH, FEED, start } from './manual.mjs';
 
 /** Every page of a list from `path` on, following `next`; the names (or uuids) in the order served. */
 async function walk(sim, api, path, key = 'name') {

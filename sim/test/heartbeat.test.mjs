@@ -4,23 +4,14 @@
 // manual clock: touches are counted over simulated time, never timed.
 
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { HEARTBEAT_TIMEOUT } from '../ironic.mjs';
-import { createSimulator, startSimulator } from '../server.mjs';
-import { client, provision } from '../testkit.mjs';
+import { createSimulator } from '../server.mjs';
+import { provision } from '../testkit.mjs';
+import { EPOCH, FEED, start } from './manual.mjs';
 
-const EPOCH = '2026-01-01T00:00:00Z';
-const FEED = 'sort_key=provision_updated_at&sort_dir=desc';
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
-
-const sims = [];
-after(() => Promise.all(sims.map((s) => s.close())));
-async function start(options) {
-  const sim = await startSimulator({ manualClock: true, epoch: EPOCH, ...options });
-  sims.push(sim);
-  return { sim, api: client(sim.url) };
-}
 
 /**
  * Advances `sim` by `ms` in steps of `step` (shorter than any interval, so
