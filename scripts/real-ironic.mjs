@@ -176,21 +176,27 @@ export async function withLock(file, fn) {
  *              userDomainName, projectDomainName } of the service user that
  *              keystonemiddleware validates tokens with (it needs the admin
  *              or service role); see real-keystone.mjs
+ *   database   an SQLite file to start from (copied) instead of the empty
+ *              schema: a fleet made beforehand (bench/server.mjs)
+ *   connection a [database] connection URL instead of the run's SQLite file
+ *              (MariaDB, say); its schema is the caller's to make
+ *   env        more environment for the process (PYTHONPATH for a database
+ *              driver that is not in the venv)
  */
-export async function startIronic({ name = 'ironic', maxLimit, fake = FAKE_DELAYS, cors, port, keystone } = {}) {
+export async function startIronic({ name = 'ironic', maxLimit, fake = FAKE_DELAYS, cors, port, keystone, database, connection, env } = {}) {
   await ensureVenv();
   const dir = join(DIR, 'run', name);
   stopLeftover(dir);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, 'locks'), { recursive: true });
-  copyFileSync(SCHEMA, join(dir, 'ironic.db'));
+  copyFileSync(database ?? SCHEMA, join(dir, 'ironic.db'));
 
   // A port picked free can be taken before Ironic binds it: then try another.
   for (let attempt = 1; ; attempt++) {
     const chosen = port ?? (await freePort());
-    writeFileSync(join(dir, 'ironic.conf'), config({ dir, port: chosen, maxLimit, fake, cors, keystone }));
+    writeFileSync(join(dir, 'ironic.conf'), config({ dir, port: chosen, maxLimit, fake, cors, keystone, connection }));
     try {
-      return await launch(dir, chosen);
+      return await launch(dir, chosen, env);
     } catch (e) {
       if (!(e.addressInUse && port === undefined && attempt < 3)) throw e;
     }
@@ -199,13 +205,14 @@ export async function startIronic({ name = 'ironic', maxLimit, fake = FAKE_DELAY
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
-async function launch(dir, port) {
+async function launch(dir, port, env) {
   const consoleLog = join(dir, 'console.log');
   const out = openSync(consoleLog, 'a');
   // detached: its own process group, so that stopping reaches every process
   // the launcher forks, and a Ctrl-C meant for the caller does not.
   const child = spawn(join(VENV, 'bin', 'ironic'), ['--config-file', join(dir, 'ironic.conf')], {
     cwd: dir,
+    env: env ? { ...process.env, ...env } : undefined,
     detached: true,
     stdio: ['ignore', out, out],
   });
@@ -233,7 +240,7 @@ async function launch(dir, port) {
   return { url, port, dir, pid: child.pid, log: join(dir, 'ironic.log'), stop };
 }
 
-function config({ dir, port, maxLimit, fake, cors, keystone }) {
+function config({ dir, port, maxLimit, fake, cors, keystone, connection }) {
   const lines = [
     '[DEFAULT]',
     `auth_strategy = ${keystone ? 'keystone' : 'noauth'}`,
@@ -272,7 +279,7 @@ function config({ dir, port, maxLimit, fake, cors, keystone }) {
     'api_workers = 1',
     ...(maxLimit ? [`max_limit = ${maxLimit}`] : []),
     '[database]',
-    `connection = sqlite:///${join(dir, 'ironic.db')}`,
+    `connection = ${connection ?? `sqlite:///${join(dir, 'ironic.db')}`}`,
     '[dhcp]',
     'dhcp_provider = none',
     '[conductor]',
