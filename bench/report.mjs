@@ -198,7 +198,7 @@ ${resultTables(run)}
 ![CPU during the wait per client and N, log scale](benchmarks.svg)
 
 ${run.fleetSection ?? 'No fleet table yet: `npm run bench -- --fleet` adds one.'}
-
+${run.serverSection ? `\n${run.serverSection}\n` : ''}
 ## Size
 
 What a user downloads: the wasm and the JS in pkg/ (every file, as the size test counts them), each file compressed on its own.

@@ -5,6 +5,7 @@
 //
 //   npm run bench [-- --quick | --smoke] [-- --peers] [-- --out DIR] [-- --nodes 1,100] [-- --peers-max 1000]
 //   npm run bench -- --fleet [--fleet-sizes 10000:1000,100000:1000] [--fleet-k 100000:1000]
+//   npm run bench -- --server [--server-sizes 1000,10000] [--server-repeats 5] [--server-db sqlite,mariadb]
 //
 // --fleet runs the fleet table only (bench/fleet.mjs) and replaces only the
 // Fleet section of benchmarks.md; a run without it keeps the section the
@@ -12,6 +13,10 @@
 // on the shortest schedules (schedule.mjs: a 1 s interval, every node in
 // `active` before the second round): the whole report in about a minute,
 // for tests/node/bench.test.mjs; its figures are not ones to read.
+//
+// --server runs only the Server cost section (bench/server.mjs: a real
+// Ironic from PyPI, what each way of polling costs it) and replaces only
+// that section; every other run keeps the one the file has.
 //
 // See bench/README.md. Not a test: nothing here passes or fails on a figure.
 import { execFileSync } from 'node:child_process';
@@ -26,6 +31,7 @@ import { nodeColdStart, pythonColdStart, sizes } from './footprint.mjs';
 import { ensurePeersVenv, peerVersions } from './peers.mjs';
 import { markdown, svg } from './report.mjs';
 import { FLEET_SCHEDULE, FLEET_SIZES, kGroups, POLL_INTERVAL, SEED, TIMING, window } from './schedule.mjs';
+import { measureServer, serverMarkdown, serverSectionOf, withServerSection } from './server.mjs';
 import { clientCommand, measureWait } from './wait.mjs';
 
 const PEERS = ['python-ironicclient', 'openstacksdk'];
@@ -46,8 +52,20 @@ await main('bench', async () => {
       fleet: { type: 'boolean', default: false },
       'fleet-sizes': { type: 'string' },
       'fleet-k': { type: 'string' },
+      server: { type: 'boolean', default: false },
+      'server-sizes': { type: 'string' },
+      'server-repeats': { type: 'string' },
+      'server-db': { type: 'string' },
+      'server-gets-max': { type: 'string', default: '10000' },
+      'server-report': { type: 'string' },
     },
   });
+  if (values.server || values['server-report']) {
+    if (values.fleet || values.nodes || values['fleet-sizes'] || values.peers)
+      throw new Error('--server runs alone: no --fleet, --nodes or --peers');
+    await runServer(values, loadBefore);
+    return;
+  }
   if (!existsSync(join(PKG, WASM_FILE))) throw new Error('pkg/ is missing: run `npm run build` first');
   // The schedules of schedule.mjs: full, quick, or smoke (--quick's sizes on the shortest schedules).
   const variant = values.smoke ? 'smoke' : values.quick ? 'quick' : 'full';
@@ -141,12 +159,66 @@ await main('bench', async () => {
     minutes: (performance.now() - started) / 60000,
     // This run's fleet section, or the one the file already has.
     fleetSection: fleet ? fleetMarkdown(fleet) : existing && fleetSectionOf(existing),
+    // Made only by --server: kept as the file has it.
+    serverSection: existing && serverSectionOf(existing),
   };
   writeFileSync(mdFile, markdown(run));
   writeFileSync(join(out, 'benchmarks.svg'), svg(run));
   console.error(`bench: wrote ${mdFile} and benchmarks.svg in ${run.minutes.toFixed(1)} min`);
   failOn(results, fleet);
 });
+
+/**
+ * --server: the Server cost section only (bench/server.mjs), written into
+ * benchmarks.md in place of the one there; the raw figures go to
+ * .cache/server-bench/. --server-report FILE writes the section again from
+ * such a file, measuring nothing.
+ */
+async function runServer(values, loadBefore) {
+  const out = resolve(values.out);
+  mkdirSync(out, { recursive: true });
+  const mdFile = join(out, 'benchmarks.md');
+  let raw;
+  let rawFile = values['server-report'];
+  if (rawFile) {
+    raw = JSON.parse(readFileSync(rawFile, 'utf8'));
+  } else {
+    // --smoke: one small fleet, one repeat, SQLite alone: the section end to end, figures not to read.
+    const sizes = (values['server-sizes'] ?? (values.smoke ? '200' : '1000,10000')).split(',').map(Number);
+    if (!sizes.every((n) => Number.isInteger(n) && n > 0))
+      throw new Error(`--server-sizes: a list of positive integers, not ${values['server-sizes']}`);
+    const repeats = Number(values['server-repeats'] ?? (values.smoke ? 1 : 5));
+    if (!(Number.isInteger(repeats) && repeats > 0))
+      throw new Error(`--server-repeats: a positive integer, not ${values['server-repeats']}`);
+    const databases = (values['server-db'] ?? (values.smoke ? 'sqlite' : 'sqlite,mariadb')).split(',');
+    if (!databases.every((d) => d === 'sqlite' || d === 'mariadb'))
+      throw new Error(`--server-db: sqlite and/or mariadb, not ${values['server-db']}`);
+    const getsMax = Number(values['server-gets-max']);
+    const result = await measureServer({ sizes, repeats, databases, getsMax, name: values.smoke ? 'server-bench-smoke' : 'server-bench' });
+    const date = new Date().toISOString();
+    const rawDir = join(ROOT, '.cache', 'server-bench');
+    mkdirSync(rawDir, { recursive: true });
+    rawFile = join(rawDir, `server-${date.replace(/[:.]/g, '-')}.json`);
+    const m = machine(null, null, loadBefore);
+    raw = {
+      result,
+      run: {
+        date,
+        command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+        machine: `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}`,
+        load: m.load,
+      },
+    };
+    writeFileSync(rawFile, `${JSON.stringify(raw, null, 1)}\n`);
+    console.error(`bench: every repeat of the server runs in ${rawFile}`);
+  }
+  const existing = existsSync(mdFile) ? readFileSync(mdFile, 'utf8') : '# Benchmarks\n';
+  const section = serverMarkdown(raw.result, { ...raw.run, rawFile: relative(ROOT, resolve(rawFile)) });
+  writeFileSync(mdFile, withServerSection(existing, section));
+  console.error(`bench: wrote the Server cost section of ${mdFile}`);
+  const failed = raw.result.databases.flatMap((d) => (d.sizes ?? []).filter((s) => s.error).map((s) => `${d.name} at N = ${s.n}`));
+  if (failed.length) throw new Error(`failed: ${failed.join(', ')}`);
+}
 
 /** Throws naming every run that failed. */
 function failOn(results, fleet) {
