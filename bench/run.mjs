@@ -172,16 +172,17 @@ await main('bench', async () => {
  * --server: the Server cost section only (bench/server.mjs), written into
  * benchmarks.md in place of the one there; the raw figures go to
  * .cache/server-bench/. --server-report FILE writes the section again from
- * such a file, measuring nothing.
+ * such a file, measuring nothing; FILE,FILE... from several runs (sizes or
+ * databases measured apart: N = 100,000 takes as long as the rest).
  */
 async function runServer(values, loadBefore) {
   const out = resolve(values.out);
   mkdirSync(out, { recursive: true });
   const mdFile = join(out, 'benchmarks.md');
   let raw;
-  let rawFile = values['server-report'];
-  if (rawFile) {
-    raw = JSON.parse(readFileSync(rawFile, 'utf8'));
+  let rawFiles = values['server-report']?.split(',');
+  if (rawFiles) {
+    raw = mergeServerRuns(rawFiles.map((f) => JSON.parse(readFileSync(f, 'utf8'))));
   } else {
     // --smoke: one small fleet, one repeat, SQLite alone: the section end to end, figures not to read.
     const sizes = (values['server-sizes'] ?? (values.smoke ? '200' : '1000,10000')).split(',').map(Number);
@@ -198,7 +199,8 @@ async function runServer(values, loadBefore) {
     const date = new Date().toISOString();
     const rawDir = join(ROOT, '.cache', 'server-bench');
     mkdirSync(rawDir, { recursive: true });
-    rawFile = join(rawDir, `server-${date.replace(/[:.]/g, '-')}.json`);
+    const rawFile = join(rawDir, `server-${date.replace(/[:.]/g, '-')}.json`);
+    rawFiles = [rawFile];
     const m = machine(null, null, loadBefore);
     raw = {
       result,
@@ -213,11 +215,45 @@ async function runServer(values, loadBefore) {
     console.error(`bench: every repeat of the server runs in ${rawFile}`);
   }
   const existing = existsSync(mdFile) ? readFileSync(mdFile, 'utf8') : '# Benchmarks\n';
-  const section = serverMarkdown(raw.result, { ...raw.run, rawFile: relative(ROOT, resolve(rawFile)) });
+  const section = serverMarkdown(raw.result, { ...raw.run, rawFiles: rawFiles.map((f) => relative(ROOT, resolve(f))) });
   writeFileSync(mdFile, withServerSection(existing, section));
   console.error(`bench: wrote the Server cost section of ${mdFile}`);
   const failed = raw.result.databases.flatMap((d) => (d.sizes ?? []).filter((s) => s.error).map((s) => `${d.name} at N = ${s.n}`));
   if (failed.length) throw new Error(`failed: ${failed.join(', ')}`);
+}
+
+/**
+ * Raw files of several --server runs as one: each database's sizes together
+ * (in order of N), the commands and loads side by side, the minutes added.
+ */
+function mergeServerRuns(raws) {
+  const databases = [];
+  for (const { result } of raws) {
+    for (const d of result.databases) {
+      const known = databases.find((x) => x.name === d.name);
+      if (!known) databases.push({ ...d, sizes: [...(d.sizes ?? [])] });
+      else if (known.skipped && !d.skipped) Object.assign(known, { ...d, sizes: [...d.sizes] });
+      else if (!d.skipped) known.sizes.push(...d.sizes);
+    }
+  }
+  for (const d of databases) d.sizes?.sort((a, b) => a.n - b.n);
+  const first = raws[0];
+  const repeats = [...new Set(raws.map((r) => r.result.repeats))];
+  return {
+    result: {
+      ...first.result,
+      repeats: repeats.length === 1 ? repeats[0] : repeats.join(' or '),
+      sizes: [...new Set(raws.flatMap((r) => r.result.sizes))].sort((a, b) => a - b),
+      databases,
+      minutes: raws.reduce((a, r) => a + r.result.minutes, 0),
+    },
+    run: {
+      ...first.run,
+      date: raws.at(-1).run.date,
+      command: raws.map((r) => r.run.command),
+      load: raws.map((r) => r.run.load).join(' and '),
+    },
+  };
 }
 
 /** Throws naming every run that failed. */

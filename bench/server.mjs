@@ -644,7 +644,12 @@ function perWait(size, hasDb) {
 export function serverMarkdown(result, run) {
   const out = [SERVER_BEGIN, '## Server cost', ''];
   out.push(
-    `Measured on ${run.date.slice(0, 10)} by \`${run.command}\` (${result.minutes.toFixed(1)} minutes): ${run.machine}; 1-minute load average ${run.load} when the run began. ` +
+    `Measured on ${run.date.slice(0, 10)} by ${[run.command]
+      .flat()
+      .map((c) => `\`${c}\``)
+      .join(
+        ' and ',
+      )} (${result.minutes.toFixed(1)} minutes${Array.isArray(run.command) ? ' in all' : ''}): ${run.machine}; 1-minute load average ${run.load} when ${Array.isArray(run.command) ? 'each' : 'the'} run began. ` +
       `Ironic ${result.ironicVersion} from PyPI, the all-in-one \`ironic\` process (API and conductor in one, one API worker), fake-hardware, no authentication ([scripts/real-ironic.mjs](../scripts/real-ironic.mjs)).`,
     '',
     `What each way of polling costs Ironic for one round, measured at Ironic itself. A fleet of N nodes is written straight into Ironic's \`nodes\` table (a copy of a node made through \`POST /v1/nodes\`, with its own UUID, name, state and \`provision_updated_at\`; 60% \`active\`, 30% \`available\`, the rest \`manageable\`, \`enroll\` and failed states; stamps spread over 30 days): a POST took ${result.databases
@@ -703,7 +708,7 @@ export function serverMarkdown(result, run) {
       );
     }
   }
-  out.push(`Raw figures, every repeat of every row: \`${run.rawFile}\` (not committed).`);
+  out.push(`Raw figures, every repeat of every row: ${run.rawFiles.map((f) => `\`${f}\``).join(' and ')} (not committed).`);
   out.push(SERVER_END);
   return out.join('\n');
 }
