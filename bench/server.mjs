@@ -439,11 +439,13 @@ async function measureSize({ db, name, n, repeats, getsMax, seed, say }) {
     await nodeGets(get, warm, uuids.slice(0, 20));
     ({ newest: watermark } = await changesRound(get, warm, watermark, PACKAGE.minFirstPage));
 
-    // What Ironic spends doing nothing (its conductor's periodic tasks run in the same process), per second.
+    // What Ironic spends doing nothing (its conductor's periodic tasks run in the same process), per second:
+    // the median of five 1 s windows, as a periodic task that runs once a minute may fall in one of them.
     await sleep(1000);
-    const idle = await measured(ironic, db, () => sleep(5000));
-    const idleApi = idle.apiMs / idle.wallMs;
-    const idleDb = idle.dbMs === null ? null : idle.dbMs / idle.wallMs;
+    const windows = [];
+    for (let i = 0; i < 5; i++) windows.push(await measured(ironic, db, () => sleep(1000)));
+    const idleApi = median(windows.map((w) => w.apiMs / w.wallMs));
+    const idleDb = db.cpu() === null ? null : median(windows.map((w) => w.dbMs / w.wallMs));
 
     const rows = rowsFor(n, getsMax);
     const samples = Object.fromEntries(rows.map((r) => [r.key, []]));
@@ -570,9 +572,9 @@ const fixed = (x, digits) => (Math.abs(x) >= 100 ? thousands(Math.round(x)) : x.
 function cell(samples, pick, digits = 1) {
   const xs = samples.map(pick).filter((x) => x !== null && x !== undefined);
   if (!xs.length) return '—';
-  const [lo, hi] = [Math.min(...xs), Math.max(...xs)];
+  const [lo, hi] = [fixed(Math.min(...xs), digits), fixed(Math.max(...xs), digits)];
   const m = fixed(median(xs), digits);
-  return lo === hi || xs.length === 1 ? m : `${m} (${fixed(lo, digits)}-${fixed(hi, digits)})`;
+  return lo === hi ? m : `${m} (${lo}-${hi})`;
 }
 
 /** What a row measures, in words. */
@@ -623,8 +625,8 @@ function perWait(size, hasDb) {
     ways.push([
       name,
       thousands(Math.round(sum((f) => f.requests))),
-      (sum((f) => f.apiNetMs) / 1000).toFixed(1),
-      ...(hasDb ? [(sum((f) => f.dbNetMs) / 1000).toFixed(2)] : []),
+      fixed(sum((f) => f.apiNetMs) / 1000, 1),
+      ...(hasDb ? [fixed(sum((f) => f.dbNetMs) / 1000, 2)] : []),
     ]);
   };
   for (const row of size.rows.filter((r) => r.kind === 'gets')) {
