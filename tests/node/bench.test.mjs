@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { tableAfter } from '../support/markdown.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NUMBER = /^[+-]?\d+(\.\d+)?x?$/;
@@ -31,25 +32,6 @@ function bench(args, env) {
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
-}
-
-/** The rows of the Markdown table that follows `heading` (cells trimmed), header first. */
-function tableAfter(md, heading) {
-  const at = md.indexOf(`\n${heading}\n`);
-  assert.ok(at >= 0, `no "${heading}" in the report`);
-  const lines = md.slice(at + heading.length + 2).split('\n');
-  const start = lines.findIndex((l) => l.startsWith('|'));
-  const rows = [];
-  for (const line of lines.slice(start)) {
-    if (!line.startsWith('|')) break;
-    rows.push(
-      line
-        .slice(1, -1)
-        .split('|')
-        .map((c) => c.trim()),
-    );
-  }
-  return [rows[0], ...rows.slice(2)]; // without the |---| line
 }
 
 function checkResults(md, clients) {

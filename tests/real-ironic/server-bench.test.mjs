@@ -13,29 +13,11 @@ import { join } from 'node:path';
 import test from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { SERVER_BEGIN, SERVER_END } from '../../bench/server.mjs';
+import { tableAfter } from '../support/markdown.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 // A median, and its range when the repeats differ; thousands with commas; CPU less idle may dip below zero.
 const FIGURE = /^-?[\d,]+(\.\d+)?( \(-?[\d,]+(\.\d+)?--?[\d,]+(\.\d+)?\))?$/;
-
-/** The rows of the Markdown table that follows the line `heading` (cells trimmed), header first. */
-function tableAfter(md, heading) {
-  const at = md.indexOf(`\n${heading}\n`);
-  assert.ok(at >= 0, `no "${heading}" in the report`);
-  const lines = md.slice(at + heading.length + 2).split('\n');
-  const start = lines.findIndex((l) => l.startsWith('|'));
-  const rows = [];
-  for (const line of lines.slice(start)) {
-    if (!line.startsWith('|')) break;
-    rows.push(
-      line
-        .slice(1, -1)
-        .split('|')
-        .map((c) => c.trim()),
-    );
-  }
-  return [rows[0], ...rows.slice(2)];
-}
 
 test('npm run bench -- --server --smoke writes the Server cost section in place', () => {
   const out = mkdtempSync(join(tmpdir(), 'server-bench-test-'));
