@@ -3,17 +3,26 @@
 
 /// `Authorization: Basic ...` for HTTP Basic auth (UTF-8, then base64).
 pub fn basic_auth(username: &str, password: &str) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let input = format!("{username}:{password}");
     let mut out = String::from("Basic ");
-    for chunk in input.as_bytes().chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
-        for i in 0..4 {
-            let sextet = (n >> (18 - 6 * i)) & 63;
-            out.push(if i <= chunk.len() { ALPHABET[sextet as usize] as char } else { '=' });
-        }
+    base64_into(&mut out, format!("{username}:{password}").as_bytes());
+    // Padded to whole groups of four.
+    while out.len() % 4 != "Basic ".len() % 4 {
+        out.push('=');
     }
     out
+}
+
+/// The base64 alphabet.
+pub const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// `bytes` in base64, unpadded, at the end of `out`.
+pub fn base64_into(out: &mut String, bytes: &[u8]) {
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(char::from(BASE64[(n >> (18 - 6 * i) & 63) as usize]));
+        }
+    }
 }
 
 /// A query value, percent-encoded like a path segment.
@@ -72,6 +81,7 @@ mod tests {
         assert_eq!(basic_auth("Aladdin", "open sesame"), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
         assert_eq!(basic_auth("a", "b"), "Basic YTpi");
         assert_eq!(basic_auth("ab", "c"), "Basic YWI6Yw==");
+        assert_eq!(basic_auth("ab", "cd"), "Basic YWI6Y2Q=");
         assert_eq!(basic_auth("é", ""), "Basic w6k6");
     }
 }
