@@ -1,5 +1,6 @@
-//! The encodings requests need: base64 for Basic auth, percent-encoding
-//! of path segments and query values, and decoding a query parameter.
+//! The encodings requests need: base64 for Basic auth (a checkpoint's
+//! packed UUIDs use it too), percent-encoding of path segments and query
+//! values, and decoding a query parameter.
 
 /// `Authorization: Basic ...` for HTTP Basic auth (UTF-8, then base64).
 pub fn basic_auth(username: &str, password: &str) -> String {

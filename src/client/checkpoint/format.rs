@@ -3,22 +3,36 @@
 //! (its values are checked when the call is made of it); a checkpoint of
 //! another format ([`FORMAT`]) is refused, not guessed at.
 //!
-//! Compact: the states seen are a table (most targets share a few), each
-//! target an array `[ident, seen, polls]`, only settled targets carry an
-//! outcome (an outcome that carries nothing is its name alone, and a
-//! failure leaves out what its target's row says), and an accepted PUT is
-//! its node alone, or `0` once the wait has begun (its node is the next
-//! target's). Measured (`tests/checkpoint.rs`): a wait on 1,000 nodes
-//! named like `node-0001` 18 KB (29 KB with half of them settled, 41 KB
-//! with all), on 1,000 UUIDs 45 KB, on 10,000 UUIDs 450 KB.
+//! Compact, for fleets of thousands of nodes named by UUID:
+//! - Identifiers (`targets`; `nodes`, the PUTs' nodes not written as the
+//!   targets') are a list in which a run of UUIDs spelt as Ironic spells
+//!   them (lowercase 8-4-4-4-12) is their bytes in one base64 string,
+//!   `["..."]`: 22 characters a UUID, not 38. Any other identifier (a name,
+//!   a UUID spelt otherwise) is written as given, and reads back so.
+//! - What each target has is a column: a string of numbers, one a target,
+//!   `n*count` for a run of equal ones (one JSON value each, read at once:
+//!   in the wasm every value read is a call into JS). `states` numbers a
+//!   row of `seen` (the table of states seen, which most targets share)
+//!   from 1, 0 for nothing seen yet; `polls`; `settled` numbers an entry of
+//!   `outcomes` from 1, 0 for a target still waiting; `elapsed` holds the
+//!   settled targets' ms from the start, in the targets' order. A column
+//!   of 0 is left out, as are empty tables.
+//! - Outcomes and PUTs are tables of the distinct ones (`outcomes`,
+//!   `putTable`), each PUT a number from 1 in the column `puts`. An outcome
+//!   that carries nothing is its name alone, and a settled target's leaves
+//!   out what its row says (its identifier; a failure's state and last
+//!   error). A PUT's entry is an outcome's name, or `{body, outcome}`; once
+//!   the wait has begun, a PUT whose entry is `"accepted"` is the next
+//!   target's, its node not written again.
 
-use crate::document::{number_into, object, quote, quote_into, Document};
+use crate::document::{number_into, object, quote, Document};
 use crate::error::Error;
+use crate::http::encode::{base64_into, BASE64};
 
 use super::{invalid, Checkpoint, SavedOutcome, SavedPut, SavedWait};
 
 /// The format written; another is refused, not guessed at.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 impl Checkpoint {
     /// The checkpoint as JSON text. Request bodies and the allocation are
@@ -48,23 +62,42 @@ impl Checkpoint {
             o.push(("settle", text(settle)));
         }
         if !self.puts.is_empty() {
-            let waiting = !self.targets.is_empty();
-            let puts = self.puts.iter().map(|p| {
-                // An accepted PUT is its node alone; once the wait has begun,
-                // `0`: its node is the next of the targets.
-                if p.body.is_none() && p.outcome.as_ref().is_some_and(|o| o.is == "accepted") {
-                    return if waiting { "0".into() } else { text(&p.node) };
-                }
-                let mut m = vec![("node", text(&p.node))];
+            let mut table = Vec::new();
+            let mut numbers = Vec::with_capacity(self.puts.len());
+            let mut nodes = Vec::new();
+            let mut waited = 0;
+            for p in &self.puts {
+                let mut m = Vec::new();
                 if let Some(body) = &p.body {
                     m.push(("body", body.clone()));
                 }
                 if let Some(outcome) = &p.outcome {
                     m.push(("outcome", outcome.to_json(None)));
                 }
-                object(&m)
-            });
-            o.push(("puts", list(puts)));
+                let mut entry = match m.as_slice() {
+                    // An outcome that carries nothing, alone: its name.
+                    [("outcome", name)] if name.starts_with('"') => name.clone(),
+                    _ => object(&m),
+                };
+                // Once the wait has begun, an accepted PUT's node is the
+                // next target's, not written again; another node's is an
+                // object, whose node is in `nodes`.
+                let accepted = entry == "\"accepted\"" && !self.targets.is_empty();
+                if accepted && self.targets.get(waited).is_some_and(|t| t.0 == p.node) {
+                    waited += 1;
+                } else {
+                    if accepted {
+                        entry = object(&m);
+                    }
+                    nodes.push(p.node.as_str());
+                }
+                numbers.push(number_in(&mut table, entry) + 1);
+            }
+            o.push(("putTable", list(table.into_iter())));
+            column(&mut o, "puts", &numbers);
+            if !nodes.is_empty() {
+                o.push(("nodes", idents(&mut nodes.into_iter())));
+            }
         }
         if let Some(post) = &self.post {
             o.push(("post", post.clone()));
@@ -90,39 +123,45 @@ impl Checkpoint {
             ));
         }
         if !self.targets.is_empty() {
-            o.push(("seen", list(self.seen.iter().map(|row| list(row.iter().map(opt))))));
-            // The rows of many targets, each written into one buffer.
-            let mut targets = String::with_capacity(self.targets.len() * 48);
-            targets.push('[');
-            for (k, (ident, seen, polls)) in self.targets.iter().enumerate() {
-                targets.push_str(if k == 0 { "[" } else { ",[" });
-                quote_into(&mut targets, ident);
-                targets.push(',');
-                number_into(&mut targets, (*seen).into());
-                targets.push(',');
-                number_into(&mut targets, (*polls).into());
-                targets.push(']');
-            }
-            targets.push(']');
-            o.push(("targets", targets));
+            let n = self.targets.len();
             let nothing = [None, None, None];
-            let mut settled = String::with_capacity(self.settled.len() * 24);
-            settled.push('[');
-            for (k, (i, out, elapsed)) in self.settled.iter().enumerate() {
-                let target = self.targets.get(*i as usize).map(|(ident, seen, _)| {
-                    let row = seen.checked_sub(1).and_then(|s| self.seen.get(s as usize)).unwrap_or(&nothing);
-                    (ident.as_str(), row)
-                });
-                settled.push_str(if k == 0 { "[" } else { ",[" });
-                number_into(&mut settled, (*i).into());
-                settled.push(',');
-                out.write_json(&mut settled, target);
-                settled.push(',');
-                number_into(&mut settled, *elapsed);
-                settled.push(']');
+            let mut outcomes = Vec::new();
+            let (mut settled, mut times) = (vec![0; n], vec![0; n]);
+            for (i, out, elapsed) in &self.settled {
+                // An index out of range has no place in the columns, and a
+                // target's second outcome takes its first's (`targets`
+                // refuses both; the core makes neither).
+                let i = *i as usize;
+                let (Some((ident, seen, _)), Some(number), Some(time)) =
+                    (self.targets.get(i), settled.get_mut(i), times.get_mut(i))
+                else {
+                    continue;
+                };
+                let row = seen.checked_sub(1).and_then(|s| self.seen.get(s as usize)).unwrap_or(&nothing);
+                *number = number_in(&mut outcomes, out.to_json(Some((ident, row)))) + 1;
+                *time = *elapsed;
             }
-            settled.push(']');
-            o.push(("settled", settled));
+            let (mut states, mut polls, mut elapsed) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::new());
+            for ((t, number), time) in self.targets.iter().zip(&settled).zip(times) {
+                states.push(t.1.into());
+                polls.push(t.2.into());
+                if *number > 0 {
+                    elapsed.push(time);
+                }
+            }
+            o.push(("targets", idents(&mut self.targets.iter().map(|t| t.0.as_str()))));
+            // What an absent member reads as is left out: no rows, and
+            // columns of 0 (nothing seen, polled or settled yet).
+            if !self.seen.is_empty() {
+                o.push(("seen", list(self.seen.iter().map(|row| list(row.iter().map(opt))))));
+            }
+            if !outcomes.is_empty() {
+                o.push(("outcomes", list(outcomes.into_iter())));
+            }
+            column(&mut o, "states", &states);
+            column(&mut o, "polls", &polls);
+            column(&mut o, "settled", &settled);
+            column(&mut o, "elapsed", &elapsed);
         }
         if let Some(body) = &self.body {
             o.push(("body", body.clone()));
@@ -149,101 +188,9 @@ impl Checkpoint {
             }
             None => return Err(invalid("ironicWaitCheckpoint is missing: not a checkpoint")),
         }
-        let wait = match doc.get("wait").filter(|w| w.python_type() != "NoneType") {
-            Some(w) => Some(SavedWait {
-                expected: string(&w, "wait.expected")?,
-                timeout_us: number(&w, "wait.timeoutUs")?,
-                poll_interval_us: number(&w, "wait.pollIntervalUs")?,
-                settle: string(&w, "wait.settle")?,
-                fail_on_unexpected_state: boolean(&w, "wait.failOnUnexpectedState")?,
-                hold_is_terminal: boolean(&w, "wait.holdIsTerminal")?,
-                concurrency: count(&w, "wait.concurrency")?,
-                list_threshold: count(&w, "wait.listThreshold")?,
-                // Absent from checkpoints made before they were options.
-                list_mode: match w.get("listMode") {
-                    Some(_) => string(&w, "wait.listMode")?,
-                    None => "changes".into(),
-                },
-                scope: items(&w, "scope")?
-                    .iter()
-                    .map(|pair| match pair.items().as_deref() {
-                        Some([k, v]) => k.as_string().zip(v.as_string()),
-                        _ => None,
-                    })
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| invalid("wait.scope has pairs of strings"))?,
-                auto: match w.get("auto") {
-                    Some(_) => boolean(&w, "wait.auto")?,
-                    None => false,
-                },
-                budget: match w.get("budget") {
-                    Some(_) => number(&w, "wait.budget")?,
-                    None => 0,
-                },
-                diagnose: match w.get("diagnose") {
-                    Some(_) => boolean(&w, "wait.diagnose")?,
-                    None => false,
-                },
-            }),
-            None => None,
-        };
-        let seen_rows = items(doc, "seen")?
-            .iter()
-            .map(|row| match row.items().as_deref() {
-                Some([a, b, c]) => Ok([nullable(a, "seen")?, nullable(b, "seen")?, nullable(c, "seen")?]),
-                _ => Err(invalid("seen has rows of three")),
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        let targets = items(doc, "targets")?
-            .iter()
-            .map(|t| match t.items().as_deref() {
-                Some([ident, seen, polls]) => Ok((
-                    ident.as_string().ok_or_else(|| invalid("a target's identifier is not a string"))?,
-                    u32_of(seen, "a target's seen index")?,
-                    u32_of(polls, "a target's polls")?,
-                )),
-                _ => Err(invalid("targets has rows of three")),
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        // `0`: an accepted PUT whose node is the next of the targets.
-        let mut waited = targets.iter().map(|(ident, _, _)| ident);
-        let puts = items(doc, "puts")?
-            .iter()
-            .map(|p| {
-                let accepted = || Some(SavedOutcome { is: "accepted".into(), ..Default::default() });
-                if let Some(node) = p.as_string() {
-                    return Ok(SavedPut { node, body: None, outcome: accepted() });
-                }
-                if p.as_u64() == Some(0) {
-                    let node = waited.next().ok_or_else(|| invalid("more accepted PUTs than targets"))?.clone();
-                    return Ok(SavedPut { node, body: None, outcome: accepted() });
-                }
-                Ok(SavedPut {
-                    node: string(p, "puts[].node")?,
-                    body: p.get("body").map(|b| b.to_json()),
-                    outcome: p.get("outcome").map(|o| SavedOutcome::read(&o)).transpose()?,
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        let nothing = [None, None, None];
-        let settled = items(doc, "settled")?
-            .iter()
-            .map(|t| match t.items().as_deref() {
-                Some([index, outcome, elapsed]) => {
-                    let index = u32_of(index, "a settled index")?;
-                    let mut saved = SavedOutcome::read(outcome)?;
-                    // An index out of range is refused when the targets are read.
-                    if let Some((ident, seen, _)) = targets.get(index as usize) {
-                        let row = seen.checked_sub(1).and_then(|s| seen_rows.get(s as usize)).unwrap_or(&nothing);
-                        saved.fill(outcome, ident, row);
-                    }
-                    let elapsed = elapsed.as_u64().ok_or_else(|| invalid("a settled time is not a whole number"))?;
-                    Ok((index, saved, elapsed))
-                }
-                _ => Err(invalid("settled has rows of three")),
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        Ok(Checkpoint {
+        // The members of one value first (each way out drops what was read
+        // so far: one checkpoint, not many lists).
+        let mut cp = Checkpoint {
             endpoint: string(doc, "endpoint")?,
             method: string(doc, "method")?,
             started_at: number(doc, "startedAt")?,
@@ -253,41 +200,147 @@ impl Checkpoint {
             action: optional(doc, "action")?,
             concurrency: doc.get("concurrency").is_some().then(|| count(doc, "concurrency")).transpose()?,
             settle: optional(doc, "settle")?,
-            puts,
+            puts: Vec::new(),
             post: doc.get("post").filter(|p| p.python_type() != "NoneType").map(|p| p.to_json()),
-            wait,
-            seen: seen_rows,
-            targets,
-            settled,
+            wait: match doc.get("wait").filter(|w| w.python_type() != "NoneType") {
+                Some(w) => Some(SavedWait {
+                    expected: string(&w, "wait.expected")?,
+                    timeout_us: number(&w, "wait.timeoutUs")?,
+                    poll_interval_us: number(&w, "wait.pollIntervalUs")?,
+                    settle: string(&w, "wait.settle")?,
+                    fail_on_unexpected_state: boolean(&w, "wait.failOnUnexpectedState")?,
+                    hold_is_terminal: boolean(&w, "wait.holdIsTerminal")?,
+                    concurrency: count(&w, "wait.concurrency")?,
+                    list_threshold: count(&w, "wait.listThreshold")?,
+                    // Absent from checkpoints made before they were options.
+                    list_mode: match w.get("listMode") {
+                        Some(_) => string(&w, "wait.listMode")?,
+                        None => "changes".into(),
+                    },
+                    scope: items(&w, "scope")?
+                        .iter()
+                        .map(|pair| match pair.items().as_deref() {
+                            Some([k, v]) => k.as_string().zip(v.as_string()),
+                            _ => None,
+                        })
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| invalid("wait.scope has pairs of strings"))?,
+                    auto: match w.get("auto") {
+                        Some(_) => boolean(&w, "wait.auto")?,
+                        None => false,
+                    },
+                    budget: match w.get("budget") {
+                        Some(_) => number(&w, "wait.budget")?,
+                        None => 0,
+                    },
+                    diagnose: match w.get("diagnose") {
+                        Some(_) => boolean(&w, "wait.diagnose")?,
+                        None => false,
+                    },
+                }),
+                None => None,
+            },
+            seen: Vec::new(),
+            targets: Vec::new(),
+            settled: Vec::new(),
             body: doc.get("body").filter(|b| b.python_type() != "NoneType").map(|b| b.to_json()),
             outages: doc.get("outages").map(|_| small(doc, "outages")).transpose()?.unwrap_or(0),
-        })
+        };
+        for row in items(doc, "seen")? {
+            match row.items().as_deref() {
+                Some([a, b, c]) => cp.seen.push([nullable(a, "seen")?, nullable(b, "seen")?, nullable(c, "seen")?]),
+                _ => return Err(invalid("seen has rows of three")),
+            }
+        }
+        let idents = read_idents(doc, "targets")?;
+        let n = idents.len();
+        let states = read_column(doc, "states", n, u32::MAX.into())?;
+        let polls = read_column(doc, "polls", n, u32::MAX.into())?;
+        for ((ident, seen), polls) in idents.into_iter().zip(states).zip(polls) {
+            // `read_column` kept them within u32.
+            cp.targets.push((ident, seen as u32, polls as u32));
+        }
+        cp.puts = read_puts(doc, &cp.targets)?;
+        cp.settled = read_settled(doc, &cp.targets, &cp.seen)?;
+        Ok(cp)
     }
 }
 
+/// The PUTs: each an entry of `putTable`; its node the next of `nodes`,
+/// or, once the wait has begun, for an entry that is `"accepted"` alone,
+/// the next target.
+fn read_puts<D: Document>(doc: &D, targets: &[(String, u32, u32)]) -> Result<Vec<SavedPut>, Error> {
+    let (mut table, mut takes_target) = (Vec::new(), Vec::new());
+    for entry in items(doc, "putTable")? {
+        // An outcome's name alone, or an object with the body, the outcome
+        // or both (`get` finds no member in a name).
+        let outcome = match entry.python_type() {
+            "dict" => entry.get("outcome"),
+            _ => Some(entry.clone()),
+        };
+        let outcome = outcome.map(|o| SavedOutcome::read(&o)).transpose()?;
+        takes_target.push(!targets.is_empty() && entry.as_string().as_deref() == Some("accepted"));
+        table.push(SavedPut { node: String::new(), body: entry.get("body").map(|b| b.to_json()), outcome });
+    }
+    let nodes = read_idents(doc, "nodes")?;
+    // Each PUT has a node: no more PUTs than there are nodes to take.
+    let most = nodes.len() + targets.len();
+    let (mut nodes, mut waited) = (nodes.into_iter(), targets.iter());
+    let mut puts = Vec::new();
+    // Numbers from 1: `numbers` kept them within the table.
+    for k in numbers(doc, "puts", most, table.len() as u64)?.unwrap_or_default() {
+        let k = (k as usize).wrapping_sub(1);
+        let (Some(put), Some(takes_target)) = (table.get(k), takes_target.get(k)) else {
+            return Err(invalid("a PUT's number is not one of putTable's"));
+        };
+        let node = match takes_target {
+            true => waited.next().map(|t| t.0.clone()),
+            false => nodes.next(),
+        };
+        let node = node.ok_or_else(|| invalid("more PUTs than nodes and targets"))?;
+        puts.push(SavedPut { node, ..put.clone() });
+    }
+    match nodes.next() {
+        Some(_) => Err(invalid("more nodes than PUTs")),
+        None => Ok(puts),
+    }
+}
+
+/// The settled targets: for each target, 0 or the number of its outcome
+/// in `outcomes` (what its row says left out), and their times.
+fn read_settled<D: Document>(
+    doc: &D,
+    targets: &[(String, u32, u32)],
+    seen: &[[Option<String>; 3]],
+) -> Result<Vec<(u32, SavedOutcome, u64)>, Error> {
+    let docs = items(doc, "outcomes")?;
+    let mut outcomes = Vec::with_capacity(docs.len());
+    for d in &docs {
+        outcomes.push(SavedOutcome::read(d)?);
+    }
+    let numbers = read_column(doc, "settled", targets.len(), outcomes.len() as u64)?;
+    let mut times = read_column(doc, "elapsed", numbers.iter().filter(|&&k| k > 0).count(), u64::MAX)?.into_iter();
+    let nothing = [None, None, None];
+    let mut settled = Vec::new();
+    for (i, (k, (ident, row, _))) in numbers.into_iter().zip(targets).enumerate() {
+        // 0: not settled; `read_column` kept the others within the outcomes.
+        let k = (k as usize).wrapping_sub(1);
+        let (Some(d), Some(outcome)) = (docs.get(k), outcomes.get(k)) else { continue };
+        let row = row.checked_sub(1).and_then(|r| seen.get(r as usize)).unwrap_or(&nothing);
+        let mut saved = outcome.clone();
+        saved.fill(d, ident, row);
+        // As many times as settled targets: `read_column` saw to it.
+        settled.push((i as u32, saved, times.next().unwrap_or(0)));
+    }
+    Ok(settled)
+}
+
 impl SavedOutcome {
-    /// As JSON. In a settled row, what the target's own row says is left
-    /// out (its identifier; a failure's state and last error, as seen):
-    /// [`Checkpoint::read`] takes them from there.
-    /// An outcome that carries nothing but its name (is written as it).
-    fn is_bare(&self) -> bool {
-        let SavedOutcome { is: _, kind, message, status, request_id, ident, state, last_error, field, problem } = self;
-        status.is_none()
-            && [kind, message, request_id, ident, state, last_error, field, problem].iter().all(|v| v.is_none())
-    }
-
-    /// [`SavedOutcome::to_json`] at the end of `out`.
-    fn write_json(&self, out: &mut String, target: Option<(&str, &[Option<String>; 3])>) {
-        match self.is_bare() {
-            true => quote_into(out, &self.is),
-            false => out.push_str(&self.to_json(target)),
-        }
-    }
-
+    /// As JSON. For a settled target, what the target's own row says is
+    /// left out (its identifier; a failure's state and last error, as
+    /// seen): [`Checkpoint::read`] takes them from there. With nothing
+    /// left but its name, the outcome is its name alone.
     fn to_json(&self, target: Option<(&str, &[Option<String>; 3])>) -> String {
-        if self.is_bare() {
-            return quote(&self.is);
-        }
         let mut m = vec![("is", quote(&self.is))];
         let failure = self.is_failure();
         let ident = self.ident.as_ref().filter(|i| target.is_none_or(|(t, _)| t != i.as_str()));
@@ -319,7 +372,10 @@ impl SavedOutcome {
         if let Some(status) = self.status {
             m.push(("status", status.to_string()));
         }
-        object(&m)
+        match m.as_slice() {
+            [(_, is)] => is.clone(),
+            _ => object(&m),
+        }
     }
 
     fn is_failure(&self) -> bool {
@@ -401,10 +457,6 @@ fn count<D: Document>(d: &D, key: &str) -> Result<u32, Error> {
     }
 }
 
-fn u32_of<D: Document>(v: &D, what: &str) -> Result<u32, Error> {
-    v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| invalid(format_args!("{what} is not a whole number")))
-}
-
 fn boolean<D: Document>(d: &D, key: &str) -> Result<bool, Error> {
     let name = key.rsplit('.').next().unwrap_or(key);
     match d.get(name).map(|v| v.to_json()).as_deref() {
@@ -432,4 +484,251 @@ fn list(items: impl Iterator<Item = String>) -> String {
     }
     out.push(']');
     out
+}
+
+/// Identifiers: a UUID spelt as Ironic spells one (lowercase 8-4-4-4-12)
+/// is its 16 bytes, and a run of them one base64 string (unpadded) in a
+/// list of its own (22 characters a UUID, not 38); any other identifier
+/// (a name, a UUID spelt otherwise) is written as it is, so that each
+/// reads back exactly as the caller gave it.
+fn idents(idents: &mut dyn Iterator<Item = &str>) -> String {
+    let mut items = Vec::new();
+    let mut run = Vec::new();
+    for ident in idents {
+        match uuid_bytes(ident) {
+            Some(bytes) => run.extend_from_slice(&bytes),
+            None => {
+                packed(&mut items, &mut run);
+                items.push(quote(ident));
+            }
+        }
+    }
+    packed(&mut items, &mut run);
+    list(items.into_iter())
+}
+
+/// The UUIDs of `run`, packed, the next of `items`.
+fn packed(items: &mut Vec<String>, run: &mut Vec<u8>) {
+    if !run.is_empty() {
+        let mut packed = String::from("[\"");
+        base64_into(&mut packed, run);
+        packed.push_str("\"]");
+        items.push(packed);
+        run.clear();
+    }
+}
+
+/// Identifiers as [`idents`] writes them; a packed run must be whole
+/// UUIDs, in base64 as [`base64_into`] writes it.
+fn read_idents<D: Document>(d: &D, key: &str) -> Result<Vec<String>, Error> {
+    let mut out = Vec::new();
+    for item in items(d, key)? {
+        if let Some(ident) = item.as_string() {
+            out.push(ident);
+            continue;
+        }
+        let bytes = match item.items().as_deref() {
+            Some([packed]) => packed.as_string().and_then(|p| unbase64(&p)),
+            _ => None,
+        };
+        let uuids = bytes
+            .filter(|b| !b.is_empty() && b.len() % 16 == 0)
+            .ok_or_else(|| invalid(format_args!("{key} has identifiers, and UUIDs packed in base64 as [\"...\"]")))?;
+        for bytes in uuids.chunks_exact(16) {
+            let mut uuid = String::with_capacity(36);
+            for (i, b) in bytes.iter().enumerate() {
+                if matches!(i, 4 | 6 | 8 | 10) {
+                    uuid.push('-');
+                }
+                uuid.push(char::from(HEX[usize::from(b >> 4)]));
+                uuid.push(char::from(HEX[usize::from(b & 15)]));
+            }
+            out.push(uuid);
+        }
+    }
+    Ok(out)
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The bytes of a UUID spelt lowercase 8-4-4-4-12, and of nothing else.
+fn uuid_bytes(ident: &str) -> Option<[u8; 16]> {
+    let text = ident.as_bytes();
+    if text.len() != 36 {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    let mut digits = 0;
+    for (i, &c) in text.iter().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            if c != b'-' {
+                return None;
+            }
+            continue;
+        }
+        let v = HEX.iter().position(|&h| h == c)? as u8;
+        // 32 digits, each half a byte.
+        *bytes.get_mut(digits / 2)? |= v << (4 * (1 - digits % 2));
+        digits += 1;
+    }
+    Some(bytes)
+}
+
+/// The bytes `text` is the [`base64_into`] of; `None` for any other text (a
+/// character outside the alphabet, a length no bytes have, bits left
+/// over), so that what reads back writes the same text.
+fn unbase64(text: &str) -> Option<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(text.len() / 4 * 3 + 2);
+    let (mut bits, mut held) = (0u32, 0);
+    for c in text.bytes() {
+        bits = bits << 6 | BASE64.iter().position(|&b| b == c)? as u32;
+        held += 6;
+        if held >= 8 {
+            held -= 8;
+            bytes.push((bits >> held) as u8);
+            bits &= (1 << held) - 1;
+        }
+    }
+    let mut again = String::with_capacity(text.len());
+    base64_into(&mut again, &bytes);
+    (again == text).then_some(bytes)
+}
+
+/// Member `key`: numbers as a string, `n,n,n` or, a run of equal ones,
+/// `n*count` (one JSON value to read: in the wasm, each value read is a
+/// call into JS). Left out when all are 0, as an absent column reads.
+fn column<'a>(o: &mut Vec<(&'a str, String)>, key: &'a str, values: &[u64]) {
+    if values.iter().all(|&v| v == 0) {
+        return;
+    }
+    let mut out = String::from("\"");
+    let mut rest = values;
+    while let Some(&v) = rest.first() {
+        let count = rest.iter().take_while(|&&x| x == v).count();
+        rest = rest.get(count..).unwrap_or_default();
+        if out.len() > 1 {
+            out.push(',');
+        }
+        number_into(&mut out, v);
+        if count > 1 {
+            out.push('*');
+            number_into(&mut out, count as u64);
+        }
+    }
+    out.push('"');
+    o.push((key, out));
+}
+
+/// Numbers up to `max` as [`column`] writes them, at most `most` in
+/// all (a count is no licence to fill memory); `None` when absent.
+fn numbers<D: Document>(d: &D, key: &str, most: usize, max: u64) -> Result<Option<Vec<u64>>, Error> {
+    let Some(v) = d.get(key) else { return Ok(None) };
+    let bad =
+        || invalid(format_args!("{key} must be a string of numbers (n*count: a run), not too many nor too large"));
+    let text = v.as_string().ok_or_else(bad)?;
+    let mut out = Vec::new();
+    for item in text.split(',').filter(|_| !text.is_empty()) {
+        let (v, count) = item.split_once('*').unwrap_or((item, "1"));
+        let room = most.saturating_sub(out.len()) as u64;
+        match (v.parse::<u64>(), count.parse::<u64>()) {
+            // Within `most`: a usize.
+            (Ok(v), Ok(count)) if v <= max && count <= room => out.resize(out.len() + count as usize, v),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// One number up to `max` for each of `len` targets (or settled ones);
+/// absent, all 0.
+fn read_column<D: Document>(d: &D, key: &str, len: usize, max: u64) -> Result<Vec<u64>, Error> {
+    match numbers(d, key, len, max)? {
+        None => Ok(vec![0; len]),
+        Some(v) if v.len() == len => Ok(v),
+        Some(v) => Err(invalid(format_args!("{key} has {} numbers, not {len}", v.len()))),
+    }
+}
+
+/// `entry`'s number in `table`, added if it is not there yet. A table
+/// holds what targets share (a few outcomes, a PUT's body): searched, not
+/// hashed, for the wasm's size.
+fn number_in(table: &mut Vec<String>, entry: String) -> u64 {
+    let k = table.iter().position(|e| *e == entry).unwrap_or_else(|| {
+        table.push(entry);
+        table.len() - 1
+    });
+    k as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_reads_back_only_as_written() {
+        for len in 0..50usize {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 97 + len * 31) as u8).collect();
+            let mut text = String::new();
+            base64_into(&mut text, &bytes);
+            assert_eq!(text.len(), (len * 4).div_ceil(3));
+            assert_eq!(unbase64(&text).as_deref(), Some(&bytes[..]), "{text}");
+            // Any other spelling of the bytes, or of none, is refused.
+            for other in [format!("{text}="), format!("{text}A"), format!("{text}é"), text.replace('+', "-")] {
+                if other != text {
+                    assert!(unbase64(&other).is_none_or(|b| b != bytes), "{other}");
+                }
+            }
+        }
+        // 16 bytes: the last character's low 4 bits must be 0.
+        assert!(unbase64("AAAAAAAAAAAAAAAAAAAAAA").is_some());
+        assert!(unbase64("AAAAAAAAAAAAAAAAAAAAAB").is_none());
+        assert_eq!(unbase64("/+8"), Some(vec![0xff, 0xef]));
+    }
+
+    #[test]
+    fn a_uuid_is_bytes_only_spelt_lowercase_8_4_4_4_12() {
+        let uuid = "01234567-89ab-cdef-0f1e-2d3c4b5a6978";
+        let bytes = uuid_bytes(uuid).unwrap();
+        assert_eq!(bytes[..4], [0x01, 0x23, 0x45, 0x67]);
+        assert_eq!(read_idents(&serde_json::json!({"t": [["ASNFZ4mrze8PHi08S1ppeA"]]}), "t").unwrap(), [uuid]);
+        assert_eq!(
+            idents(&mut [uuid, "x", uuid, uuid].into_iter()),
+            r#"[["ASNFZ4mrze8PHi08S1ppeA"],"x",["ASNFZ4mrze8PHi08S1ppeAEjRWeJq83vDx4tPEtaaXg"]]"#
+        );
+        for other in [
+            "01234567-89AB-cdef-0f1e-2d3c4b5a6978",
+            "0123456789abcdef0f1e2d3c4b5a6978",
+            "01234567-89ab-cdef-0f1e-2d3c4b5a697",
+            "01234567-89ab-cdef-0f1e-2d3c4b5a69788",
+            "01234567-89ab-cdef-0f1e+2d3c4b5a6978",
+            "0123456789-ab-cdef-0f1e-2d3c4b5a6978",
+            "01234567-89ab-cdef-0f1e-2d3c4b5a69 8",
+            "01234567-89ab-cdef-0f1e-2d3c4b5a6é8",
+            "g1234567-89ab-cdef-0f1e-2d3c4b5a6978",
+        ] {
+            assert_eq!(uuid_bytes(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_column_is_numbers_in_a_string_runs_of_equal_ones_n_times_count() {
+        let write = |values: &[u64]| {
+            let mut o = Vec::new();
+            column(&mut o, "c", values);
+            o.pop().map(|(_, text)| text)
+        };
+        assert_eq!(write(&[]), None);
+        assert_eq!(write(&[0, 0]), None, "all 0: what an absent column reads as");
+        assert_eq!(write(&[1, 1, 1, 1, 2]).as_deref(), Some(r#""1*4,2""#));
+        assert_eq!(write(&[0, 10, 7, 7]).as_deref(), Some(r#""0,10,7*2""#));
+        let doc = serde_json::json!({"c": "1*4,2", "e": "", "bad": [["1*4,2"], 5, "1,,2", "1,", "1*", "*2", "1*2*3", "-1", "1 ", "x"]});
+        assert_eq!(read_column(&doc, "c", 5, 2).unwrap(), [1, 1, 1, 1, 2]);
+        assert!(read_column(&doc, "c", 5, 1).is_err(), "above the largest");
+        assert!(read_column(&doc, "c", 4, 2).is_err() && read_column(&doc, "c", 6, 2).is_err());
+        assert_eq!(read_column(&doc, "absent", 3, 2).unwrap(), [0, 0, 0]);
+        assert_eq!(read_column(&doc, "e", 0, 2).unwrap(), [0u64; 0]);
+        for bad in doc["bad"].as_array().unwrap() {
+            assert!(read_column(&serde_json::json!({ "c": bad }), "c", 5, 9).is_err(), "{bad}");
+        }
+    }
 }
