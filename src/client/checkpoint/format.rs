@@ -24,6 +24,21 @@
 //!   error). A PUT's entry is an outcome's name, or `{body, outcome}`; once
 //!   the wait has begun, a PUT whose entry is `"accepted"` is the next
 //!   target's, its node not written again.
+//!
+//! Measured (`tests/checkpoint.rs`: a wait whose nodes settle over 20
+//! rounds, neighbours in different ones, a tenth of them failing alike; KB
+//! of 1,024 bytes), at the start, with half settled and with all but one:
+//!
+//! | targets                 | start    | half     | all but one |
+//! | ----------------------- | -------- | -------- | ----------- |
+//! | 1,000 named `node-0001` | 13.1 KB  | 17.6 KB  | 20.6 KB     |
+//! | 1,000 UUIDs             | 21.3 KB  | 25.7 KB  | 28.7 KB     |
+//! | 10,000 UUIDs            | 208.8 KB | 251.0 KB | 281.2 KB    |
+//!
+//! (Format 1 wrote each target and each settled one as a row: 19.0, 30.5
+//! and 41.4 KB; 44.4, 55.9 and 66.8 KB; 439.9, 558.6 and 673.3 KB.) A
+//! failure's `last_error` that names its node is a row of `seen` of its
+//! own: a tenth of 1,000 nodes failing so adds about 11 KB.
 
 use crate::document::{number_into, object, quote, Document};
 use crate::error::Error;
