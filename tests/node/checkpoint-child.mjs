@@ -16,6 +16,7 @@
 // { ok: false, error }, errors as plain data (name, message, fields).
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { IronicClient } from 'ironic-wait';
+import { decodeCheckpoint } from '../support/checkpoint.mjs';
 
 const spec = JSON.parse(process.argv[2]);
 const client = new IronicClient({ endpoint: spec.url });
@@ -39,7 +40,7 @@ function onCheckpoint(checkpoint) {
   const tmp = `${spec.file}.tmp`;
   writeFileSync(tmp, checkpoint);
   renameSync(tmp, spec.file);
-  print(`checkpoint ${++written} ${JSON.parse(checkpoint).settled?.length ?? 0}`);
+  print(`checkpoint ${++written} ${decodeCheckpoint(checkpoint).settled.length}`);
 }
 
 let call;
