@@ -37,7 +37,7 @@
 
 import { OS_FLAGS, optionsFromEnvironment } from '../cli/settings.mjs';
 
-/** A request body larger than this is refused (a checkpoint of 10,000 UUIDs is about 450 KB). */
+/** A request body larger than this is refused (a checkpoint of 10,000 UUIDs is at most about 290 KB). */
 const MAX_BODY = 1024 * 1024;
 
 /** Waits due this soon are stepped in the same round: the client gathers them into one. */

@@ -38,8 +38,8 @@ export const PKG = join(ROOT, 'pkg');
 export const WASM_FILE = 'ironic_wait_bg.wasm';
 // The most pkg/'s wasm and JS may weigh (gzip -9): what every browser and
 // Worker downloads. It only goes down: a feature pays for its bytes
-// elsewhere. 153.2 KB measured on 2026-12-04 (docs/performance.md); the
-// CHANGELOG says what moved it (checkpoint format 2 made it 152.8 KB).
+// elsewhere. 152.8 KB measured on 2026-12-04 (docs/performance.md); the
+// CHANGELOG says what moved it.
 export const BUDGET_GZIP = 152.8 * 1024;
 
 export function gzipSize(bytes) {
