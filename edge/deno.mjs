@@ -9,7 +9,7 @@
 // node's latest state).
 //
 // Storage: each wait's record as JSON in KV, in parts of at most PART_BYTES
-// (a KV value is at most 64 KiB; a checkpoint of 10,000 nodes is ~450 KB):
+// (a KV value is at most 64 KiB; a checkpoint of 10,000 nodes is up to ~290 KB):
 //   ['ironic-wait', 'wait', id]                     { gen, parts }
 //   ['ironic-wait', 'part', 'wait', id, gen, i]     bytes of the JSON
 // A record is rewritten by writing a new generation of parts, then switching
