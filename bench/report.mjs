@@ -221,6 +221,7 @@ npm run bench -- --peers     # also python-ironicclient 6.3 and openstacksdk 4.2
 BENCH_PY=/path/to/python npm run bench   # the same with a Python that has them
 npm run bench -- --out /tmp/bench        # write somewhere else
 npm run bench -- --fleet                 # the fleet table only (F = 10,000 and 100,000): replaces the Fleet section
+npm run bench -- --server                # what each way of polling costs a real Ironic 39: replaces the Server cost section
 \`\`\`
 
 This run took ${run.minutes.toFixed(1)} minutes. See [bench/README.md](../bench/README.md).
