@@ -195,23 +195,30 @@ async function runServer(values, loadBefore) {
     if (!databases.every((d) => d === 'sqlite' || d === 'mariadb'))
       throw new Error(`--server-db: sqlite and/or mariadb, not ${values['server-db']}`);
     const getsMax = Number(values['server-gets-max']);
-    const result = await measureServer({ sizes, repeats, databases, getsMax, name: values.smoke ? 'server-bench-smoke' : 'server-bench' });
     const date = new Date().toISOString();
     const rawDir = join(ROOT, '.cache', 'server-bench');
     mkdirSync(rawDir, { recursive: true });
     const rawFile = join(rawDir, `server-${date.replace(/[:.]/g, '-')}.json`);
     rawFiles = [rawFile];
     const m = machine(null, null, loadBefore);
-    raw = {
-      result,
-      run: {
-        date,
-        command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-        machine: `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}`,
-        load: m.load,
-      },
+    const run = {
+      date,
+      command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+      machine: `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}`,
+      load: m.load,
     };
-    writeFileSync(rawFile, `${JSON.stringify(raw, null, 1)}\n`);
+    // Written after each size too: what a run killed half-way measured can still be reported (--server-report).
+    const save = (result) => writeFileSync(rawFile, `${JSON.stringify({ result, run }, null, 1)}\n`);
+    const result = await measureServer({
+      sizes,
+      repeats,
+      databases,
+      getsMax,
+      name: values.smoke ? 'server-bench-smoke' : 'server-bench',
+      onSize: save,
+    });
+    save(result);
+    raw = { result, run };
     console.error(`bench: every repeat of the server runs in ${rawFile}`);
   }
   const existing = existsSync(mdFile) ? readFileSync(mdFile, 'utf8') : '# Benchmarks\n';

@@ -514,7 +514,8 @@ async function measureSize({ db, name, n, repeats, getsMax, seed, say }) {
  * 'mariadb' (not run, and said so, where no mariadbd is installed). `name`:
  * Ironic's run folder (.cache/real-ironic/run/<name>) and ours
  * (.cache/server-bench/<name>), so that a smoke run and a full one do not
- * share them.
+ * share them. `onSize(result so far)` after each size: a long run killed
+ * half-way keeps what it measured.
  */
 export async function measureServer({
   sizes,
@@ -524,6 +525,7 @@ export async function measureServer({
   name = 'server-bench',
   seed = 10,
   say = (s) => console.error(`bench: ${s}`),
+  onSize = () => {},
 }) {
   const started = performance.now();
   const ironicVersion = execFileSync(PYTHON, ['-c', 'import importlib.metadata as m; print(m.version("ironic"))'], {
@@ -549,6 +551,8 @@ export async function measureServer({
           say(`${db.name}, N = ${n}: ${e.message}`);
           entry.sizes.push({ n, error: e.message });
         }
+        out.minutes = (performance.now() - started) / 60000;
+        onSize(out);
       }
     } finally {
       await db.stop();
