@@ -231,7 +231,8 @@ async function runServer(values, loadBefore) {
 
 /**
  * Raw files of several --server runs as one: each database's sizes together
- * (in order of N), the commands and loads side by side, the minutes added.
+ * (in order of N; a size measured again, the later run's), the commands and
+ * loads side by side, the minutes added.
  */
 function mergeServerRuns(raws) {
   const databases = [];
@@ -240,7 +241,11 @@ function mergeServerRuns(raws) {
       const known = databases.find((x) => x.name === d.name);
       if (!known) databases.push({ ...d, sizes: [...(d.sizes ?? [])] });
       else if (known.skipped && !d.skipped) Object.assign(known, { ...d, sizes: [...d.sizes] });
-      else if (!d.skipped) known.sizes.push(...d.sizes);
+      else if (!d.skipped) {
+        // A later run's figures for a size replace an earlier one's.
+        known.sizes = known.sizes.filter((x) => !d.sizes.some((y) => y.n === x.n));
+        known.sizes.push(...d.sizes);
+      }
     }
   }
   for (const d of databases) d.sizes?.sort((a, b) => a.n - b.n);

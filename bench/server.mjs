@@ -60,11 +60,13 @@ const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: '
  * the sum of each thread's scheduler run time (/proc/PID/task/TID/schedstat,
  * in ns: a quiet round costs a few ms, under the 10 ms tick of
  * /proc/PID/stat), and the ticks of /proc/PID/stat as well, which also count
- * threads that have ended (a check on the first).
+ * threads that have ended; `tids`, the threads, so that `cpuBetween` can
+ * tell when one ended in between.
  */
 export function groupCpu(pgid) {
   let sched = 0;
   let ticks = 0;
+  const tids = new Set();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     let stat;
@@ -86,12 +88,23 @@ export function groupCpu(pgid) {
     for (const tid of tasks) {
       try {
         sched += Number(readFileSync(`/proc/${name}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+        tids.add(tid);
       } catch {
         // ended
       }
     }
   }
-  return { sched, ticks };
+  return { sched, ticks, tids };
+}
+
+/**
+ * CPU ms between two `groupCpu` readings: the threads' run time, unless a
+ * thread ended in between (MariaDB ends connection threads), whose time
+ * the sum then loses: the ticks instead, which keep it.
+ */
+export function cpuBetween(a, b) {
+  for (const tid of a.tids) if (!b.tids.has(tid)) return b.ticks - a.ticks;
+  return b.sched - a.sched;
 }
 
 // ------------------------------------------------------------ the databases
@@ -254,9 +267,10 @@ async function measured(ironic, db, fn) {
   return {
     ...counts,
     wallMs,
-    apiMs: api1.sched - api0.sched,
+    apiMs: cpuBetween(api0, api1),
     apiTicksMs: api1.ticks - api0.ticks,
-    dbMs: db0 && db1.sched - db0.sched,
+    dbMs: db0 && cpuBetween(db0, db1),
+    dbTicksMs: db0 && db1.ticks - db0.ticks,
   };
 }
 
@@ -646,6 +660,14 @@ function perWait(size, hasDb) {
   return { ways, reconciles };
 }
 
+/** How long one POST /v1/nodes took, over the sizes and databases: "23" or "19-28". */
+function postRange(result) {
+  const ms = result.databases.flatMap((d) => d.sizes ?? []).flatMap((s) => (s.postMs ? [s.postMs] : []));
+  if (!ms.length) return '—';
+  const [lo, hi] = [Math.min(...ms).toFixed(0), Math.max(...ms).toFixed(0)];
+  return lo === hi ? lo : `${lo}-${hi}`;
+}
+
 /** The Server cost section (markers included) of a `measureServer` result and the run's details. */
 export function serverMarkdown(result, run) {
   const out = [SERVER_BEGIN, '## Server cost', ''];
@@ -658,14 +680,7 @@ export function serverMarkdown(result, run) {
       )} (${result.minutes.toFixed(1)} minutes${Array.isArray(run.command) ? ' in all' : ''}): ${run.machine}; 1-minute load average ${run.load} when ${Array.isArray(run.command) ? 'each' : 'the'} run began. ` +
       `Ironic ${result.ironicVersion} from PyPI, the all-in-one \`ironic\` process (API and conductor in one, one API worker), fake-hardware, no authentication ([scripts/real-ironic.mjs](../scripts/real-ironic.mjs)).`,
     '',
-    `What each way of polling costs Ironic for one round, measured at Ironic itself. A fleet of N nodes is written straight into Ironic's \`nodes\` table (a copy of a node made through \`POST /v1/nodes\`, with its own UUID, name, state and \`provision_updated_at\`; 60% \`active\`, 30% \`available\`, the rest \`manageable\`, \`enroll\` and failed states; stamps spread over 30 days): a POST took ${result.databases
-      .flatMap((d) => d.sizes ?? [])
-      .filter((s) => s.postMs)
-      .map((s) => `${s.postMs.toFixed(0)}`)
-      .filter((x, i, a) => a.indexOf(x) === i)
-      .join(
-        ', ',
-      )} ms, so 10,000 of them would take minutes. Then Ironic starts on it, every page is read once to warm it, and each round is sent from Node's \`fetch\`, one request at a time, ${result.repeats === 1 ? 'once' : `${result.repeats} times, the rows taking turns`}.`,
+    `What each way of polling costs Ironic for one round, measured at Ironic itself. A fleet of N nodes is written straight into Ironic's \`nodes\` table (a copy of a node made through \`POST /v1/nodes\`, with its own UUID, name, state and \`provision_updated_at\`; 60% \`active\`, 30% \`available\`, the rest \`manageable\`, \`enroll\` and failed states; stamps spread over 30 days): a POST took ${postRange(result)} ms, so 10,000 of them would take minutes, 100,000 most of an hour. Then Ironic starts on it, every page is read once to warm it, and each round is sent from Node's \`fetch\`, one request at a time, ${result.repeats === 1 ? 'once' : `${result.repeats} times, the rows taking turns`}.`,
     '',
     "- **GET /v1/nodes/{uuid} x W**: what python-ironicclient's `wait_for_provision_state` sends each round, the whole node (it asks for no `fields`), for W nodes spread over the fleet; ironic-wait does the same for a wait on fewer than `listThreshold` (50) nodes.",
     `- **full listing**: \`GET /v1/nodes?fields=${PACKAGE.feedFields}&limit=${PACKAGE.pageSize}\`, page after page by \`marker\`: the change feed's first and reconciling listings (\`listMode: 'list'\` asks the same without \`provision_updated_at\`, every round).`,
