@@ -550,7 +550,7 @@ export async function measureServer({
     if (which === 'mariadb' && !mariadbBinary()) {
       out.databases.push({
         name: 'MariaDB',
-        skipped: 'not run: no mariadbd or mysqld on this machine (Debian: `apt-get install mariadb-server`)',
+        skipped: 'not run: neither mariadbd nor mysqld is installed (Debian: `apt-get install mariadb-server`)',
       });
       continue;
     }
