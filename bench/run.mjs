@@ -36,6 +36,14 @@ import { clientCommand, measureWait } from './wait.mjs';
 
 const PEERS = ['python-ironicclient', 'openstacksdk'];
 
+/** How this run was started, as the report says it: without `--out DIR`, which says where it wrote, not what it measured. */
+function commandLine() {
+  const args = process.argv.slice(2);
+  const out = args.indexOf('--out');
+  if (out >= 0) args.splice(out, 2);
+  return `npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`;
+}
+
 await main('bench', async () => {
   const started = performance.now();
   // Other work on the machine slows everything measured here: the report says how much there was.
@@ -142,7 +150,7 @@ await main('bench', async () => {
 
   const run = {
     date: new Date().toISOString(),
-    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    command: commandLine(),
     variant,
     machine: machine(python, peerInfo, loadBefore),
     build: build(),
@@ -203,7 +211,7 @@ async function runServer(values, loadBefore) {
     const m = machine(null, null, loadBefore);
     const run = {
       date,
-      command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+      command: commandLine(),
       machine: `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}`,
       load: m.load,
     };
@@ -355,7 +363,7 @@ async function runFleet({ sizes, kSizes, variant, python, peerInfo, peersMax, lo
   const strip = (byClient) => Object.fromEntries(Object.entries(byClient).map(([c, { roundLog, ...r }]) => [c, r]));
   return {
     date,
-    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    command: commandLine(),
     variant,
     machine: machine(python, peerInfo, loadBefore),
     build: build(),
