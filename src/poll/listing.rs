@@ -350,7 +350,7 @@ impl<D: Document> Loop<D> {
                 }
                 // An entry the target was judged on already decides the
                 // same again: not read again.
-                if wait.judged_on(target, seq) {
+                if wait.was_judged_on(target, seq) {
                     wait.deliver(p, Check::Same);
                     continue;
                 }

@@ -405,10 +405,17 @@ impl<D: Document> Wait<D> {
         }
     }
 
-    /// Target `index` is judged on the feed's entry `seq`: whether it was
-    /// judged on that very entry already (see `Check::Same`).
-    pub(crate) fn judged_on(&mut self, index: usize, seq: u64) -> bool {
-        std::mem::replace(&mut self.targets[index].judged_seq, seq) == seq
+    /// Whether target `index` was last judged on the feed's entry `seq`
+    /// (see `Check::Same`).
+    pub(crate) fn was_judged_on(&self, index: usize, seq: u64) -> bool {
+        self.targets.get(index).is_some_and(|t| t.judged_seq == seq)
+    }
+
+    /// Target `index` is judged on the feed's entry `seq`.
+    pub(crate) fn judged_on(&mut self, index: usize, seq: u64) {
+        if let Some(t) = self.targets.get_mut(index) {
+            t.judged_seq = seq;
+        }
     }
 
     /// Target `index`'s entry in the feed (0: none), as of `feed_view`.
