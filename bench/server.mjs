@@ -19,25 +19,26 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { tables } from '../pkg/node.js';
 import { ROOT } from '../scripts/lib.mjs';
 import { exec, PYTHON, startIronic, supervise, VENV } from '../scripts/real-ironic.mjs';
 
 export const SERVER_BEGIN = '<!-- server: made by `npm run bench -- --server`; a run without it keeps it -->';
 export const SERVER_END = '<!-- /server -->';
 
-/** The package's own figures the rounds copy (src/ironic/mod.rs, src/poll/mod.rs, feed.rs, wait.rs). */
+const { defaults } = tables();
+/** What the rounds send as the package sends it: its defaults from `tables()`, and figures of the feed that are not in it (src/poll/feed.rs, src/ironic/mod.rs). */
 export const PACKAGE = {
   // FEED_FIELDS: what a changes round and the feed's full listing ask for.
   feedFields: 'uuid,name,provision_state,target_provision_state,last_error,provision_updated_at',
-  // MAX_PAGE_SIZE, the default pageSize.
-  pageSize: 1000,
+  pageSize: defaults.pageSize,
   // MIN_FIRST_PAGE: a changes round's first page after a quiet round.
   minFirstPage: 20,
-  // A wait on fewer nodes than this GETs each node (listThreshold's default).
-  listThreshold: 50,
+  // A wait on fewer nodes than this GETs each node.
+  listThreshold: defaults.listThreshold,
   // RECONCILE_MS: a full listing every (its pages) x this.
   reconcileMs: 60_000,
-  pollInterval: 2,
+  pollInterval: defaults.pollInterval,
 };
 
 /** The shares of the fleet that move before a busy round. */
@@ -601,8 +602,14 @@ function label(row, n) {
   switch (row.kind) {
     case 'gets': {
       const which =
-        row.w === n ? 'every node' : row.w === Math.round(n / 10) ? 'a tenth of the fleet' : `the largest wait the default polls by GETs`;
-      return `GET /v1/nodes/{uuid} x ${t(row.w)} (${which})`;
+        row.w === n
+          ? ' (every node)'
+          : row.w === Math.round(n / 10)
+            ? ' (a tenth of the fleet)'
+            : row.w === PACKAGE.listThreshold - 1
+              ? ' (the largest wait the default polls by GETs)'
+              : '';
+      return `GET /v1/nodes/{uuid} x ${t(row.w)}${which}`;
     }
     case 'full': {
       // A full last page is followed by an empty one: Ironic cannot say there is no more.
@@ -682,7 +689,7 @@ export function serverMarkdown(result, run) {
     '',
     `What each way of polling costs Ironic for one round, measured at Ironic itself. A fleet of N nodes is written straight into Ironic's \`nodes\` table (a copy of a node made through \`POST /v1/nodes\`, with its own UUID, name, state and \`provision_updated_at\`; 60% \`active\`, 30% \`available\`, the rest \`manageable\`, \`enroll\` and failed states; stamps spread over 30 days): a POST took ${postRange(result)} ms, so 10,000 of them would take minutes, 100,000 most of an hour. Then Ironic starts on it, every page is read once to warm it, and each round is sent from Node's \`fetch\`, one request at a time, ${result.repeats === 1 ? 'once' : `${result.repeats} times, the rows taking turns`}.`,
     '',
-    "- **GET /v1/nodes/{uuid} x W**: what python-ironicclient's `wait_for_provision_state` sends each round, the whole node (it asks for no `fields`), for W nodes spread over the fleet; ironic-wait does the same for a wait on fewer than `listThreshold` (50) nodes.",
+    `- **GET /v1/nodes/{uuid} x W**: what python-ironicclient's \`wait_for_provision_state\` sends each round, the whole node (it asks for no \`fields\`), for W nodes spread over the fleet; ironic-wait does the same, with only the fields it needs, for a wait on fewer than \`listThreshold\` (${PACKAGE.listThreshold}) nodes.`,
     `- **full listing**: \`GET /v1/nodes?fields=${PACKAGE.feedFields}&limit=${PACKAGE.pageSize}\`, page after page by \`marker\`: the change feed's first and reconciling listings (\`listMode: 'list'\` asks the same without \`provision_updated_at\`, every round).`,
     `- **change feed**: the same newest first (\`&sort_key=provision_updated_at&sort_dir=desc\`), paged until an entry is not newer than the last round's newest, as the package pages it: a first page of 1.5 x (what the last round read) + ${PACKAGE.minFirstPage} entries, then ${PACKAGE.pageSize}. A **quiet round** follows a quiet round and finds nothing. A **busy round** follows a quiet round and finds M nodes moved (1% or 10% of the fleet, \`available\` <-> \`manageable\`, by an SQL UPDATE of their state and \`provision_updated_at\` from another process: what \`manage\` or \`provide\` would leave, without the conductor's own work). A **churn round** follows the busy round and finds M more: a round of a fleet where M nodes move every round.`,
     '',

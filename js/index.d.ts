@@ -104,7 +104,7 @@ export interface Tables {
    *   watches);
    * - `allocationPollInterval` (1): between the checks of an allocation wait;
    * - `concurrency` (8): requests in flight at once;
-   * - `listThreshold` (50): unfinished nodes from which a round lists the nodes rather than getting each;
+   * - `listThreshold` (10): unfinished nodes from which a round lists the nodes rather than getting each;
    * - `pageSize` (1000): nodes asked for in each page of a list;
    * - `requestTimeout` (60): how long one request may take;
    * - `maxRetries` (5) and `retryInterval` (2): the retries of a 409, a 503 or a connection failure;
@@ -117,7 +117,7 @@ export interface Tables {
     allocationPollInterval: number;
     /** Requests in flight at once (`concurrency`): 8. */
     concurrency: number;
-    /** Unfinished nodes from which a round lists the nodes rather than getting each (`listThreshold`): 50. */
+    /** Unfinished nodes from which a round lists the nodes rather than getting each (`listThreshold`): 10. */
     listThreshold: number;
     /** Nodes asked for in each page of a list: 1000. */
     pageSize: number;
@@ -428,7 +428,7 @@ export interface WaitTuning {
   /** Requests in flight at once (default 8). */
   concurrency?: number;
   /**
-   * From this many unfinished nodes on, one paginated list per round replaces per-node GETs (default 50); after a
+   * From this many unfinished nodes on, one paginated list per round replaces per-node GETs (default 10); after a
    * list, rounds keep listing while it takes fewer requests than the unfinished nodes.
    */
   listThreshold?: number;

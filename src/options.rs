@@ -462,7 +462,7 @@ mod tests {
     #[test]
     fn wait_tuning_has_its_defaults_and_bounds() {
         let (_, w) = provision(json!({"wait": true})).unwrap();
-        assert_eq!((w.settle, w.concurrency, w.list_threshold), (Settle::FirstFailure, 8, 50));
+        assert_eq!((w.settle, w.concurrency, w.list_threshold), (Settle::FirstFailure, 8, 10));
         assert!(w.fail_on_unexpected_state && !w.hold_is_terminal && !w.diagnose && !w.auto);
         assert_eq!(w.list_mode, ListMode::Changes);
         let (_, w) = provision(json!({"wait": true, "pollInterval": "auto", "budget": 60, "settle": "all"})).unwrap();

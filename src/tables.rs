@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(t["outageDelays"], json!([2, 4, 8, 16, 32, 64, 128, 256, 300]));
         assert_eq!(
             t["defaults"],
-            json!({"pollInterval": 2, "allocationPollInterval": 1, "concurrency": 8, "listThreshold": 50, "pageSize": 1000,
+            json!({"pollInterval": 2, "allocationPollInterval": 1, "concurrency": 8, "listThreshold": 10, "pageSize": 1000,
                    "requestTimeout": 60, "maxRetries": 5, "retryInterval": 2, "maxResponseBytes": 16 * 1024 * 1024})
         );
         assert_eq!(

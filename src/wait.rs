@@ -157,7 +157,7 @@ impl WaitOptions {
             hold_is_terminal: false,
             settle: Settle::FirstFailure,
             concurrency: DEFAULT_CONCURRENCY,
-            list_threshold: 50,
+            list_threshold: 10,
             page_size: MAX_PAGE_SIZE,
             list_mode: ListMode::Changes,
             scope: Scope::default(),

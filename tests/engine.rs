@@ -489,15 +489,29 @@ fn the_concurrency_cap_bounds_requests_in_flight() {
     let fleet: Vec<(&str, Vec<Answer>)> = idents.iter().map(|n| (n.as_str(), vec![State("active")])).collect();
     let mut fake = FakeIronic::new(&fleet);
     fake.latency = 10;
-    let t = drive(WaitOptions::nodes(idents.clone(), "active"), &mut fake);
+    // A GET a node, however many: what the cap bounds.
+    let gets = || WaitOptions { list_threshold: usize::MAX, ..WaitOptions::nodes(idents.clone(), "active") };
+    let t = drive(gets(), &mut fake);
     assert_eq!(t.max_in_flight, 8);
     assert_eq!(t.sent.len(), 20);
     assert_eq!(t.instants().iter().filter(|&&i| i == 0).count(), 8);
-    let t = drive(
-        WaitOptions { concurrency: 3, ..WaitOptions::nodes(idents.clone(), "active") },
-        &mut FakeIronic::new(&fleet),
-    );
+    let t = drive(WaitOptions { concurrency: 3, ..gets() }, &mut FakeIronic::new(&fleet));
     assert_eq!(t.max_in_flight, 3);
+}
+
+#[test]
+fn from_ten_unsettled_nodes_a_round_lists() {
+    // A GET costs Ironic about what 30 entries of a listing do, and the
+    // change feed's quiet round about one GET: from 10 nodes on, a wait of
+    // a few minutes costs a fleet of up to 10,000 nodes less by listing.
+    let first_round = |n: usize| {
+        let idents = names(n);
+        let fleet: Vec<(&str, Vec<Answer>)> = idents.iter().map(|n| (n.as_str(), vec![State("active")])).collect();
+        let t = drive(WaitOptions::nodes(idents.clone(), "active"), &mut FakeIronic::new(&fleet));
+        t.sent.iter().map(|(_, path)| path.starts_with("/v1/nodes?")).collect::<Vec<_>>()
+    };
+    assert_eq!(first_round(9), [false; 9]);
+    assert_eq!(first_round(10), [true]);
 }
 
 #[test]
