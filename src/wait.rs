@@ -96,6 +96,12 @@ pub struct WaitOptions {
     /// After the wait, each failed node's last history events are read
     /// (see `client::call::diagnose`).
     pub diagnose: bool,
+    /// Every target was just sent an action Ironic accepted: what was read
+    /// of it before the wait began is no answer (the change feed may hold
+    /// an entry from before the PUT, or miss the PUT's change when its
+    /// commit lags its stamp), so each target is first judged on what a
+    /// listing of the wait's own rounds read, or on a GET.
+    pub moved: bool,
 }
 
 impl WaitOptions {
@@ -165,6 +171,7 @@ impl WaitOptions {
             retry: RetryPolicy::default(),
             request_timeout: REQUEST_TIMEOUT,
             diagnose: false,
+            moved: false,
         }
     }
 

@@ -472,6 +472,45 @@ fn a_change_committed_late_with_an_earlier_stamp_is_still_seen() {
 }
 
 #[test]
+fn a_node_just_sent_an_action_is_not_judged_on_what_the_feed_read_before() {
+    // One wait keeps the feed going on nodes 0..20. At 10 s a deploy of
+    // nodes 20..40 is accepted: their move is stamped 4 s but committed at
+    // 10 s, past the overlap below the watermark (node 50's 7 s), so no
+    // changes page has it; the feed still holds them `available`, a stable
+    // state that would fail a wait for `active` at once. The wait that sent
+    // the deploy gets them instead, until the feed reads them again.
+    let mut fleet = Fleet::new(100);
+    fleet.deploy(0..20, 60_000);
+    fleet.change(50, 7_000, "wait call-back", 0);
+    // Pages of 20, and changes stamped in between to fill the pages a
+    // changes round reads before it would come to nodes 20..40.
+    for i in 60..100 {
+        fleet.change(i, 5_000 + (i as u64 - 60) * 45, "wait call-back", 0);
+    }
+    for i in 20..40 {
+        fleet.change(i, 4_000, "deploying", 6_000);
+        fleet.change(i, 20_000, "active", 0);
+    }
+    let paged = |o| WaitOptions { page_size: 20, ..o };
+    let joins = |moved| {
+        vec![
+            Join::at(0, paged(wait_on(0..20, 0.0))),
+            Join::at(10_000, paged(WaitOptions { moved, ..wait_on(20..40, 0.0) })),
+        ]
+    };
+    let r = run(&mut fleet.clone(), joins(false), 0);
+    assert_eq!(r.reports[1].targets[0].outcome.name(), "unexpected-stable", "a wait that sent nothing trusts the feed");
+    let r = run(&mut fleet, joins(true), 0);
+    let at = r.reports[1].targets.iter().map(|t| (t.outcome.clone(), t.elapsed_ms)).collect::<Vec<_>>();
+    assert_eq!(at, vec![(Outcome::Reached, 10_000); 20], "seen deploying, then active at 20 s");
+    // Got each round until the feed reads a change of theirs (at 20 s):
+    // the change it missed is read again only by a reconciling listing.
+    let gets: Vec<_> = fleet.log.iter().filter(|(_, p)| p.starts_with("/v1/nodes/")).collect();
+    assert_eq!(gets.len(), 20 * 5, "{gets:?}");
+    assert!(gets.iter().all(|(t, p)| (10_000..20_000).contains(t) && (20..40).any(|i| p.contains(&uuid(i)))));
+}
+
+#[test]
 fn a_node_deleted_is_found_missing_at_the_next_full_listing() {
     let mut fleet = Fleet::new(1_500);
     fleet.deploy(0..50, 400_000);

@@ -52,6 +52,9 @@ pub(super) struct Listing {
     pub(super) ended: bool,
     /// When it began.
     pub(super) began: Millis,
+    /// The number of the first entry the feed absorbs from it (see
+    /// `Feed::view`): the entries before were read before it began.
+    pub(super) first_seq: u64,
 }
 
 impl Listing {
@@ -334,6 +337,9 @@ impl<D: Document> Loop<D> {
                     while let Some(target) = wait.due_target(p) {
                         let ident = &wait.options.idents[target];
                         let seq = feed.find(ident, requests::is_uuid_like(ident)).map_or(0, |c| c.seq);
+                        // An entry from before this round is no answer for
+                        // a node just sent an action: it is got instead.
+                        let seq = if seq < listing.first_seq && !wait.takes_older_entries(target) { 0 } else { seq };
                         if let Some(at) = wait.feed_seq_mut(target) {
                             *at = seq;
                         }

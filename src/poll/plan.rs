@@ -115,6 +115,7 @@ impl<D: Document> Loop<D> {
                 ListKind::Changes { .. } => g.feed.first_page(page_size),
                 ListKind::Full { .. } => page_size,
             };
+            let first_seq = g.feed.view().1;
             if let ListKind::Full { .. } = kind {
                 for &id in &waits {
                     if let Some(w) = self.watcher_mut(id) {
@@ -136,6 +137,7 @@ impl<D: Document> Loop<D> {
                 newest: None,
                 ended: false,
                 began: now,
+                first_seq,
             });
         }
         listings

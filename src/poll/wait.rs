@@ -411,6 +411,13 @@ impl<D: Document> Wait<D> {
         self.targets.get(index).is_some_and(|t| t.judged_seq == seq)
     }
 
+    /// Whether target `index` may be judged on a feed entry read before
+    /// the wait's first listing: not if an action was just sent it and
+    /// it was never checked since (see `WaitOptions::moved`).
+    pub(crate) fn takes_older_entries(&self, index: usize) -> bool {
+        !self.options.moved || self.targets.get(index).is_some_and(|t| t.polls > 0)
+    }
+
     /// Target `index` is judged on the feed's entry `seq`.
     pub(crate) fn judged_on(&mut self, index: usize, seq: u64) {
         if let Some(t) = self.targets.get_mut(index) {

@@ -124,7 +124,7 @@ impl<D: Document> Call<D> {
             p.idents.iter().zip(&settled).filter(|(_, s)| s.is_none()).map(|(i, _)| i.clone()).collect();
         match p.wait.take() {
             Some(w) if !pending.is_empty() => {
-                let options = WaitOptions { idents: pending, ..w };
+                let options = WaitOptions { idents: pending, moved: true, ..w };
                 self.phase = Phase::Wait(Box::new(Wait::new(options, settled, false)));
                 self.began_waiting(session, out, poll, now);
                 None

@@ -158,7 +158,7 @@ impl<D: Document> Call<D> {
                     None => return Err(invalid("a PUT left unsent ends a first-failure wait")),
                 });
             }
-            let options = WaitOptions { idents: pending, ..w.clone() };
+            let options = WaitOptions { idents: pending, moved: true, ..w.clone() };
             return self.wait_phase(cp, options, settled, false, started);
         }
         if !cp.targets.is_empty() {
