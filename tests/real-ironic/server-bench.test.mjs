@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { tables } from 'ironic-wait';
 import { SERVER_BEGIN, SERVER_END } from '../../bench/server.mjs';
 import { tableAfter } from '../support/markdown.mjs';
 
@@ -39,8 +40,8 @@ test('npm run bench -- --server --smoke writes the Server cost section in place'
     const [head, ...rows] = tableAfter(md, '### SQLite, N = 200');
     assert.deepEqual(head, ['round', 'requests', 'entries', 'KB', 'wall ms', 'Ironic CPU ms']);
     for (const start of [
+      `GET /v1/nodes/{uuid} x ${tables().defaults.listThreshold - 1} (the largest wait the default polls by GETs)`,
       'GET /v1/nodes/{uuid} x 20 ',
-      'GET /v1/nodes/{uuid} x 49 ',
       'GET /v1/nodes/{uuid} x 200 ',
       'full listing',
       'change feed: quiet round',
