@@ -19,14 +19,17 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { tables } from '../pkg/node.js';
 import { ROOT } from '../scripts/lib.mjs';
 import { exec, PYTHON, startIronic, supervise, VENV } from '../scripts/real-ironic.mjs';
 
 export const SERVER_BEGIN = '<!-- server: made by `npm run bench -- --server`; a run without it keeps it -->';
 export const SERVER_END = '<!-- /server -->';
 
-const { defaults } = tables();
+// Read from the built package; without pkg/ run.mjs stops first and says so.
+const { defaults } = await import('../pkg/node.js').then(
+  (m) => m.tables(),
+  () => ({ defaults: {} }),
+);
 /** What the rounds send as the package sends it: its defaults from `tables()`, and figures of the feed that are not in it (src/poll/feed.rs, src/ironic/mod.rs). */
 export const PACKAGE = {
   // FEED_FIELDS: what a changes round and the feed's full listing ask for.
