@@ -36,6 +36,9 @@ const WASM_FEATURES = ['bulk-memory', 'nontrapping-float-to-int', 'sign-ext', 'm
 // converges, then merging the functions it made alike and -Oz once more,
 // takes 10 s more and 0.56 KB off (measured on 2026-12-04: 153,301 bytes of
 // gzip against 153,877, before the import names are shortened).
+// IRONIC_WAIT_WASM_NAMES=1 keeps the functions' names (a larger wasm, for
+// profiles that name the wasm's frames: see bench/README.md), never for a release.
+const KEEP_NAMES = process.env.IRONIC_WAIT_WASM_NAMES === '1' ? ['-g'] : [];
 const WASM_OPT_ARGS = [
   '--merge-similar-functions',
   '--flatten',
@@ -46,6 +49,7 @@ const WASM_OPT_ARGS = [
   '-Oz',
   '--strip-producers',
   ...WASM_FEATURES.map((f) => `--enable-${f}`),
+  ...KEEP_NAMES,
 ];
 
 await main('build', async () => {
@@ -235,9 +239,13 @@ function bindgenAndOptimise() {
 // a dot), or the build stops.
 function shortenWasmNames(wasm, glue) {
   const features = WASM_FEATURES.map((f) => `--enable-${f}`);
-  const printed = execFileSync(process.execPath, [WASM_OPT, wasm, '--minify-imports-and-exports-and-modules', ...features, '-o', wasm], {
-    encoding: 'utf8',
-  });
+  const printed = execFileSync(
+    process.execPath,
+    [WASM_OPT, wasm, '--minify-imports-and-exports-and-modules', ...features, ...KEEP_NAMES, '-o', wasm],
+    {
+      encoding: 'utf8',
+    },
+  );
   const map = JSON.parse(printed.slice(printed.indexOf('{')));
   const modules = new Set(WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(wasm))).map((i) => i.module));
   if (modules.size !== 1) throw new Error(`shortening wasm names: ${modules.size} import modules, not 1`);
