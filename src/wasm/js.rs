@@ -6,9 +6,8 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 extern "C" {
-    /// The global `fetch` of a request gloo-net built (see `io::fetch` for
-    /// why not gloo-net's own `send`); `catch` turns a synchronous throw (no
-    /// fetch in this runtime) into an `Err` instead of a trap.
+    /// The global `fetch` (see `io::start`); `catch` turns a synchronous
+    /// throw (no fetch in this runtime) into an `Err` instead of a trap.
     #[wasm_bindgen(catch, js_name = fetch)]
     pub fn fetch(request: &web_sys::Request) -> Result<js_sys::Promise, JsValue>;
     /// A monotonic clock: waits must not stretch or shrink when the wall
