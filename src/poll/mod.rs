@@ -284,13 +284,15 @@ impl<D: Document> Loop<D> {
     pub fn leave(&mut self, id: WaitId) -> Option<Wait<D>> {
         let i = self.waits.iter().position(|(w, _)| *w == id)?;
         let (_, wait) = self.waits.remove(i);
-        for map in [&mut self.index.by_uuid, &mut self.index.by_name] {
-            for ident in wait.idents() {
-                if let Some(targets) = map.get_mut(ident) {
-                    targets.retain(|(w, _)| *w != id);
-                    if targets.is_empty() {
-                        map.remove(ident);
-                    }
+        // One lookup an identifier, in its own map, when no other wait has
+        // it (the usual case): at 10,000 targets this was most of the
+        // time a wait took to leave.
+        for ident in wait.idents() {
+            let map = if requests::is_uuid_like(ident) { &mut self.index.by_uuid } else { &mut self.index.by_name };
+            if let Some((key, mut targets)) = map.remove_entry(ident) {
+                targets.retain(|(w, _)| *w != id);
+                if !targets.is_empty() {
+                    map.insert(key, targets);
                 }
             }
         }
