@@ -678,6 +678,11 @@ export type StepResult<M extends WaitMethod = WaitMethod> =
       error: null;
       /** With `retryOutages`: the outage this step's round was lost to (`checkpoint` is the one it began from). */
       outage?: IronicWaitError;
+      /**
+       * False when `checkpoint` is the one the step was given (a step with a `key` whose round moved nothing but the
+       * wait's counts): there is nothing new to store.
+       */
+      changed: boolean;
     }
   | {
       /** Null: the call is over. */
@@ -1064,7 +1069,7 @@ export class IronicClient {
    * call's answer, with `error` when it failed (not thrown, so that a loop can keep it). `onProgress` gets the events
    * of the step's round.
    * @param checkpoint A checkpoint's text, as `checkpoint`, `onCheckpoint` or an earlier step gave it.
-   * @param options `onProgress` for the events of the step's round, `retryOutages`, `signal`.
+   * @param options `onProgress` for the events of the step's round, `retryOutages`, `key`, `signal`.
    * @example
    * ```js
    * let checkpoint = client.checkpoint('waitForProvisionState', ['node-1'], 'available', { timeout: 600 });
@@ -1090,8 +1095,29 @@ export class IronicClient {
        * outlive an Ironic restart.
        */
       retryOutages?: boolean;
+      /**
+       * The caller's name for the wait (at most 256 bytes), for a caller that steps many waits on one client: the
+       * client keeps the wait's state in memory between its steps, so that a step given the checkpoint the last step
+       * of `key` answered goes on without reading it, and answers `changed: false` with that same checkpoint when
+       * only the wait's counts moved (the stored one is still a checkpoint to go on from, in any process: it ends
+       * the wait the same way, its report counting polls and requests from there). A step given another checkpoint
+       * reads it, as without a key. The state goes when the call ends, or with `forget(key)`.
+       */
+      key?: string;
     },
   ): Promise<StepResult<M>>;
+  /**
+   * Drops the state kept in memory for the steps of `key` (see `step`'s `key`): for a wait given up between steps.
+   * @param key The wait's name, as given to `step`.
+   * @example
+   * ```js
+   * const checkpoint = client.checkpoint('waitForProvisionState', ['node-1'], 'available', { timeout: 600 });
+   * const result = await client.step(checkpoint, { key: 'wait-1' });
+   * console.log(result.checkpoint === null ? "over" : `changed: ${result.changed}`);
+   * client.forget('wait-1'); // given up: nothing of it is kept
+   * ```
+   */
+  forget(key: string): void;
   /**
    * The API microversion in use, negotiated first if needed.
    * @param options `signal`, to abort the call.

@@ -657,10 +657,18 @@ export class IronicClient {
    */
   async step(checkpoint, options) {
     const answer = await this.#run('step', () => [checkpointText(checkpoint)], options);
+    // Only counts moved (a step with a `key`): the checkpoint given goes on.
+    if (answer.changed === false) answer.checkpoint = checkpoint;
     if (answer.error) answer.error = toError(answer.error);
     if (answer.outage) answer.outage = toError(answer.outage);
     if (answer.report) answer.report = withErrors(answer.report);
     return answer;
+  }
+
+  /** Drops the state kept in memory for the steps of `key` (a wait given up). */
+  forget(key) {
+    if (typeof key !== 'string') throw refuse('key must be a string');
+    this.#raw.forget(key);
   }
 }
 

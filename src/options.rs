@@ -295,8 +295,9 @@ pub const RESUME: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value), 
 /// `step(checkpoint, options)`: one step; its checkpoint is in its
 /// answer, the events of its round go to `onProgress`; `retryOutages`: a
 /// round lost to an outage is taken again later rather than ending the
-/// call.
-pub const STEP: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value), ("retryOutages", Flag)];
+/// call; `key`: the caller's name of the wait, whose state the client
+/// keeps between its steps (`crate::client::Client::step`).
+pub const STEP: &[(&str, Kind)] = &[("signal", Value), ("onProgress", Value), ("retryOutages", Flag), ("key", Text)];
 
 // ---- the options as the core takes them ----------------------------------
 

@@ -1040,6 +1040,164 @@ fn a_step_loop_from_each_checkpoint_handed_out_ends_as_uninterrupted() {
     }
 }
 
+/// As `step_loop`, but as a host steps its waits: on one client, each step
+/// with the key `"w"`, so that the client keeps the wait's state between
+/// steps. Before step `n`, `evict(n)` replaces the process by a fresh one
+/// (memory lost, the host's storage kept: the text), and `forget(n)` drops
+/// the state the client keeps. The text goes on only when a step answers a
+/// new one. Returns the summary, the instant it settled, every request sent
+/// and the number of steps that answered no new text.
+fn keyed_step_loop(
+    world: &World,
+    text: &str,
+    mut at: u64,
+    evict: &dyn Fn(usize) -> bool,
+    forget: &dyn Fn(usize) -> bool,
+) -> (Summary, u64, Vec<Sent>, usize) {
+    let mut text = text.to_string();
+    let mut shell = Shell::new(world, config(), 13, at);
+    let mut sent = Vec::new();
+    let mut same = 0;
+    for step in 0..10_000usize {
+        if step > 0 && evict(step) {
+            sent.append(&mut shell.sent);
+            shell = Shell::new(world, config(), 5_000_000_000 - step as u64 * 977, at);
+        }
+        if forget(step) {
+            shell.client.forget("w");
+        }
+        shell.stepped = None;
+        let (call, _) = shell.client.step(&text, Some("w"), false, shell.now).unwrap();
+        shell.run();
+        if shell.answers.contains_key(&call) {
+            assert!(shell.stepped.is_none(), "stepped and settled");
+            assert_eq!(shell.client.kept(), 0, "an ended wait's state is dropped");
+            sent.append(&mut shell.sent);
+            return (summary(shell.answer(call)), shell.settled_at(call), sent, same);
+        }
+        let (stepped, wake_at) = shell.stepped.unwrap_or_else(|| panic!("step {step}: neither stepped nor settled"));
+        assert_eq!(stepped, call);
+        let answer = shell.client.step_answer(call);
+        assert_eq!(shell.client.kept(), 1, "step {step}: the wait's state is kept");
+        assert_eq!(answer.outage, None);
+        match answer.text {
+            Some(next) => {
+                assert!(!answer.same);
+                let cp = read(&next).unwrap();
+                round_trips(&cp, &next);
+                assert!(!cp.same_but_counts(&read(&text).unwrap()), "step {step}: new text for counts alone");
+                text = next;
+            }
+            None => {
+                assert!(answer.same, "step {step}: neither a new text nor the same");
+                same += 1;
+            }
+        }
+        assert!(wake_at >= WALL0 + at, "step {step}: wakes at {wake_at} before now {}", WALL0 + at);
+        at = wake_at - WALL0;
+        shell.stepped = None;
+        shell.run_until(at);
+    }
+    panic!("no end after 10,000 steps");
+}
+
+/// Requests as a server sees them: instant, method, URL.
+fn requests_seen(sent: &[Sent]) -> Vec<(u64, &str, &str)> {
+    sent.iter().map(|s| (s.at, s.method, s.url.as_str())).collect()
+}
+
+#[test]
+fn a_wait_kept_in_memory_between_steps_ends_as_one_read_from_its_text_with_the_same_requests() {
+    let mut failing = deploy_world();
+    failing.node("n5", &[(0, "deploying", None), (9000, "deploy failed", Some("no disk"))]);
+    let mut idents = deploy_idents(&failing);
+    idents.push("n5".into());
+    let refs: Vec<&str> = idents.iter().map(String::as_str).collect();
+    let fleet = fleet_world();
+    let fleet_options = fleet_wait(&fleet, Settle::All);
+    let scenarios: Vec<(&str, &World, CallSpec, CallSpec)> = vec![
+        (
+            "deploy",
+            &failing,
+            Provision::deploy(&refs, 30.0, Settle::All).spec(),
+            Provision::deploy(&refs, 30.0, Settle::All).spec(),
+        ),
+        ("fleet", &fleet, CallSpec::Wait(fleet_options.clone()), CallSpec::Wait(fleet_options.clone())),
+    ];
+    for (name, world, spec, again) in scenarios {
+        let o = uninterrupted(
+            world,
+            &config(),
+            &|| match &again {
+                CallSpec::Wait(w) => CallSpec::Wait(w.clone()),
+                _ => Provision::deploy(&refs, 30.0, Settle::All).spec(),
+            },
+            1_000_000,
+        );
+        let plan = planner().plan(spec, 0).unwrap().to_json();
+        // In memory: every step goes on from the state the last left.
+        let (memory, memory_at, memory_sent, same) = keyed_step_loop(world, &plan, 0, &|_| false, &|_| false);
+        assert!(same > 0, "{name}: no step answered the text it was given");
+        assert_same_end(&memory, &o.summary, name);
+        assert_eq!(memory_at, o.settled_at, "{name}");
+        assert_eq!(memory.targets, o.summary.targets, "{name}: in memory, the polls are counted as uninterrupted");
+        // Read from its text every other step (the state dropped): the same requests, the same end.
+        let (read_back, read_at, read_sent, _) = keyed_step_loop(world, &plan, 0, &|_| false, &|n| n % 2 == 1);
+        assert_same_end(&read_back, &memory, name);
+        assert_eq!(read_at, memory_at, "{name}");
+        assert_eq!(requests_seen(&read_sent), requests_seen(&memory_sent), "{name}: other requests");
+        // A fresh process every third step, from the stored text: the same end, each PUT once.
+        let (evicted, evicted_at, evicted_sent, _) = keyed_step_loop(world, &plan, 0, &|n| n % 3 == 0, &|_| false);
+        assert_same_end(&evicted, &o.summary, name);
+        assert_eq!(evicted_at, o.settled_at, "{name}");
+        let puts = |sent: &[Sent]| sent.iter().filter(|s| s.method == "PUT").count();
+        assert_eq!(puts(&evicted_sent), puts(&o.sent), "{name}: a PUT sent twice");
+    }
+}
+
+#[test]
+fn a_step_given_another_text_than_its_keys_last_reads_it_and_a_hostile_key_is_refused() {
+    let world = deploy_world();
+    let idents = deploy_idents(&world);
+    let refs: Vec<&str> = idents.iter().map(String::as_str).collect();
+    let plan = planner().plan(Provision::deploy(&refs, 30.0, Settle::All).spec(), 0).unwrap().to_json();
+    let mut shell = Shell::new(&world, config(), 13, 0);
+    // A key longer than a name: refused, nothing started, nothing kept.
+    let long = "k".repeat(257);
+    let e = shell.client.step(&plan, Some(&long), false, shell.now).unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("key")), "{e}");
+    for bad in ["", "{", "[]", "{\"ironicWaitCheckpoint\": 99}"] {
+        assert!(matches!(shell.client.step(bad, Some("w"), false, shell.now), Err(Error::InvalidArgument(_))), "{bad}");
+    }
+    assert_eq!(shell.client.kept(), 0);
+    assert_eq!(shell.client.poll(shell.now), None, "nothing sent");
+    // The PUTs, kept under "w".
+    let (call, _) = shell.client.step(&plan, Some("w"), false, shell.now).unwrap();
+    shell.run();
+    let first = shell.client.step_answer(call).text.expect("the PUTs make a new checkpoint");
+    assert_eq!(shell.client.kept(), 1);
+    // Given the plan again (not its last text): read, as without a key: it sends the PUTs again
+    // (as a restart from a stale checkpoint would), and the state kept is that step's.
+    shell.stepped = None;
+    let puts = shell.puts().len();
+    let (call, _) = shell.client.step(&plan, Some("w"), false, shell.now).unwrap();
+    shell.run();
+    assert_eq!(shell.puts().len(), puts * 2, "the plan read again sends its PUTs");
+    let again = shell.client.step_answer(call);
+    assert!(again.text.is_some() && !again.same);
+    assert_eq!(shell.client.kept(), 1, "one state a key");
+    let _ = first;
+    shell.client.forget("w");
+    assert_eq!(shell.client.kept(), 0);
+    // Without a key nothing is kept, and every step answers its text.
+    shell.stepped = None;
+    let (call, _) = shell.client.step(&again.text.unwrap(), None, false, shell.now).unwrap();
+    shell.run();
+    let answer = shell.client.step_answer(call);
+    assert!(answer.text.is_some() && !answer.same);
+    assert_eq!(shell.client.kept(), 0);
+}
+
 // ---- 4. plan -------------------------------------------------------------------------
 
 #[test]

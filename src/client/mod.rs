@@ -62,6 +62,7 @@ mod exchange;
 pub mod login;
 pub mod methods;
 mod session;
+mod steps;
 
 use std::collections::VecDeque;
 
@@ -76,6 +77,7 @@ pub use call::{Answer, CallReport, CallSpec, Settled, Slot};
 pub use checkpoint::format::FORMAT as CHECKPOINT_FORMAT;
 pub use checkpoint::Checkpoint;
 pub use session::{check_header_value, endpoint, is_header_name, Config, Keystone, Login, Send, Session};
+pub use steps::StepAnswer;
 
 use exchange::{Context, Exchange};
 
@@ -234,6 +236,10 @@ pub struct Client<D> {
     next_exchange: u64,
     out: Outgoing,
     next_call: u64,
+    /// Steps under way, and what each went on from (see `steps`).
+    steps: Vec<(CallId, steps::From)>,
+    /// The waits whose state is kept between steps, by key.
+    kept: steps::Kept,
 }
 
 impl<D: Document> Client<D> {
@@ -247,6 +253,8 @@ impl<D: Document> Client<D> {
             next_exchange: 0,
             out: Outgoing { timeout_ms, ..Outgoing::default() },
             next_call: 0,
+            steps: Vec::new(),
+            kept: steps::Kept::default(),
         }
     }
 
@@ -400,6 +408,7 @@ impl<D: Document> Client<D> {
         let i = self.calls.iter().position(|c| c.id() == call)?;
         let answer = self.calls[i].take_answer()?;
         self.calls.remove(i);
+        self.step_settled(call);
         Some(answer)
     }
 

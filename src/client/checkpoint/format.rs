@@ -184,6 +184,14 @@ impl Checkpoint {
         object(&o)
     }
 
+    /// A checkpoint read from its text (one copy of the reader for every
+    /// caller: it is large).
+    #[inline(never)]
+    pub fn parse<D: Document>(text: &str) -> Result<Checkpoint, Error> {
+        let doc = D::parse(text).ok_or_else(|| invalid("it is not JSON"))?;
+        Checkpoint::read(&doc)
+    }
+
     /// A checkpoint read from the document its text parses to: every
     /// member of the type it must have (its values are checked when the
     /// call is made of it).

@@ -44,18 +44,23 @@ pub fn caller(opts: &Opts) -> Caller {
 /// A checkpoint's text read back: JSON, then the checkpoint's shape.
 pub fn checkpoint(text: &JsValue) -> Result<Checkpoint, Error> {
     let text = js::text(text).ok_or_else(|| Error::InvalidArgument("checkpoint must be a string".into()))?;
-    let value =
-        js_sys::JSON::parse(&text).map_err(|_| Error::InvalidArgument("Invalid checkpoint: it is not JSON".into()))?;
-    Checkpoint::read(&Json(value))
+    Checkpoint::parse::<Json>(&text)
 }
 
-/// `resume(checkpoint, options)` and `step(checkpoint, options)`: the call
-/// the checkpoint is of, and its caller.
-pub fn resumed(text: &JsValue, opts: &Opts, step: bool) -> Result<(Checkpoint, Caller), Error> {
+/// `resume(checkpoint, options)`: the call the checkpoint is of, and its
+/// caller.
+pub fn resumed(text: &JsValue, opts: &Opts) -> Result<(Checkpoint, Caller), Error> {
     let checkpoint = checkpoint(text)?;
     let subject = methods::subject(&checkpoint.method);
+    Ok((checkpoint, Caller { subject, ..caller(opts) }))
+}
+
+/// `step(checkpoint, options)`: the checkpoint's text (the core reads it,
+/// unless it has the state it stands for), its key, and the caller.
+pub fn step(text: &JsValue, opts: &Opts) -> Result<(String, Option<String>, Caller), Error> {
+    let text = js::text(text).ok_or_else(|| Error::InvalidArgument("checkpoint must be a string".into()))?;
     let retry_outages = opts.flag("retryOutages").unwrap_or(false);
-    Ok((checkpoint, Caller { subject, step, retry_outages, ..caller(opts) }))
+    Ok((text, opts.text("key"), Caller { subject: Subject::Node, step: true, retry_outages, ..caller(opts) }))
 }
 
 /// A method's call (see `crate::client::methods::call`) and its caller.

@@ -46,9 +46,6 @@ struct Handle {
     entries: Vec<Option<JsValue>>,
     /// A watch's consumer waits for changes: resolve it with them.
     pull: Option<Function>,
-    /// A step with `retryOutages`: the checkpoint it began from, to give
-    /// back if its round is lost to an outage.
-    resumed: Option<Checkpoint>,
 }
 
 impl Drop for Handle {
@@ -76,6 +73,11 @@ pub struct Caller {
 pub enum Begin {
     Start(CallSpec),
     Resume(Checkpoint),
+    /// `step`: the checkpoint's text and the wait's key (`Client::step`).
+    Step {
+        text: String,
+        key: Option<String>,
+    },
 }
 
 /// A few entries by key (the calls under way, the requests in flight): a
@@ -172,19 +174,20 @@ impl Driver {
             let _ = reject.call1(&JsValue::UNDEFINED, &signal.reason());
             return (None, promise);
         }
-        let mut resumed = None;
+        let mut subject = caller.subject;
         let started = {
             let mut client = self.client.borrow_mut();
             let now = self.now(&mut client);
             let began = self.began.take().map_or(now, |at| at.min(now));
             match call {
                 Begin::Start(spec) => Ok(client.start(spec, began)),
-                Begin::Resume(checkpoint) => client.resume(&checkpoint, began, caller.step).inspect(|&id| {
-                    if caller.retry_outages {
-                        client.retry_outages(id, checkpoint.outages);
-                        resumed = Some(checkpoint);
-                    }
-                }),
+                Begin::Resume(checkpoint) => client.resume(&checkpoint, began, false),
+                Begin::Step { text, key } => {
+                    client.step(&text, key.as_deref(), caller.retry_outages, began).map(|(id, of)| {
+                        subject = of;
+                        id
+                    })
+                }
             }
         };
         let id = match started {
@@ -211,12 +214,11 @@ impl Driver {
             on_progress: caller.on_progress,
             on_checkpoint: caller.on_checkpoint,
             step: caller.step,
-            subject: caller.subject,
+            subject,
             signal: caller.signal,
             listener,
             entries: Vec::new(),
             pull: None,
-            resumed,
         };
         self.calls.borrow_mut().insert(id, handle);
         self.drive_soon();
@@ -260,6 +262,13 @@ impl Driver {
             )
         })?;
         Ok(checkpoint.to_json())
+    }
+
+    /// Drops the state kept for the steps of `key` (`Client::forget`).
+    pub fn forget(&self, key: &str) {
+        if let Ok(mut client) = self.client.try_borrow_mut() {
+            client.forget(key);
+        }
     }
 
     /// The time now, the core told where it stands on the wall clock (the
@@ -387,23 +396,15 @@ impl Driver {
                 let _ = pull.call1(&JsValue::UNDEFINED, &self.changes_to_js(taken));
             }
             Action::Stepped { call, wake_at } => {
-                let Some(mut handle) = self.calls.borrow_mut().remove(call) else { return };
-                let (checkpoint, outage) = {
-                    let client = self.client.borrow();
-                    match (client.lost_round(call), handle.resumed.take()) {
-                        // Lost to an outage: the checkpoint it began from goes on.
-                        (Some((outages, e)), Some(resumed)) => {
-                            let error = report::error(e, None);
-                            self.chain(e, &error);
-                            (Some(Checkpoint { outages, ..resumed }.to_json()), Some(error))
-                        }
-                        _ => (client.checkpoint(call).map(|c| c.to_json()), None),
-                    }
-                };
-                self.client.borrow_mut().drop_call(call);
-                let value = report::stepped(checkpoint.as_deref(), Some(wake_at), JsValue::NULL, None);
-                if let Some(outage) = outage {
-                    let _ = js_sys::Reflect::set(&value, &"outage".into(), &outage);
+                let Some(handle) = self.calls.borrow_mut().remove(call) else { return };
+                let answer = self.client.borrow_mut().step_answer(call);
+                let value = report::stepped(answer.text.as_deref(), Some(wake_at), JsValue::NULL, None);
+                // The text it was given goes on (js/index.js puts it back).
+                let _ = js_sys::Reflect::set(&value, &"changed".into(), &JsValue::from_bool(!answer.same));
+                if let Some(e) = &answer.outage {
+                    let error = report::error(e, None);
+                    self.chain(e, &error);
+                    let _ = js_sys::Reflect::set(&value, &"outage".into(), &error);
                 }
                 let _ = handle.resolve.call1(&JsValue::UNDEFINED, &value);
             }

@@ -61,9 +61,13 @@ impl RawClient {
             return Promise::reject(&report::error(&Error::InvalidArgument("unknown method".into()), None));
         };
         self.call(&options, known, &|o| match method.as_str() {
-            resume @ ("resume" | "step") => {
-                let (checkpoint, caller) = calls::resumed(&a, &o, resume == "step")?;
+            "resume" => {
+                let (checkpoint, caller) = calls::resumed(&a, &o)?;
                 Ok((Begin::Resume(checkpoint), caller))
+            }
+            "step" => {
+                let (text, key, caller) = calls::step(&a, &o)?;
+                Ok((Begin::Step { text, key }, caller))
             }
             _ => start(calls::prepare(&method, &a, &b, o)),
         })
@@ -83,6 +87,11 @@ impl RawClient {
     /// `[]` once it is over.
     pub fn changes(&self, id: f64) -> Promise {
         self.driver.changes(client::CallId(id as u64))
+    }
+
+    /// Drops the state the client keeps for the steps of `key`.
+    pub fn forget(&self, key: &str) {
+        self.driver.forget(key);
     }
 
     /// The checkpoint of a call, made without sending anything: `method`
