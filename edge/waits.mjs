@@ -9,9 +9,21 @@
 //   GET    /waits                          -> 200 [{ id, method, done }]
 //   GET    /waits/{id}                     -> 200 { id, method, done, wakeAtMs, outages, report, error }
 //   DELETE /waits/{id}                     -> 204: nothing more is sent for it
+//   GET    /stats                          -> 200 { loads, rounds, checkpointWrites } since the host came into memory
 // A record holds the checkpoint (which never holds a credential), the
 // report and the error as JSON: never a token, since the client's
 // credentials are the host's and stay in its environment.
+//
+// Memory: the records are read from storage once, at the first request or
+// round after the host came into memory (after an eviction or a restart),
+// and held; every change is written through. A round steps each wait with
+// its id as `step`'s `key`, so that the client goes on from the state it
+// keeps rather than reading the checkpoint again. A record is stored in two
+// parts, `wait:ID` (what moves every round: wakeAtMs, outages, the end) and
+// `cp:ID` (the checkpoint), and the checkpoint is written only when a step
+// answers a new one: a round where only the clock and the counts moved
+// writes a few bytes. The checkpoint stored is then a step or more behind
+// in its counts, and still a point to go on from (see docs/edge.md).
 //
 // Ironic down: python-ironicclient's wait fails once its retries of a
 // connection error (or a 409 or 503) are spent, about ten seconds. A
@@ -46,8 +58,9 @@ const LOOKAHEAD_MS = 1000;
 /** A finished wait's record is kept this long for its report, then dropped. */
 const KEEP_MS = 24 * 3600 * 1000;
 
-/** The key of wait `id` in the host's storage. */
+/** The keys of wait `id` in the host's storage: the record without its checkpoint, and the checkpoint. */
 const keyOf = (id) => `wait:${id}`;
+const checkpointKey = (id) => `cp:${id}`;
 
 export class Waits {
   /**
@@ -64,12 +77,54 @@ export class Waits {
     this.now = now;
     /** Waits with a step under way: id -> its AbortController. */
     this.running = new Map();
+    /** Every record by id, once read from storage (`records()`). */
+    this.held = null;
+    /** What this host did since it came into memory, for GET /stats. */
+    this.stats = { loads: 0, rounds: 0, checkpointWrites: 0 };
+    /** Waits whose checkpoint is not under its own key yet (records of an earlier version). */
+    this.unstored = new Set();
+  }
+
+  /**
+   * The records, read from storage at the first call (each with its
+   * checkpoint: a record of an earlier version that holds its own is taken
+   * as it is, and stored in two parts at its next write).
+   */
+  records() {
+    this.held ??= (async () => {
+      const [records, checkpoints] = await Promise.all([this.storage.list('wait:'), this.storage.list('cp:')]);
+      const texts = new Map(checkpoints.map((c) => [c.id, c.text]));
+      const held = new Map();
+      for (const record of records) {
+        if (record.checkpoint === undefined) record.checkpoint = texts.get(record.id) ?? null;
+        else this.unstored.add(record.id);
+        held.set(record.id, record);
+      }
+      this.stats.loads += 1;
+      return held;
+    })().catch((e) => {
+      this.held = null;
+      throw e;
+    });
+    return this.held;
+  }
+
+  /** Stores `record`, its checkpoint first when it is new (`checkpointChanged`), as two parts. */
+  async store(record, checkpointChanged) {
+    const { checkpoint, ...rest } = record;
+    if (checkpoint && (checkpointChanged || this.unstored.delete(record.id))) {
+      await this.storage.put(checkpointKey(record.id), { id: record.id, text: checkpoint });
+      this.stats.checkpointWrites += 1;
+    }
+    await this.storage.put(keyOf(record.id), rest);
+    if (!checkpoint) await this.storage.delete(checkpointKey(record.id));
   }
 
   /** The answer to an HTTP request of the API, or null for a path that is not the API's. */
   async handle(request) {
     const { pathname } = new URL(request.url);
     const [, root, id, rest] = pathname.split('/');
+    if (root === 'stats' && id === undefined && request.method === 'GET') return Response.json(this.stats);
     if (root !== 'waits' || rest !== undefined) return null;
     try {
       if (!id) {
@@ -89,8 +144,8 @@ export class Waits {
   }
 
   /** The record of wait `id`, if there is one. */
-  get(id) {
-    return this.storage.get(keyOf(id));
+  async get(id) {
+    return (await this.records()).get(id);
   }
 
   /**
@@ -113,13 +168,19 @@ export class Waits {
     }
     const id = crypto.randomUUID();
     const record = { id, method, created: this.now(), checkpoint, wakeAtMs: this.now(), done: false, report: null, error: null };
-    // Running from before it is stored: a round that reads it meanwhile
-    // (a write to Deno KV takes a while) must leave its PUTs to this request.
+    // Running from before it is stored: a round meanwhile (a write to Deno
+    // KV takes a while) must leave its PUTs to this request.
     const controller = new AbortController();
     this.running.set(id, controller);
+    const records = await this.records().catch((e) => {
+      this.running.delete(id);
+      throw e;
+    });
+    records.set(id, record);
     try {
-      await this.storage.put(keyOf(id), record);
+      await this.store(record, true);
     } catch (e) {
+      records.delete(id);
       this.running.delete(id);
       throw e;
     }
@@ -132,14 +193,21 @@ export class Waits {
     const record = await this.get(id);
     if (!record) return false;
     this.running.get(id)?.abort();
-    await this.storage.delete(keyOf(id));
+    await this.drop(id);
     this.publish(id, { type: 'deleted' }, true);
     return true;
   }
 
+  /** Wait `id` forgotten: its record, its checkpoint, the state the client keeps of it. */
+  async drop(id) {
+    (await this.records()).delete(id);
+    this.client.forget(id);
+    await Promise.all([this.storage.delete(keyOf(id)), this.storage.delete(checkpointKey(id))]);
+  }
+
   async summaries() {
-    const records = await this.storage.list('wait:');
-    return records.map((r) => ({ id: r.id, method: r.method, done: r.done }));
+    const records = await this.records();
+    return [...records.values()].map((r) => ({ id: r.id, method: r.method, done: r.done }));
   }
 
   /**
@@ -154,16 +222,17 @@ export class Waits {
    */
   async round() {
     const now = this.now();
-    const records = await this.storage.list('wait:');
+    const records = [...(await this.records()).values()];
+    this.stats.rounds += 1;
     const due = records.filter((r) => !r.done && !this.running.has(r.id) && r.wakeAtMs <= now + LOOKAHEAD_MS);
     const old = records.filter((r) => r.done && now - r.ended > KEEP_MS);
-    await Promise.all([this.step(due, true), ...old.map((r) => this.storage.delete(keyOf(r.id)))]);
+    await Promise.all([this.step(due, true), ...old.map((r) => this.drop(r.id))]);
     return this.earliest(records);
   }
 
   /** When the next round is due (ms since the epoch), or null when no wait is waiting. */
   async nextWake() {
-    return this.earliest(await this.storage.list('wait:'));
+    return this.earliest([...(await this.records()).values()]);
   }
 
   /** The earliest wake of `records` still waiting, not counting those a step is under way for (it will say). */
@@ -190,18 +259,22 @@ export class Waits {
         signal: controller.signal,
         onProgress: (event) => publish({ type: 'progress', event }),
         retryOutages,
+        key: record.id,
       });
     } catch (e) {
       // step() answers a wait's failure; it throws only for a checkpoint it
       // cannot take up (and an abort: DELETE, whose record is gone).
       answer = controller.signal.aborted ? null : { checkpoint: null, wakeAtMs: null, report: null, error: e };
     }
+    let changed = true;
     try {
       // Deleted while it stepped: nothing of it is kept.
       if (!answer || controller.signal.aborted) return;
       if (answer.checkpoint) {
         // A round lost to an outage gives the checkpoint it began from back.
         const outages = answer.outage ? (record.outages ?? 0) + 1 : 0;
+        // Not changed: the checkpoint stored goes on (only its counts would move).
+        changed = answer.changed !== false;
         Object.assign(record, { checkpoint: answer.checkpoint, wakeAtMs: answer.wakeAtMs, outages });
         if (answer.outage) publish({ type: 'outage', error: plain(answer.outage) });
       } else {
@@ -215,7 +288,7 @@ export class Waits {
           error: plain(answer.error),
         });
       }
-      await this.storage.put(keyOf(record.id), record);
+      await this.store(record, changed);
     } finally {
       // Running until stored: with a storage whose writes take time (Deno
       // KV), a round that read the record before it was stored would
