@@ -1,47 +1,58 @@
 #!/usr/bin/env node
-// The CPU of one round of the edge host (edge/waits.mjs, as the Cloudflare
-// Durable Object runs it from its alarm) with N waited nodes in a fleet of
-// 10,000: the package in Node (V8, as workerd), the simulator in a child
+// The CPU and subrequests of the edge host's rounds (edge/waits.mjs, as the
+// Cloudflare Durable Object runs them from its alarm), for N waited nodes in
+// fleets of F: the package in Node (V8, as workerd), the simulator in a child
 // process so that its work is not counted, storage in memory with a
 // structured clone on each put and get (as a Durable Object's storage
-// serializes values). Prints, per N: subrequests and CPU of the first round
-// (the full listing), and of the quiet rounds after it (the change feed).
-//   node bench/edge-round.mjs [--waited 1000,10000] [--rounds 5]
+// serializes values). Prints, per fleet and N, each round's subrequests and
+// CPU: the first (the wait's first listing), those after it as the change
+// feed fills and goes quiet (the state kept in memory, the checkpoint
+// written only when it changes); then a round rehydrated from storage (a
+// new host on the same client: the records read again and the checkpoint
+// parsed, the feed still warm), and the first round after an eviction (a
+// new host and a new client: the feed lost, a full listing again).
+//   node bench/edge-round.mjs [--fleet 10000,100000] [--waited 1000,10000] [--rounds 6]
 // Not a test: nothing here passes or fails on a figure.
 import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { Waits } from '../edge/waits.mjs';
 import { IronicClient } from '../pkg/node.js';
 
-const FLEET = 10_000;
 if (process.argv[2] === '--sim') {
   // The child: a fleet whose first `waited` nodes deploy for ever.
   const { startSimulator } = await import('../sim/server.mjs');
-  const waited = Number(process.argv[3]);
-  const nodes = Array.from({ length: FLEET }, (_, i) => ({
-    name: `node-${String(i).padStart(5, '0')}`,
+  const [fleet, waited] = process.argv.slice(3).map(Number);
+  const nodes = Array.from({ length: fleet }, (_, i) => ({
+    name: `node-${String(i).padStart(6, '0')}`,
     provision_state: i < waited ? 'deploying' : 'available',
   }));
   const sim = await startSimulator({ port: 0, host: '127.0.0.1', seed: 1, scenario: { nodes, timing: { deploying: 1e9 } } });
   process.send(sim.url);
 } else {
   const { values } = parseArgs({
-    options: { waited: { type: 'string', default: '1000,10000' }, rounds: { type: 'string', default: '5' } },
+    options: {
+      fleet: { type: 'string', default: '10000,100000' },
+      waited: { type: 'string', default: '1000,10000' },
+      rounds: { type: 'string', default: '6' },
+    },
   });
-  console.log(`fleet ${FLEET}; CPU of this process (the host and the package), ms; subrequests per round`);
-  for (const waited of values.waited.split(',').map(Number)) {
-    const child = fork(new URL(import.meta.url).pathname, ['--sim', String(waited)], { stdio: 'inherit' });
-    const url = await new Promise((resolve) => child.once('message', resolve));
-    try {
-      console.log(`N = ${waited}: ${describe(await measure(url, waited, Number(values.rounds)))}`);
-    } finally {
-      child.kill();
+  console.log('CPU of this process (the host and the package), ms; subrequests per round; checkpoint writes per round');
+  for (const fleet of values.fleet.split(',').map(Number)) {
+    for (const waited of values.waited.split(',').map(Number)) {
+      const child = fork(new URL(import.meta.url).pathname, ['--sim', String(fleet), String(waited)], { stdio: 'inherit' });
+      const url = await new Promise((resolve) => child.once('message', resolve));
+      try {
+        console.log(`fleet ${fleet}, N = ${waited}:\n${describe(await measure(url, waited, Number(values.rounds)))}`);
+      } finally {
+        child.kill();
+      }
     }
   }
 }
 
-async function measure(url, waited, quietRounds) {
+async function measure(url, waited, rounds) {
   let requests = 0;
+  let writes = 0;
   const fetch = globalThis.fetch;
   globalThis.fetch = (...args) => {
     requests += 1;
@@ -51,6 +62,7 @@ async function measure(url, waited, quietRounds) {
   const storage = {
     get: async (key) => structuredClone(memory.get(key)),
     put: async (key, value) => {
+      if (key.startsWith('cp:')) writes += 1;
       memory.set(key, structuredClone(value));
     },
     delete: async (key) => {
@@ -58,33 +70,51 @@ async function measure(url, waited, quietRounds) {
     },
     list: async (prefix) => [...memory].filter(([k]) => k.startsWith(prefix)).map(([, v]) => structuredClone(v)),
   };
-  const waits = new Waits({ client: new IronicClient({ endpoint: url }), storage });
-  const names = Array.from({ length: waited }, (_, i) => `node-${String(i).padStart(5, '0')}`);
+  const client = new IronicClient({ endpoint: url });
+  let waits = new Waits({ client, storage });
+  const names = Array.from({ length: waited }, (_, i) => `node-${String(i).padStart(6, '0')}`);
   const body = JSON.stringify({ method: 'waitForProvisionState', args: [names, 'active', { timeout: 3600, pollInterval: 2 }] });
-  // POST /waits: the checkpoint, and the first round (a full listing).
-  const cpu = process.cpuUsage();
-  const created = await waits.handle(new Request('http://host/waits', { method: 'POST', body }));
-  const used = process.cpuUsage(cpu);
-  if (created.status !== 201) throw new Error(`POST /waits: ${created.status} ${await created.text()}`);
-  const rounds = [{ cpu: (used.user + used.system) / 1000, requests }];
-  let next = await waits.nextWake();
-  for (let i = 0; i < quietRounds; i++) {
+  /** One round (`run`), once it is due: its CPU, subrequests and checkpoint writes. */
+  const measured = async (run) => {
+    const next = await waits.nextWake();
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - Date.now())));
-    const before = requests;
+    const [before, written] = [requests, writes];
     const cpu = process.cpuUsage();
-    next = await waits.round();
+    await run();
     const used = process.cpuUsage(cpu);
-    rounds.push({ cpu: (used.user + used.system) / 1000, requests: requests - before });
-  }
+    return { cpu: (used.user + used.system) / 1000, requests: requests - before, writes: writes - written };
+  };
+  // POST /waits: the checkpoint, and the first round (a full listing).
+  let id;
+  const first = await measured(async () => {
+    const created = await waits.handle(new Request('http://host/waits', { method: 'POST', body }));
+    if (created.status !== 201) throw new Error(`POST /waits: ${created.status} ${await created.text()}`);
+    ({ id } = await created.json());
+  });
+  const after = [];
+  for (let i = 0; i < rounds; i++) after.push(await measured(() => waits.round()));
+  // Rehydrated: a new host on the same storage and client, whose kept state is dropped.
+  client.forget(id);
+  waits = new Waits({ client, storage });
+  const rehydrated = await measured(() => waits.round());
+  // Evicted: a new host and a new client (in memory, nothing is left).
+  waits = new Waits({ client: new IronicClient({ endpoint: url }), storage });
+  const evicted = await measured(() => waits.round());
   globalThis.fetch = fetch;
-  return { first: rounds[0], quiet: rounds.slice(1), checkpoint: (await storage.list('wait:'))[0].checkpoint.length };
+  return { first, after, rehydrated, evicted, checkpoint: memory.get(`cp:${id}`).text.length };
 }
 
-function describe({ first, quiet, checkpoint }) {
+function describe({ first, after, rehydrated, evicted, checkpoint }) {
+  const round = (r) => `${r.requests} subrequests, ${r.cpu.toFixed(1)} ms, ${r.writes} checkpoint writes`;
+  const quiet = after.filter((r) => r.requests === 1);
   const cpus = quiet.map((r) => r.cpu).sort((a, b) => a - b);
-  const median = cpus[Math.floor(cpus.length / 2)];
-  return (
-    `first round ${first.requests} subrequests, ${first.cpu.toFixed(1)} ms; quiet rounds ${quiet.map((r) => r.requests).join('/')} subrequests, ` +
-    `median ${median.toFixed(1)} ms (${cpus.map((c) => c.toFixed(1)).join(', ')}); checkpoint ${(checkpoint / 1024).toFixed(0)} KB`
-  );
+  const median = cpus.length ? cpus[Math.floor(cpus.length / 2)].toFixed(1) : '-';
+  return [
+    `  first round: ${round(first)}`,
+    ...after.map((r, i) => `  round ${i + 2}: ${round(r)}`),
+    `  quiet rounds: median ${median} ms (${cpus.map((c) => c.toFixed(1)).join(', ')})`,
+    `  rehydrated from storage: ${round(rehydrated)}`,
+    `  first round after an eviction: ${round(evicted)}`,
+    `  checkpoint ${(checkpoint / 1024).toFixed(0)} KB`,
+  ].join('\n');
 }

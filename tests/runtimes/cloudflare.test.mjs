@@ -4,7 +4,9 @@
 // Durable Object's storage (SQLite) and alarms on disk, against the
 // simulator. The test is the Worker's caller: HTTP with the bearer secret,
 // and WebSocket listeners (Node 20's WebSocket: this part runs with
-// --experimental-websocket).
+// --experimental-websocket). The Worker is the example's, its object
+// extended by one test-only path, /__evict, which evicts the object (a new
+// instance on the same storage comes up at the next request or alarm).
 
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +17,17 @@ import { consumerProject, ROOT, startSim } from './harness.mjs';
 import { bundle, COMPATIBILITY_DATE, installToolchain, startWorkerd, workerdConfig } from './workerd.mjs';
 
 const SECRET = 'waits-secret-5e1f0b7d';
+
+/** The example Worker, its object evicted on /__evict (as the platform evicts an idle one). */
+const EVICTABLE = `export { default } from './example.mjs';
+import { IronicWaits as Waits } from 'ironic-wait/cloudflare';
+export class IronicWaits extends Waits {
+  async fetch(request) {
+    if (new URL(request.url).pathname === '/__evict') this.ctx.abort('evicted by the test');
+    return super.fetch(request);
+  }
+}
+`;
 const TOKEN = 'ironic-token-9c2a44e1';
 
 let sim;
@@ -26,7 +39,8 @@ before(async () => {
   [sim, reference] = await Promise.all([startSim(), startSim()]);
   installToolchain();
   dir = consumerProject('cloudflare', 'worker', {
-    'worker.mjs': { text: readFileSync(join(ROOT, 'examples', 'cloudflare', 'worker.mjs'), 'utf8') },
+    'example.mjs': { text: readFileSync(join(ROOT, 'examples', 'cloudflare', 'worker.mjs'), 'utf8') },
+    'worker.mjs': { text: EVICTABLE },
     'wrangler.jsonc': {
       text: JSON.stringify({
         name: 'ironic-waits',
@@ -339,6 +353,47 @@ test('Ironic down mid-wait: the wait goes on when it is back (its listeners told
   assert.equal(listener.messages.find((m) => m.type === 'outage').error.name, 'ConnectionError');
 });
 
+test('the object keeps its waits in memory between alarms, and after an eviction reads them once from storage: every wait ends as an uninterrupted one', async () => {
+  const scenario = {
+    seed: 7,
+    timing: { deploying: 6000, 'wait call-back': 500 },
+    nodes: ['e1', 'e2', 'e3'].map((name) => ({ name, provision_state: 'available' })),
+    transitions: [{ node: 'e3', action: 'deploy', fail: NO_IMAGE, at: 'deploying', after: 3000 }],
+  };
+  const args = [['e1', 'e2', 'e3'], 'deploy', { wait: true, timeout: 60, pollInterval: 0.4, settle: 'all' }];
+  const [want] = await uninterrupted(reference, TOKEN, scenario, [['provision', ...args]]);
+  const stats = async () => (await call('GET', '/stats')).body;
+
+  sim.load(scenario);
+  const since = sim.requests().next;
+  const id = await post('provision', ...args);
+  // (The records are read by the first request or alarm of an instance: the POST at the latest.)
+  const before = await stats();
+  assert.ok(before.loads >= 1, JSON.stringify(before));
+  await until(() => rounds(since).length >= 6, 'six rounds');
+  // Its rounds stepped the wait from memory: no read of the storage, and rounds that moved
+  // nothing (the nodes deploying for 6 s) wrote no checkpoint.
+  const during = await stats();
+  assert.equal(during.loads, before.loads, 'the records were read from storage again');
+  const stepped = during.rounds - before.rounds;
+  assert.ok(stepped >= 4, `${stepped} rounds`);
+  assert.ok(during.checkpointWrites - before.checkpointWrites < stepped, JSON.stringify({ before, during }));
+
+  // Evicted mid-wait: a new instance on the same storage, whose alarm goes on from the checkpoint stored.
+  const evicted = await call('GET', '/__evict');
+  assert.notEqual(evicted.status, 200);
+  const fresh = await stats();
+  assert.ok(fresh.rounds < during.rounds, `a new instance: ${JSON.stringify({ during, fresh })}`);
+  const got = await finished(id);
+  assert.deepEqual(outcomes(got.report), outcomes(want.report));
+  assert.equal(got.error?.name ?? null, want.error?.name ?? null);
+  const after = await stats();
+  assert.equal(after.loads, 1, `the new instance read the storage once in ${after.rounds} rounds`);
+  assert.ok(after.rounds >= 2, JSON.stringify(after));
+  const puts = sim.log({ since, method: 'PUT' }).map((e) => e.path.split('/')[3]);
+  assert.deepEqual(puts.sort(), ['e1', 'e2', 'e3'], 'each node one PUT');
+});
+
 test('workerd killed (SIGKILL) mid-wait and started again: the waits end as uninterrupted ones, no PUT sent twice', async () => {
   const scenario = {
     seed: 7,
@@ -364,6 +419,10 @@ test('workerd killed (SIGKILL) mid-wait and started again: the waits end as unin
   assert.equal(got.error?.name ?? null, want.error?.name ?? null);
   const also = await finished(alsoId);
   assert.equal(also.report.nodes[0].outcome, 'reached');
+  // The new process read the records from storage once, and stepped them from memory after.
+  const stats = (await call('GET', '/stats')).body;
+  assert.equal(stats.loads, 1, JSON.stringify(stats));
+  assert.ok(stats.rounds >= 2, JSON.stringify(stats));
   const puts = sim.log({ since, method: 'PUT' }).map((e) => e.path.split('/')[3]);
   assert.deepEqual(puts.sort(), ['k1', 'k2', 'k3'], 'each node one PUT');
   assertNoToken([got, also], []);
