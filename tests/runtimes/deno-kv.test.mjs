@@ -388,6 +388,12 @@ test('deno killed (SIGKILL) mid-wait and started again on the same KV file: the 
   );
   assert.deepEqual(listener.messages.at(-1), { type: 'done', report: done[0].report, error: done[0].error });
   assert.deepEqual(putsByNode(since), { k1: 1, k2: 1, k3: 1 }, 'each node one PUT');
+  // The new process read the records once, and stepped them from memory; the rounds of
+  // deploying nodes that moved nothing wrote no checkpoint.
+  const stats = (await call('GET', '/stats')).body;
+  assert.equal(stats.loads, 1, JSON.stringify(stats));
+  assert.ok(stats.rounds >= 3, JSON.stringify(stats));
+  assert.ok(stats.checkpointWrites < 2 * stats.rounds, JSON.stringify(stats));
 
   // Rounds came at the waits' pace (0.4 s), never in a loop: a loose bound by count, whatever
   // the time taken. The deploys end 5.5 s into the simulator's clock (which is the wall clock
