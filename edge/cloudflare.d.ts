@@ -11,7 +11,7 @@
 /**
  * A Durable Object class keeping waits on one Ironic: re-export it from the Worker, bind it as a SQLite-backed class
  * (`new_sqlite_classes`) and forward requests to `env.WAITS.get(env.WAITS.idFromName(IRONIC_URL))`. Its HTTP API:
- * `POST /waits` `{ method, args }`, `GET /waits`, `GET /waits/{id}`, `DELETE /waits/{id}`, and the WebSockets
+ * `POST /waits` `{ method, args }`, `GET /waits`, `GET /waits/{id}`, `DELETE /waits/{id}`, `GET /stats`, and the WebSockets
  * `GET /waits/{id}/events` and `GET /watch?scope=...`. The client is made from `env`: `IRONIC_URL` with `IRONIC_TOKEN`,
  * or the `OS_*` variables the ironic-wait CLI reads.
  */

@@ -17,7 +17,7 @@ type Kv = { [key: string]: unknown };
 
 /**
  * Waits on one Ironic kept in Deno KV and run from its queue. `start()` before serving; `fetch(request)` answers
- * `POST /waits` `{ method, args }`, `GET /waits`, `GET /waits/{id}`, `DELETE /waits/{id}`, and the event streams
+ * `POST /waits` `{ method, args }`, `GET /waits`, `GET /waits/{id}`, `DELETE /waits/{id}`, `GET /stats`, and the event streams
  * `GET /waits/{id}/events` and `GET /watch?scope=...` (Server-Sent Events). The client is made from `env`:
  * `IRONIC_URL` with `IRONIC_TOKEN`, or the `OS_*` variables the ironic-wait CLI reads (by default, those of them this
  * process may read).
