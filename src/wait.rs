@@ -301,6 +301,9 @@ pub struct Resumed<D> {
     pub body: Option<D>,
     /// From the start of the wait until it settled (for a settled one).
     pub elapsed_ms: Millis,
+    /// The change feed's entry it was last judged on, when the wait goes on
+    /// on the same client (see `crate::poll::wait::Wait::judged`); 0: none.
+    pub judged_seq: u64,
 }
 
 /// A change seen on one target, for progress reporting.

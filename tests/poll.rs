@@ -4,8 +4,12 @@
 //! visible at once or late (a commit after a later-stamped one was read);
 //! lists paged by id or newest first, as Ironic pages them.
 
+mod support;
+
 use std::collections::HashMap;
 
+use ironic_wait::client::{CallSpec, Send};
+use ironic_wait::error::Error;
 use ironic_wait::http::retry::RetryPolicy;
 use ironic_wait::http::{Reply, Request, Response};
 use ironic_wait::ironic::requests::Scope;
@@ -15,6 +19,7 @@ use ironic_wait::poll::{Loop, WaitId, COMMIT_LAG_MS, RECONCILE_MS};
 use ironic_wait::wait::{Event, ListMode, Outcome, Report, RequestId, Settle, WaitOptions};
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use support::client::{config, v1, Driver, Sent, Server, IRONIC};
 
 /// A change of one node: visible from `visible`, stamped `stamp` (ms of
 /// the server's clock), which may be earlier (a late commit).
@@ -1168,4 +1173,94 @@ fn a_list_whose_listing_starts_over_has_each_node_once() {
     assert_eq!(uuids.len(), 2499);
     uuids.dedup();
     assert_eq!(uuids.len(), 2499, "each node once");
+}
+
+// ---- steps on one client --------------------------------------------------------------
+
+impl Server for Fleet {
+    fn reply(&mut self, send: &Send, at: u64) -> (u64, Option<Reply>) {
+        if send.url == format!("{IRONIC}/v1") {
+            return (5, Some(v1("1.1", "1.99")));
+        }
+        (5, Some(self.answer(&send.request, at)))
+    }
+
+    fn issue_token(&mut self, _at: u64) -> (u64, Result<String, Error>) {
+        (0, Err(Error::auth("no token here")))
+    }
+}
+
+const WALL0: u64 = 1_780_000_000_000;
+
+/// A wait on the fleet stepped to its end on one client, as a host steps it:
+/// with the key `"w"`, the text going on only when a step answers a new
+/// one; `forget(n)` drops the state the client keeps before step `n`, so
+/// that step reads the text. The report's outcomes, every request and the
+/// steps that answered no new text.
+fn stepped_on_one_client(
+    fleet: &Fleet,
+    options: &WaitOptions,
+    forget: &dyn Fn(usize) -> bool,
+) -> (Vec<(String, &'static str)>, Vec<Sent>, usize) {
+    let mut client = support::client::Client::new(config());
+    client.set_wall_clock(WALL0, 0);
+    let mut text = client.plan(CallSpec::Wait(options.clone()), 0).unwrap().to_json();
+    let mut shell = Driver::with(fleet.clone(), client, 0, 0, 1_000_000);
+    shell.stepping = true;
+    let mut same = 0;
+    for step in 0..1000 {
+        if forget(step) {
+            shell.client.forget("w");
+        }
+        shell.stepped = None;
+        let (call, _) = shell.client.step(&text, Some("w"), false, shell.now).unwrap();
+        shell.run();
+        if let Some((_, answer)) = shell.answers.get(&call) {
+            let Ok(ironic_wait::client::Answer::Report(report)) = answer else { panic!("{answer:?}") };
+            let outcomes = report
+                .slots()
+                .into_iter()
+                .map(|s| report.target(s).unwrap())
+                .map(|t| (t.ident.clone(), t.outcome.name()))
+                .collect();
+            return (outcomes, shell.sent.clone(), same);
+        }
+        let (_, wake_at) = shell.stepped.expect("stepped");
+        let answer = shell.client.step_answer(call);
+        match answer.text {
+            Some(next) => text = next,
+            None => same += 1,
+        }
+        shell.stepped = None;
+        shell.run_until(wake_at - WALL0);
+    }
+    panic!("no end after 1,000 steps");
+}
+
+#[test]
+fn a_wait_stepped_from_the_state_kept_on_its_client_reads_the_feed_as_one_read_from_its_text() {
+    // 300 nodes, 120 of them waited for in two pages of the change feed: most deploy for 20 s,
+    // some fail or pass through another state on the way, one is deleted.
+    let mut fleet = Fleet::new(300);
+    fleet.deploy(0..120, 20_000);
+    for i in (0..120).step_by(7) {
+        fleet.change(i, 6_000 + i as u64 * 50, "wait call-back", 0);
+    }
+    for i in (3..120).step_by(31) {
+        fleet.change(i, 9_000, "deploy failed", 0);
+    }
+    fleet.change(200, 4_000, "cleaning", 0);
+    let options = WaitOptions { list_threshold: 1, ..wait_on(0..120, 60.0) };
+    let (memory, memory_sent, same) = stepped_on_one_client(&fleet, &options, &|_| false);
+    assert!(same > 3, "{same} steps answered the text they were given");
+    let feed = memory_sent.iter().filter(|s| s.url.contains("sort_key=provision_updated_at")).count();
+    assert!(feed > 5, "{feed} requests of the change feed");
+    for forget in [&(|n: usize| n % 2 == 1) as &dyn Fn(usize) -> bool, &|_| true] {
+        let (read, read_sent, _) = stepped_on_one_client(&fleet, &options, forget);
+        assert_eq!(read, memory);
+        let seen = |sent: &[Sent]| sent.iter().map(|s| (s.at, s.url.clone())).collect::<Vec<_>>();
+        assert_eq!(seen(&read_sent), seen(&memory_sent), "other requests");
+    }
+    let names: Vec<&str> = memory.iter().map(|(_, o)| *o).collect();
+    assert!(names.contains(&"reached") && names.contains(&"failed"), "{names:?}");
 }

@@ -32,6 +32,9 @@ pub(super) struct From {
     /// The text the caller holds for it.
     text: String,
     checkpoint: Checkpoint,
+    /// The change feed's entry each target was last judged on (kept state
+    /// only: the feed is this client's).
+    judged: Vec<u64>,
 }
 
 /// Each key's wait as its last step left it (a list: a map type would cost
@@ -71,9 +74,17 @@ impl<D: Document> Client<D> {
         let kept = key.and_then(|k| self.take_kept(k)).filter(|k| k.text == text);
         let from = match kept {
             Some(from) => from,
-            None => From { key: None, text: text.to_string(), checkpoint: Checkpoint::parse::<D>(text)? },
+            None => From {
+                key: None,
+                text: text.to_string(),
+                checkpoint: Checkpoint::parse::<D>(text)?,
+                judged: Vec::new(),
+            },
         };
         let id = self.resume(&from.checkpoint, now, true)?;
+        if let Some(call) = self.calls.iter_mut().find(|c| c.id() == id) {
+            call.set_judged(&from.judged);
+        }
         if retry_outages {
             self.retry_outages(id, from.checkpoint.outages);
         }
@@ -88,11 +99,12 @@ impl<D: Document> Client<D> {
         let from = self.steps.iter().position(|(id, _)| *id == call).map(|i| self.steps.swap_remove(i).1);
         let lost = self.lost_round(call).map(|(n, e)| (n, e.clone()));
         let now = self.checkpoint(call);
+        let judged = self.calls.iter().find(|c| c.id() == call).map_or_else(Vec::new, |c| c.judged(&self.poll));
         self.drop_call(call);
         let Some(from) = from else {
             return StepAnswer { text: now.map(|c| c.to_json()), same: false, outage: None };
         };
-        let From { key, text, checkpoint: was } = from;
+        let From { key, text, checkpoint: was, .. } = from;
         let (checkpoint, outage, same) = match (lost, now) {
             (Some((outages, e)), _) => (Checkpoint { outages, ..was }, Some(e), false),
             (None, Some(now)) => {
@@ -110,7 +122,9 @@ impl<D: Document> Client<D> {
         };
         if let Some(key) = key {
             self.forget(&key);
-            self.kept.push((key, From { key: None, text, checkpoint }));
+            // Lost to an outage: its round is taken again, from what it began with.
+            let judged = if outage.is_some() { Vec::new() } else { judged };
+            self.kept.push((key, From { key: None, text, checkpoint, judged }));
         }
         StepAnswer { text: answer, same, outage }
     }

@@ -202,11 +202,14 @@ impl<D: Document> Feed<D> {
         self.last_read = again.count() as u32;
     }
 
-    /// Forgets everything: the next round lists in full.
+    /// Forgets everything: the next round lists in full. Its entries go on
+    /// being numbered from where they were: an entry's number is never
+    /// another's (a wait's `judged_seq` relies on it).
     pub fn reset(&mut self) {
-        let epoch = self.epoch + 1;
+        let (epoch, next_seq) = (self.epoch + 1, self.next_seq);
         *self = Feed::default();
         self.epoch = epoch;
+        self.next_seq = next_seq;
     }
 
     /// An entry of any listing, by its UUID; `stamp` read by

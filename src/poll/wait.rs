@@ -234,6 +234,7 @@ impl<D: Document> Wait<D> {
             target.seen = saved.seen;
             target.polls = saved.polls;
             target.body = saved.body;
+            target.judged_seq = saved.judged_seq;
         }
         wait.next_round = Some(now.max(started));
         wait.final_at_once = wait.deadline.is_some_and(|d| now > d);
@@ -283,6 +284,15 @@ impl<D: Document> Wait<D> {
     /// When its next round is due for the loop: never while paused.
     pub(crate) fn due_at(&self) -> Option<Millis> {
         self.next_round().filter(|_| !self.paused)
+    }
+
+    /// The change feed's entry each target was last judged on (0: none):
+    /// on the same client, a wait that leaves the loop and comes back with
+    /// them (`Resumed::judged_seq`) reads again only the entries that
+    /// changed, as it would have had it stayed (the feed numbers its
+    /// entries once for the client's life).
+    pub fn judged(&self) -> Vec<u64> {
+        self.targets.iter().map(|t| t.judged_seq).collect()
     }
 
     pub fn counts(&self) -> (u32, u32) {

@@ -473,6 +473,24 @@ impl<D: Document> Call<D> {
         }
     }
 
+    /// The change feed's entry each target of its wait was last judged on
+    /// (see `Waiting::judged`): none outside its wait.
+    pub(super) fn judged(&self, poll: &Loop<D>) -> Vec<u64> {
+        self.waiting(poll).map_or_else(Vec::new, Waiting::judged)
+    }
+
+    /// A wait taken up on the same client goes on with what its targets
+    /// were last judged on (see `judged`).
+    pub(super) fn set_judged(&mut self, judged: &[u64]) {
+        if let Phase::Wait(w) = &mut self.phase {
+            if let Some(resumed) = w.resumed.as_mut().filter(|r| r.len() == judged.len()) {
+                for (r, &seq) in resumed.iter_mut().zip(judged) {
+                    r.judged_seq = seq;
+                }
+            }
+        }
+    }
+
     pub fn take_answer(&mut self) -> Option<Settled<D>> {
         self.answer.take()
     }

@@ -217,7 +217,7 @@ impl<D: Document> Call<D> {
             .zip(t.settled)
             .map(|((seen, polls), settled)| {
                 let (outcome, elapsed_ms) = settled.map_or((None, 0), |(o, e)| (Some(o), e));
-                Resumed { outcome, seen, polls, body: body.take(), elapsed_ms }
+                Resumed { outcome, seen, polls, body: body.take(), elapsed_ms, judged_seq: 0 }
             })
             .collect();
         self.deadline = options.deadline_from(started);
