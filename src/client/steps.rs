@@ -107,8 +107,12 @@ impl<D: Document> Client<D> {
         let From { key, text, checkpoint: was, .. } = from;
         let (checkpoint, outage, same) = match (lost, now) {
             (Some((outages, e)), _) => (Checkpoint { outages, ..was }, Some(e), false),
-            (None, Some(now)) => {
+            (None, Some(mut now)) => {
                 let same = key.is_some() && now.same_but_counts(&was);
+                // Its start as the text has it: placed anew each step, it would drift.
+                if same {
+                    now.started_at = was.started_at;
+                }
                 (now, None, same)
             }
             (None, None) => return StepAnswer { text: None, same: false, outage: None },
