@@ -578,10 +578,10 @@ export class IronicClient {
           const following = signal && readable('Option signal', () => follow(signal, () => own.abort(reasonOf(signal))));
           given.signal = own.signal;
           raw.began();
-          started = [...raw.watch(given), following];
+          started = [...raw.run('watch', undefined, undefined, given), following];
           started[1].catch(() => {});
         }
-        batch = await raw.changes(started[0]);
+        batch = await raw.run('changes', started[0]);
         for (const change of batch) if (change.error) change.error = toError(change.error);
         if (batch.length === 0 && !closed) {
           // Over: `end` says why (an abort, or an error).
@@ -639,7 +639,7 @@ export class IronicClient {
     const [a, b] = read(...args.slice(0, read.length));
     const options = readOptions('options', args[read.length]);
     try {
-      return this.#raw.checkpoint(method, a, b, options);
+      return this.#raw.run(method, a, b, options, true);
     } catch (e) {
       throw toError(e);
     }
@@ -668,7 +668,7 @@ export class IronicClient {
   /** Drops the state kept in memory for the steps of `key` (a wait given up). */
   forget(key) {
     if (typeof key !== 'string') throw refuse('key must be a string');
-    this.#raw.forget(key);
+    this.#raw.run('forget', key);
   }
 }
 

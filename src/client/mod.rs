@@ -77,7 +77,7 @@ pub use call::{Answer, CallReport, CallSpec, Settled, Slot};
 pub use checkpoint::format::FORMAT as CHECKPOINT_FORMAT;
 pub use checkpoint::Checkpoint;
 pub use session::{check_header_value, endpoint, is_header_name, Config, Keystone, Login, Send, Session};
-pub use steps::StepAnswer;
+pub use steps::{StepAnswer, TakeUp};
 
 use exchange::{Context, Exchange};
 

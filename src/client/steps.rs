@@ -54,13 +54,20 @@ pub struct StepAnswer {
     pub outage: Option<Error>,
 }
 
+/// How a call is taken up from the text of its checkpoint.
+#[derive(Debug, Clone, Copy)]
+pub enum TakeUp<'a> {
+    /// `resume(checkpoint)`: the call goes on to its end.
+    Resume,
+    /// `step(checkpoint)`: one step, its state kept under `key` (see the
+    /// module docs); with `retry_outages`, a round lost to an outage is
+    /// answered as [`StepAnswer::outage`].
+    Step { key: Option<&'a str>, retry_outages: bool },
+}
+
 impl<D: Document> Client<D> {
-    /// Begins one step of the call `text` is the checkpoint of (see the
-    /// module docs): its PUTs, or one round. With `retry_outages` a round
-    /// lost to an outage is answered as [`StepAnswer::outage`]. A text that
-    /// is not a checkpoint of this client's endpoint is an
-    /// `InvalidArgument`, and nothing starts. With the call, what its
-    /// events and report are of.
+    /// Begins one step of the call `text` is the checkpoint of (see
+    /// [`Client::take_up`]).
     pub fn step(
         &mut self,
         text: &str,
@@ -68,6 +75,21 @@ impl<D: Document> Client<D> {
         retry_outages: bool,
         now: Millis,
     ) -> Result<(CallId, Subject), Error> {
+        self.take_up(text, TakeUp::Step { key, retry_outages }, now)
+    }
+
+    /// Takes up the call `text` is the checkpoint of, as `how` says: to its
+    /// end, or for one step (its PUTs, or one round; see the module docs).
+    /// A text that is not a checkpoint of this client's endpoint is an
+    /// `InvalidArgument`, and nothing starts. With the call, what its
+    /// events and report are of. Both ways come through here, so that the
+    /// checkpoint's reader and the call's restoring, large parts of the
+    /// wasm, are each called from one place.
+    pub fn take_up(&mut self, text: &str, how: TakeUp, now: Millis) -> Result<(CallId, Subject), Error> {
+        let (step, key, retry_outages) = match how {
+            TakeUp::Resume => (false, None, false),
+            TakeUp::Step { key, retry_outages } => (true, key, retry_outages),
+        };
         if key.is_some_and(|k| k.len() > MAX_KEY) {
             return Err(Error::InvalidArgument("Option key must be at most 256 bytes".into()));
         }
@@ -81,7 +103,7 @@ impl<D: Document> Client<D> {
                 judged: Vec::new(),
             },
         };
-        let id = self.resume(&from.checkpoint, now, true)?;
+        let id = self.resume(&from.checkpoint, now, step)?;
         if let Some(call) = self.calls.iter_mut().find(|c| c.id() == id) {
             call.set_judged(&from.judged);
         }
@@ -89,7 +111,9 @@ impl<D: Document> Client<D> {
             self.retry_outages(id, from.checkpoint.outages);
         }
         let subject = super::methods::subject(&from.checkpoint.method);
-        self.steps.push((id, From { key: key.map(String::from), ..from }));
+        if step {
+            self.steps.push((id, From { key: key.map(String::from), ..from }));
+        }
         Ok((id, subject))
     }
 

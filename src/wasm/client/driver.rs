@@ -16,7 +16,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, AbortSignal};
 
-use crate::client::{Action, Answer, CallId, CallReport, CallSpec, Checkpoint, Client, RequestId, Slot};
+use crate::client::{Action, Answer, CallId, CallReport, CallSpec, Client, RequestId, Slot, TakeUp};
 use crate::error::{Error, Subject};
 use crate::http::Reply;
 use crate::poll::watch::Change;
@@ -72,8 +72,9 @@ pub struct Caller {
 /// What a call is: a new one, or one going on from a checkpoint.
 pub enum Begin {
     Start(CallSpec),
-    Resume(Checkpoint),
-    /// `step`: the checkpoint's text and the wait's key (`Client::step`).
+    /// `resume`: the checkpoint's text.
+    Resume(String),
+    /// `step`: the checkpoint's text and the wait's key (`Client::take_up`).
     Step {
         text: String,
         key: Option<String>,
@@ -174,24 +175,21 @@ impl Driver {
             let _ = reject.call1(&JsValue::UNDEFINED, &signal.reason());
             return (None, promise);
         }
-        let mut subject = caller.subject;
         let started = {
             let mut client = self.client.borrow_mut();
             let now = self.now(&mut client);
             let began = self.began.take().map_or(now, |at| at.min(now));
             match call {
-                Begin::Start(spec) => Ok(client.start(spec, began)),
-                Begin::Resume(checkpoint) => client.resume(&checkpoint, began, false),
+                Begin::Start(spec) => Ok((client.start(spec, began), caller.subject)),
+                Begin::Resume(text) => client.take_up(&text, TakeUp::Resume, began),
                 Begin::Step { text, key } => {
-                    client.step(&text, key.as_deref(), caller.retry_outages, began).map(|(id, of)| {
-                        subject = of;
-                        id
-                    })
+                    let how = TakeUp::Step { key: key.as_deref(), retry_outages: caller.retry_outages };
+                    client.take_up(&text, how, began)
                 }
             }
         };
-        let id = match started {
-            Ok(id) => id,
+        let (id, subject) = match started {
+            Ok(started) => started,
             Err(e) => {
                 let _ = reject.call1(&JsValue::UNDEFINED, &report::error(&e, None));
                 return (None, promise);

@@ -54,64 +54,74 @@ impl RawClient {
     /// A method by name (one export for all keeps the package's glue
     /// small): `a` and `b` are its arguments before its options, as many
     /// as it takes; `resume` and `step` take a checkpoint, and the call it
-    /// is of goes on.
-    pub fn run(&self, method: JsValue, a: JsValue, b: JsValue, options: JsValue) -> Promise {
+    /// is of goes on. With `plan`, one of the waits is not called: its
+    /// checkpoint, made without sending anything, is the answer (a string,
+    /// or it throws). `watch` starts watching (see js/index.js) and answers
+    /// `[id, promise]`, the promise rejecting with what ended the watch;
+    /// `changes` gives watch `a`'s changes since they were last taken, when
+    /// there are some (`[]` once it is over); `forget` drops the state the
+    /// client keeps for the steps of key `a`, at once.
+    pub fn run(
+        &self,
+        method: JsValue,
+        a: JsValue,
+        b: JsValue,
+        options: JsValue,
+        plan: bool,
+    ) -> Result<JsValue, JsValue> {
         let method = js::text(&method).unwrap_or_default();
+        if plan {
+            return self.plan(&method, &a, &b, &options).map(JsValue::from).map_err(|e| report::error(&e, None));
+        }
+        match method.as_str() {
+            "watch" => {
+                let none = JsValue::UNDEFINED;
+                let (id, promise) =
+                    self.begin(&options, options::WATCH, &|o| start(calls::prepare("watch", &none, &none, o)));
+                let id = id.map_or(0.0, |c| c.0 as f64);
+                return Ok(Array::of2(&id.into(), &promise).into());
+            }
+            "changes" => return Ok(self.driver.changes(client::CallId(a.as_f64().unwrap_or(0.0) as u64)).into()),
+            "forget" => {
+                if let Some(key) = js::text(&a) {
+                    self.driver.forget(&key);
+                }
+                return Ok(JsValue::UNDEFINED);
+            }
+            _ => {}
+        }
         let Some(known) = methods::options(&method) else {
-            return Promise::reject(&report::error(&Error::InvalidArgument("unknown method".into()), None));
+            return Ok(Promise::reject(&report::error(&Error::InvalidArgument("unknown method".into()), None)).into());
         };
-        self.call(&options, known, &|o| match method.as_str() {
-            "resume" => {
-                let (checkpoint, caller) = calls::resumed(&a, &o)?;
-                Ok((Begin::Resume(checkpoint), caller))
-            }
-            "step" => {
-                let (text, key, caller) = calls::step(&a, &o)?;
-                Ok((Begin::Step { text, key }, caller))
-            }
-            _ => start(calls::prepare(&method, &a, &b, o)),
-        })
-    }
-
-    /// Starts watching (see js/index.js): `[id, promise]`, the promise
-    /// rejecting with what ended the watch; `changes(id)` gives what
-    /// changed.
-    pub fn watch(&self, options: JsValue) -> Array {
-        let none = JsValue::UNDEFINED;
-        let (id, promise) = self.begin(&options, options::WATCH, &|o| start(calls::prepare("watch", &none, &none, o)));
-        let id = id.map_or(0.0, |c| c.0 as f64);
-        Array::of2(&id.into(), &promise)
-    }
-
-    /// A watch's changes since they were last taken, when there are some;
-    /// `[]` once it is over.
-    pub fn changes(&self, id: f64) -> Promise {
-        self.driver.changes(client::CallId(id as u64))
-    }
-
-    /// Drops the state the client keeps for the steps of `key`.
-    pub fn forget(&self, key: &str) {
-        self.driver.forget(key);
-    }
-
-    /// The checkpoint of a call, made without sending anything: `method`
-    /// and its arguments (options last) as the method takes them.
-    pub fn checkpoint(&self, method: JsValue, a: JsValue, b: JsValue, c: JsValue) -> Result<String, JsValue> {
-        let plan = || -> Result<String, Error> {
-            let method = js::text(&method).unwrap_or_default();
-            // js/index.js names the waits a checkpoint is made of; this only guards.
-            let Some(known) = methods::options(&method).filter(|_| methods::WAITS.contains(&method.as_str())) else {
-                return Err(Error::InvalidArgument("unknown method".into()));
-            };
-            let opts = Options::read(&Json(c.clone()), "options", "Option ", known)?;
-            let (spec, _) = calls::prepare(&method, &a, &b, opts)?;
-            self.driver.plan(spec)
-        };
-        plan().map_err(|e| report::error(&e, None))
+        Ok(self
+            .call(&options, known, &|o| match method.as_str() {
+                "resume" => {
+                    let (text, caller) = calls::resumed(&a, &o)?;
+                    Ok((Begin::Resume(text), caller))
+                }
+                "step" => {
+                    let (text, key, caller) = calls::step(&a, &o)?;
+                    Ok((Begin::Step { text, key }, caller))
+                }
+                _ => start(calls::prepare(&method, &a, &b, o)),
+            })
+            .into())
     }
 }
 
 impl RawClient {
+    /// The checkpoint of a call, made without sending anything: `method`
+    /// and its arguments (options last) as the method takes them.
+    fn plan(&self, method: &str, a: &JsValue, b: &JsValue, options: &JsValue) -> Result<String, Error> {
+        // js/index.js names the waits a checkpoint is made of; this only guards.
+        let Some(known) = methods::options(method).filter(|_| methods::WAITS.contains(&method)) else {
+            return Err(Error::InvalidArgument("unknown method".into()));
+        };
+        let opts = Options::read(&Json(options.clone()), "options", "Option ", known)?;
+        let (spec, _) = calls::prepare(method, a, b, opts)?;
+        self.driver.plan(spec)
+    }
+
     /// A call: its options read (a mistake rejects), an aborted signal
     /// rejects with its reason before the arguments are checked, then the
     /// call is prepared (a mistake rejects, nothing is sent) and started.
