@@ -59,8 +59,7 @@ pub fn perform(
 /// Browsers report a refused CORS request as a plain network failure; say
 /// that it may be one, since nothing else will.
 fn cors_hint(e: &JsValue) -> &'static str {
-    let message = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string());
-    match message.as_deref() {
+    match js::message(e).as_deref() {
         Some("Failed to fetch" | "NetworkError when attempting to fetch resource." | "Load failed") => {
             " (in a browser this is also how a request refused by CORS looks: see the README's Browsers and CORS)"
         }
@@ -98,10 +97,8 @@ fn start(send: &Send, signal: &AbortSignal, fetch: Option<&Function>) -> Result<
     // A request that cannot be made (a URL `Request` refuses) is a failure
     // of the connection, as `fetch` itself would report it: its message,
     // in an error of ours.
-    let request = web_sys::Request::new_with_str_and_init(&send.url, &init).map_err(|e| {
-        let message = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
-        JsValue::from(js_sys::Error::new(&message.unwrap_or_else(|| js::describe(&e))))
-    })?;
+    let request = web_sys::Request::new_with_str_and_init(&send.url, &init)
+        .map_err(|e| JsValue::from(js_sys::Error::new(&js::message(&e).unwrap_or_else(|| js::describe(&e)))))?;
     // Sent through our own binding of the global `fetch`: the caller's
     // `fetch` or a polyfill may reject with something that is not an
     // `Error`, and Node's "fetch failed" keeps its `cause` (e.g. "connect

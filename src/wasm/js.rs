@@ -32,17 +32,21 @@ pub fn now() -> u64 {
     performance_now().unwrap_or_else(|_| js_sys::Date::now()).max(0.0) as u64
 }
 
+/// An Error's message, if it is a string.
+pub fn message(e: &JsValue) -> Option<String> {
+    Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string())
+}
+
 /// Text for any thrown JS value: an Error's message (and its `cause`, where
 /// Node keeps the socket error), or the value as a string.
 pub fn describe(e: &JsValue) -> String {
-    let message = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string());
-    let Some(message) = message else {
+    let Some(text) = message(e) else {
         return e.as_string().unwrap_or_else(|| "unknown error".into());
     };
     let cause = Reflect::get(e, &"cause".into()).ok().filter(|c| c.is_object());
-    match cause.and_then(|c| Reflect::get(&c, &"message".into()).ok()).and_then(|m| m.as_string()) {
-        Some(cause) => format!("{message} ({cause})"),
-        None => message,
+    match cause.as_ref().and_then(message) {
+        Some(cause) => format!("{text} ({cause})"),
+        None => text,
     }
 }
 

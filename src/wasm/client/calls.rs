@@ -53,7 +53,7 @@ pub fn resumed(text: &JsValue, opts: &Opts) -> Result<(String, Caller), Error> {
 pub fn step(text: &JsValue, opts: &Opts) -> Result<(String, Option<String>, Caller), Error> {
     let text = js::text(text).ok_or_else(|| Error::InvalidArgument("checkpoint must be a string".into()))?;
     let retry_outages = opts.flag("retryOutages").unwrap_or(false);
-    Ok((text, opts.text("key"), Caller { subject: Subject::Node, step: true, retry_outages, ..caller(opts) }))
+    Ok((text, opts.text("key"), Caller { step: true, retry_outages, ..caller(opts) }))
 }
 
 /// A method's call (see `crate::client::methods::call`) and its caller.
