@@ -477,6 +477,34 @@ fn a_change_committed_late_with_an_earlier_stamp_is_still_seen() {
 }
 
 #[test]
+fn a_change_to_a_node_already_listed_while_a_slow_listing_goes_on_is_seen_by_the_next_round() {
+    // Pages of a listing that fills the feed 1.5 s apart: the listing takes
+    // six seconds. Node 5 (first page) goes active just after its page was
+    // read; node 2900 (third page) moves later, before its page is read, and
+    // is the newest stamp the listing sees; 500 others of the first page
+    // move in between. The first changes round still reads them all: not
+    // a reconcile four minutes on.
+    let mut fleet = Fleet::new(3_000);
+    fleet.deploy(0..5, 30_000);
+    fleet.deploy(6..20, 30_000);
+    fleet.deploy(5..6, 3_600);
+    fleet.change(2_900, 6_400, "manageable", 0);
+    // And 500 others of the first page, between the two.
+    for i in 100..600 {
+        fleet.change(i, 3_700 + i as u64 * 2, "manageable", 0);
+    }
+    let r = run(&mut fleet, vec![Join::at(0, wait_on(0..20, 0.0))], 1_500);
+    let listed: Vec<u64> = fleet.log.iter().filter(|(_, p)| !p.contains("sort_key")).map(|(t, _)| *t).collect();
+    assert_eq!(listed[..5], [0, 3_500, 5_000, 6_500, 8_000], "an early stop, then four pages for the feed");
+    let t5 = &r.reports[0].targets[5];
+    assert_eq!(
+        (t5.outcome.name(), t5.elapsed_ms),
+        ("reached", 12_500),
+        "judged by the first round after the listing (its two pages)"
+    );
+}
+
+#[test]
 fn a_node_just_sent_an_action_is_not_judged_on_what_the_feed_read_before() {
     // One wait keeps the feed going on nodes 0..20. At 10 s a deploy of
     // nodes 20..40 is accepted: their move is stamped 4 s but committed at

@@ -16,6 +16,12 @@
 //!   stamped at or before it is visible: that round's reading makes them
 //!   final, and later rounds read only what is newer (so a burst of changes
 //!   in one instant is not read again every quiet round).
+//! - A change to a node already read while a full listing goes on (its
+//!   pages a while apart, or spread over rounds): the listing's newest
+//!   stamp may be later than that change by more than the overlap. The
+//!   first changes round after it reads back as far again as the listing
+//!   took (on this client's clock, which runs at the server's rate), so
+//!   every change since its first page is read.
 //! - Equal stamps across a page boundary: Ironic orders by the stamp, then
 //!   by its own id, and the marker row bounds the next page, so nothing is
 //!   skipped; paging goes on while entries are at or above the stop stamp.
@@ -81,6 +87,9 @@ pub struct Feed<D> {
     whole_seconds: bool,
     /// When the last full listing began.
     full_at: Option<Millis>,
+    /// How long the last full listing took, until a changes round has read
+    /// back over it (see the module docs).
+    listing_ms: Millis,
     /// Entries the last changes round read.
     last_read: u32,
     /// A full listing under way: the nodes it found so far.
@@ -105,6 +114,7 @@ impl<D> Default for Feed<D> {
             next_seq: 0,
             whole_seconds: true,
             full_at: None,
+            listing_ms: 0,
             last_read: 0,
             building: None,
             epoch: 0,
@@ -163,7 +173,8 @@ impl<D: Document> Feed<D> {
     pub fn stop_below(&self) -> Option<Stamp> {
         // Saturating: a fleet where no node ever moved has the lowest
         // watermark there is.
-        let overlap = self.watermark?.saturating_sub(self.settle_ms() * 1000);
+        let back = self.settle_ms().saturating_add(self.listing_ms as i64);
+        let overlap = self.watermark?.saturating_sub(back.saturating_mul(1000));
         Some(self.final_upto.map_or(overlap, |f| overlap.max(f.saturating_add(1))))
     }
 
@@ -193,6 +204,7 @@ impl<D: Document> Feed<D> {
             self.watermark = Some(watermark);
             self.watermark_read_at = now;
         }
+        self.listing_ms = self.full_at.map_or(0, |at| now.saturating_sub(at));
         self.nodes = nodes;
         self.epoch += 1;
         self.log.clear();
@@ -244,6 +256,7 @@ impl<D: Document> Feed<D> {
     /// went away), and the feed must start over.
     pub fn end_changes(&mut self, entries: u32, newest: Option<Stamp>, began: Millis, now: Millis) -> bool {
         self.last_read = entries;
+        self.listing_ms = 0;
         let Some(w) = self.watermark else { return true };
         if newest.is_some_and(|n| n < w) {
             return false;
@@ -348,7 +361,11 @@ mod tests {
         feed.begin_full(0);
         feed.absorb("a", None, &json!({}), Some(5_000_001));
         feed.end_full(true, 100);
-        assert_eq!(feed.stop_below(), Some(5_000_001 - 1_000_000), "the overlap: a second of commit lag");
+        assert_eq!(
+            feed.stop_below(),
+            Some(5_000_001 - 1_100_000),
+            "the overlap: a second of commit lag, and the 100 ms the listing took"
+        );
         // A round begun within the lag of the watermark's reading: still the overlap.
         assert!(feed.end_changes(1, Some(5_000_001), 900, 950));
         assert_eq!(feed.stop_below(), Some(5_000_001 - 1_000_000));
