@@ -176,6 +176,7 @@ pub const CLIENT: &[(&str, Kind)] = &[
     ("retryInterval", Number),
     ("requestTimeout", Number),
     ("maxResponseBytes", Number),
+    ("maxRoundRequests", Number),
     // Any names, string values: read as the object's entries.
     ("headers", Value),
     ("userAgent", Text),

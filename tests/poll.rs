@@ -204,7 +204,12 @@ struct Run {
 
 /// Drives one loop for every join, replies after `latency` ms.
 fn run(fleet: &mut Fleet, joins: Vec<Join>, latency: u64) -> Run {
-    let mut poll = Loop::<Value>::default();
+    run_capped(fleet, joins, latency, None)
+}
+
+/// As `run`, each round sending at most `round_requests` requests.
+fn run_capped(fleet: &mut Fleet, joins: Vec<Join>, latency: u64, round_requests: Option<u32>) -> Run {
+    let mut poll = Loop::<Value>::limited(round_requests);
     let mut now = 0;
     let mut ids: Vec<Option<WaitId>> = joins.iter().map(|_| None).collect();
     let mut aborted = vec![false; joins.len()];
@@ -502,6 +507,97 @@ fn a_change_to_a_node_already_listed_while_a_slow_listing_goes_on_is_seen_by_the
         ("reached", 12_500),
         "judged by the first round after the listing (its two pages)"
     );
+}
+
+#[test]
+fn under_a_cap_on_a_rounds_requests_the_feed_fills_over_rounds_and_misses_nothing() {
+    // 12,000 nodes in pages of 200: 61 pages of a listing, over a cap of
+    // 50 requests a round. 100 waited nodes across the fleet deploy; some go active
+    // while the listing that fills the feed is under way, on pages read
+    // before and after. Replies at once: each round's requests share an
+    // instant.
+    let mut fleet = Fleet::new(12_000);
+    let targets: Vec<usize> = (0..100).map(|k| k * 120 + 7).collect();
+    for (k, &i) in targets.iter().enumerate() {
+        fleet.change(i, 0, "deploying", 0);
+        let at = if k % 10 == 0 { 2_500 + k as u64 * 10 } else { 9_000 + k as u64 * 100 };
+        fleet.change(i, at, if k % 13 == 5 { "deploy failed" } else { "active" }, 0);
+    }
+    fleet.change(11_990, 3_000, "manageable", 0);
+    let options = || WaitOptions { list_threshold: 10, page_size: 200, ..wait_on(targets.clone(), 120.0) };
+    let mut free = fleet.clone();
+    let uncapped = run(&mut free, vec![Join::at(0, options())], 0);
+    let capped = run_capped(&mut fleet, vec![Join::at(0, options())], 0, Some(50));
+    let mut per_round: Vec<(u64, usize)> = Vec::new();
+    for (t, _) in &fleet.log {
+        match per_round.last_mut() {
+            Some((at, n)) if at == t => *n += 1,
+            _ => per_round.push((*t, 1)),
+        }
+    }
+    // The first round's listing stops at the cap (the targets on its last
+    // eleven pages wait for the next round); the listing for the feed takes
+    // two rounds, the second going on from page 51; then one request a
+    // round.
+    assert_eq!(per_round[..3], [(0, 50), (2_000, 50), (4_000, 11)], "{per_round:?}");
+    assert!(per_round[3..].iter().all(|r| r.1 == 1), "{per_round:?}");
+    let second: Vec<&str> = fleet.log.iter().filter(|(t, _)| *t == 4_000).map(|(_, p)| p.as_str()).collect();
+    assert!(second[0].contains(&format!("marker={}", uuid(9_999))), "{}", second[0]);
+    // Each target ends as it does uncapped: the same outcome and state, and
+    // seen within a few rounds of it (the rounds the listing took).
+    for (c, u) in capped.reports[0].targets.iter().zip(&uncapped.reports[0].targets) {
+        assert_eq!((c.outcome.name(), &c.seen.state), (u.outcome.name(), &u.seen.state), "{}", c.ident);
+        assert!(c.elapsed_ms <= u.elapsed_ms + 8_000, "{}: {} ms, uncapped {} ms", c.ident, c.elapsed_ms, u.elapsed_ms);
+    }
+}
+
+#[test]
+fn under_a_cap_a_final_check_reads_the_changes_rather_than_a_listing_too_long() {
+    // 12,000 nodes in pages of 200, a cap of 50: the final check at the
+    // deadline reads the
+    // changes (one request) where uncapped it lists 60 pages (to the last
+    // target's).
+    let mut fleet = Fleet::new(12_000);
+    let targets: Vec<usize> = (0..100).map(|k| k * 120 + 7).collect();
+    for (k, &i) in targets.iter().enumerate() {
+        fleet.change(i, 0, "deploying", 0);
+        if k % 2 == 0 {
+            fleet.change(i, 7_000, "active", 0);
+        }
+    }
+    let options = || WaitOptions { list_threshold: 10, page_size: 200, ..wait_on(targets.clone(), 20.0) };
+    for (cap, last_round) in [(None, 60), (Some(50), 1)] {
+        let mut f = fleet.clone();
+        let r = run_capped(&mut f, vec![Join::at(0, options())], 0, cap);
+        let names: Vec<&str> = r.reports[0].targets.iter().map(|t| t.outcome.name()).collect();
+        assert!(names.iter().step_by(2).all(|n| *n == "reached"), "{names:?}");
+        assert!(names.iter().skip(1).step_by(2).all(|n| *n == "timed-out"), "{names:?}");
+        let end = f.log.last().unwrap().0;
+        assert_eq!(f.log.iter().filter(|(t, _)| *t == end).count(), last_round, "{cap:?}");
+    }
+}
+
+#[test]
+fn under_a_cap_gets_beyond_it_are_taken_in_turn() {
+    // 60 nodes, the 30 odd ones outside the scope: a GET each a round, over
+    // a cap of 12 requests (a page, then 11 GETs).
+    let mut fleet = Fleet::new(200);
+    fleet.deploy(0..60, 30_000);
+    let scope = ironic_wait::ironic::requests::Scope { owner: Some("even".into()), ..Default::default() };
+    let options = WaitOptions { scope, list_threshold: 1, ..wait_on(0..60, 60.0) };
+    let r = run_capped(&mut fleet, vec![Join::at(0, options)], 0, Some(12));
+    let names: Vec<&str> = r.reports[0].targets.iter().map(|t| t.outcome.name()).collect();
+    assert!(names.iter().all(|n| *n == "reached"), "{names:?}");
+    let mut per_round: HashMap<u64, usize> = HashMap::new();
+    for (t, _) in &fleet.log {
+        *per_round.entry(*t).or_default() += 1;
+    }
+    assert_eq!(per_round.values().max(), Some(&12));
+    // 15 rounds before the moves: each node outside polled in five of them.
+    let polls: Vec<u32> = r.reports[0].targets.iter().skip(1).step_by(2).map(|t| t.polls).collect();
+    assert!(polls.iter().all(|p| (5..=7).contains(p)), "{polls:?}");
+    let latest = r.reports[0].targets.iter().map(|t| t.elapsed_ms).max().unwrap();
+    assert!(latest <= 30_000 + 3 * 2_000, "every node checked within three rounds of its move: {latest} ms");
 }
 
 #[test]

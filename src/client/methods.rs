@@ -273,6 +273,15 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
     let request_timeout = o.number("requestTimeout").unwrap_or(wait::REQUEST_TIMEOUT);
     let message = "Option requestTimeout must be a positive number of seconds (60 if left out)";
     let request_timeout_ms = wait::positive_millis(request_timeout, "Option requestTimeout", message)?;
+    let round_requests = match o.number("maxRoundRequests") {
+        None => None,
+        Some(n) if (1.0..=1e6).contains(&n) && n.fract() == 0.0 => Some(n as u32),
+        Some(_) => {
+            return Err(Error::InvalidArgument(
+                "Option maxRoundRequests must be a whole number from 1 to 1000000".into(),
+            ))
+        }
+    };
     let config = Config {
         endpoint,
         requested,
@@ -282,6 +291,7 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
         user_agent,
         retry: RetryPolicy { max_retries: max_retries as u32, interval_ms },
         request_timeout_ms: Some(request_timeout_ms),
+        round_requests,
     };
     Ok((config, max_body as usize))
 }

@@ -31,6 +31,7 @@
 //!     user_agent: None,
 //!     retry: Default::default(),
 //!     request_timeout_ms: None,
+//!     round_requests: None,
 //! };
 //! let mut client = Client::<serde_json::Value>::new(config);
 //! let call = client.start(CallSpec::Get(requests::get_node("n1", None).unwrap()), 0);
@@ -245,10 +246,11 @@ pub struct Client<D> {
 impl<D: Document> Client<D> {
     pub fn new(config: Config) -> Client<D> {
         let timeout_ms = config.request_timeout_ms;
+        let poll = Loop::limited(config.round_requests);
         Client {
             session: Session::new(config),
             calls: Vec::new(),
-            poll: Loop::default(),
+            poll,
             fetches: Vec::new(),
             next_exchange: 0,
             out: Outgoing { timeout_ms, ..Outgoing::default() },

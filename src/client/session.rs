@@ -61,6 +61,9 @@ pub struct Config {
     pub retry: RetryPolicy,
     /// The time limit of one request; `None` for none.
     pub request_timeout_ms: Option<Millis>,
+    /// The most requests one round of the poll loop sends (a Worker's
+    /// subrequest limit); `None` for no limit. See `crate::poll`.
+    pub round_requests: Option<u32>,
 }
 
 /// What a request waiting for a shared task learns when it ends.

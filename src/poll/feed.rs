@@ -163,6 +163,11 @@ impl<D: Document> Feed<D> {
         final_check || self.watermark.is_none() || self.full_at.is_none_or(|at| now >= at.saturating_add(every))
     }
 
+    /// Whether a full listing has given it the fleet.
+    pub fn has_watermark(&self) -> bool {
+        self.watermark.is_some()
+    }
+
     /// The size of a changes round's first page.
     pub fn first_page(&self, page_size: u32) -> u32 {
         (self.last_read.saturating_mul(3) / 2).saturating_add(MIN_FIRST_PAGE).min(page_size)

@@ -96,25 +96,36 @@ impl<D: Document> Loop<D> {
         }
     }
 
-    /// Moves what is due into flight, within the concurrency cap: retries
-    /// whose time has come first, then the listing's next page, then GETs.
+    /// Moves what is due into flight, within the concurrency cap and the
+    /// round's requests (`round_requests`): retries whose time has come
+    /// first, then the listing's next page, then GETs. A round that may send
+    /// no more ends once nothing is in flight.
     pub(super) fn send_due(&mut self, now: Millis) -> Vec<Fetch> {
-        let Some(cap) = self.round.as_ref().map(|r| r.concurrency) else { return Vec::new() };
+        let Some(round) = &self.round else { return Vec::new() };
+        let cap = round.concurrency;
+        let room = self.round_requests.map_or(usize::MAX, |max| max.saturating_sub(round.sent) as usize);
+        if room == 0 && self.in_flight.is_empty() {
+            self.out_of_requests(now);
+            return Vec::new();
+        }
         let mut ready = Vec::new();
         let mut i = 0;
         while i < self.retrying.len() {
-            if self.retrying[i].0 <= now && self.in_flight.len() + ready.len() < cap {
+            if self.retrying[i].0 <= now && self.in_flight.len() + ready.len() < cap && ready.len() < room {
                 ready.push(self.retrying.swap_remove(i).1);
             } else {
                 i += 1;
             }
         }
-        self.next_listing_page(now, &mut ready);
+        if ready.len() < room {
+            self.next_listing_page(now, &mut ready);
+        }
         self.make_gets();
-        while self.in_flight.len() + ready.len() < cap {
+        while self.in_flight.len() + ready.len() < cap && ready.len() < room {
             let Some(round) = &mut self.round else { break };
             let Some(mut job) = round.gets.pop() else { break };
             let number = round.number;
+            self.gets_sent = self.gets_sent.wrapping_add(1);
             let late: Vec<(WaitId, usize)> =
                 job.served.iter().copied().filter(|(w, _)| self.wait(*w).is_none_or(|w| !w.may_send(now))).collect();
             for (w, p) in late {
@@ -142,6 +153,9 @@ impl<D: Document> Loop<D> {
             if let Ok(request) = request {
                 ready.push(Outgoing { purpose: Purpose::Get(job), request, retry: Retry::default(), round: number });
             }
+        }
+        if let Some(round) = &mut self.round {
+            round.sent = round.sent.saturating_add(ready.len() as u32);
         }
         self.judge_all(now);
         let mut fetches = Vec::with_capacity(ready.len());

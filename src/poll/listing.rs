@@ -240,7 +240,10 @@ impl<D: Document> Loop<D> {
     fn list_in_full(&mut self, listing: &mut Listing, now: Millis) {
         listing.kind = ListKind::Full { early_stop: false };
         listing.start_over();
-        self.groups[listing.group].feed.begin_full(now);
+        let g = &mut self.groups[listing.group];
+        // It replaces one the cap on a round's requests stopped.
+        g.paused = None;
+        g.feed.begin_full(now);
         for &id in &listing.waits {
             if let Some(w) = self.watcher_mut(id) {
                 w.begin_full();
@@ -287,8 +290,12 @@ impl<D: Document> Loop<D> {
                     }
                 }
                 self.end_watch_rounds(&listing.waits, listing.ended, now);
-                // Served page by page already.
-                return self.judge_all(now);
+                // Served page by page already; but a listing that filled
+                // the feed over rounds (see `Loop::out_of_requests`) serves
+                // from the feed the targets on the pages of earlier rounds.
+                if early_stop || !complete {
+                    return self.judge_all(now);
+                }
             }
             ListKind::Changes { .. } => {
                 if complete && !g.feed.end_changes(listing.read, listing.newest, listing.began, now) {
@@ -302,11 +309,11 @@ impl<D: Document> Loop<D> {
                     }
                     return;
                 }
+                self.end_watch_rounds(&listing.waits, false, now);
+                if !complete {
+                    return self.judge_all(now);
+                }
             }
-        }
-        self.end_watch_rounds(&listing.waits, false, now);
-        if !complete {
-            return self.judge_all(now);
         }
         let group = listing.group;
         let feed = &self.groups[group].feed;

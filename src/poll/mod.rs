@@ -18,6 +18,15 @@
 //!   targets when there are fewer than the list threshold): one per
 //!   identifier, whichever waits want it.
 //!
+//! A client may cap the requests of a round (`round_requests`: a Worker may
+//! make 50 subrequests an invocation on the free plan). A round that
+//! reaches the cap sends nothing more: what it has not checked is left for
+//! the next round, and a listing that fills the change feed is kept where
+//! it stopped and goes on from its next page in the next round, so a feed
+//! of any size fills over rounds of at most that many requests. Under a
+//! cap, a final check too long for one round reads the changes (a node
+//! deleted is then not found, and times out in its last state).
+//!
 //! Time rules, per wait, as the engine always had them: nothing is sent for
 //! a wait after its deadline but for its final check, no retry starts after
 //! it, and a reply in flight at the deadline still counts.
@@ -84,6 +93,9 @@ struct Group<D> {
     /// A listing was made: the first stops early (a wait that ends in one
     /// round needs no feed), later ones feed it.
     listed: bool,
+    /// A listing that fills the feed, stopped by the round's cap on
+    /// requests: the next round goes on from its next page.
+    paused: Option<Listing>,
 }
 
 #[derive(Debug)]
@@ -97,6 +109,8 @@ struct Round {
     /// The GETs were made (they come after every listing).
     gets_made: bool,
     concurrency: usize,
+    /// Requests sent, retries included (see `Loop::round_requests`).
+    sent: u32,
 }
 
 /// Identifier -> the waits' targets it names, as Ironic resolves it:
@@ -126,6 +140,11 @@ pub struct Loop<D> {
     next_id: u64,
     next_wait: u64,
     retry: RetryPolicy,
+    /// The most requests a round sends; `None`: no limit.
+    round_requests: Option<u32>,
+    /// GETs sent so far: under that limit, where the next round's GETs
+    /// start.
+    gets_sent: usize,
 }
 
 impl<D> Default for Loop<D> {
@@ -143,11 +162,19 @@ impl<D> Default for Loop<D> {
             next_id: 0,
             next_wait: 0,
             retry: RetryPolicy::default(),
+            round_requests: None,
+            gets_sent: 0,
         }
     }
 }
 
 impl<D: Document> Loop<D> {
+    /// A loop whose rounds send at most `round_requests` requests each (see
+    /// the module docs); `None`: no limit.
+    pub fn limited(round_requests: Option<u32>) -> Loop<D> {
+        Loop { round_requests, ..Loop::default() }
+    }
+
     /// A wait joins at `now`; its first round is due at once. Invalid
     /// options are refused and nothing joins.
     pub fn join(&mut self, options: WaitOptions, now: Millis) -> Result<WaitId, Error> {

@@ -60,7 +60,8 @@ impl<D: Document> Loop<D> {
             let group = match self.groups.iter().position(|g| g.key == key) {
                 Some(g) => g,
                 None => {
-                    self.groups.push(Group { key, pages: None, feed: Feed::default(), no_feed: false, listed: false });
+                    let feed = Feed::default();
+                    self.groups.push(Group { key, pages: None, feed, no_feed: false, listed: false, paused: None });
                     self.groups.len() - 1
                 }
             };
@@ -83,19 +84,40 @@ impl<D: Document> Loop<D> {
             // A watcher new to the scope starts from a full listing.
             let watching = !watchers.is_empty();
             let fresh = watchers.iter().any(|w| !w.listed);
+            let capped = self.round_requests;
             let g = &mut self.groups[group];
             // A watcher feeds the feed from its first listing; a wait, from
             // its second (one that ends in one round needs none).
             let feeds = g.key.mode == ListMode::Changes && fields && !g.no_feed && (g.listed || watching);
+            // Under a cap on a round's requests, a final check does not list
+            // what one round cannot: it reads the changes.
+            let too_long = capped.is_some_and(|cap| g.paused.is_some() || g.pages.is_some_and(|p| p >= cap));
+            let final_lists = final_checks > 0 && !(too_long && g.feed.has_watermark());
+            // A listing for the feed that the cap stopped goes on from its
+            // next page (unless a final check reads the changes instead).
+            let paused = g.paused.take().filter(|_| feeds);
+            if let Some(mut listing) = paused {
+                if final_checks == 0 || !g.feed.has_watermark() {
+                    g.listed = true;
+                    listing.waits = waits;
+                    listing.names = names;
+                    listings.push(listing);
+                    continue;
+                }
+                g.paused = Some(listing);
+            }
             // A list costs the pages the last one took, a changes round
             // about one request; GETs cost one a node. A final check lists
             // in full; if it is every wait's, paging stops early.
-            let changes = feeds && !fresh && !g.feed.needs_full(now, final_checks > 0, g.pages.unwrap_or(1));
-            let fewer_requests = g.pages.is_some_and(|pages| due > pages as usize);
+            let changes = feeds && !fresh && !g.feed.needs_full(now, final_lists, g.pages.unwrap_or(1));
+            // (More GETs than a round may send: a listing.)
+            let fewer_requests =
+                g.pages.is_some_and(|pages| due > pages as usize) || capped.is_some_and(|cap| due > cap as usize);
             let kind = if changes && (due > 1 || watching) {
                 ListKind::Changes { stop_below: g.feed.stop_below().unwrap_or(Stamp::MIN) }
             } else if due >= threshold || fewer_requests || watching {
-                let early_stop = !feeds || all_final;
+                // (Never two listings filling one feed.)
+                let early_stop = !feeds || all_final || g.paused.is_some();
                 if !early_stop {
                     g.feed.begin_full(now);
                 }
@@ -179,8 +201,13 @@ impl<D: Document> Loop<D> {
                 jobs.push(job);
             }
         }
-        // Sent from the end.
+        // Sent from the end; more than a round may send start further on
+        // each round, so that every target comes to be checked.
         jobs.reverse();
+        if self.round_requests.is_some_and(|cap| jobs.len() > cap as usize) {
+            let turn = self.gets_sent % jobs.len();
+            jobs.rotate_right(turn);
+        }
         if let Some(round) = &mut self.round {
             round.gets = jobs;
             round.gets_made = true;

@@ -81,6 +81,7 @@ impl<D: Document> Loop<D> {
             gets: Vec::new(),
             gets_made: false,
             concurrency: concurrency.max(1),
+            sent: 0,
         });
     }
 
@@ -176,11 +177,51 @@ impl<D: Document> Loop<D> {
         }
     }
 
+    /// The round has sent all the requests it may (`round_requests`) and
+    /// has none in flight: what it did not check is left for the next
+    /// round. A listing that fills the feed is kept, to go on from its next
+    /// page; another listing, and the GETs and retries not sent, are
+    /// dropped, and the targets they were for are unanswered this round.
+    pub(super) fn out_of_requests(&mut self, now: Millis) {
+        let Some(round) = &mut self.round else { return };
+        let listings = std::mem::take(&mut round.listings);
+        round.gets.clear();
+        round.gets_made = true;
+        let joined = round.joined.clone();
+        self.retrying.clear();
+        for listing in listings {
+            let watched = listing.waits.iter().any(|&id| self.watcher(id).is_some());
+            let g = &mut self.groups[listing.group];
+            if listing.kind == (ListKind::Full { early_stop: false }) {
+                if listing.pager.pages() > 0 && !watched {
+                    g.paused = Some(listing);
+                    continue;
+                }
+                g.feed.end_full(false, now);
+            }
+            for &id in &listing.waits {
+                if let Some(w) = self.watcher_mut(id) {
+                    w.end_round(false, now);
+                }
+            }
+        }
+        for id in joined {
+            if let Some(wait) = self.wait_mut(id) {
+                wait.fill_unanswered(Check::Unanswered);
+            }
+        }
+        self.judge_all(now);
+    }
+
     /// Ends the round early: no wait is left in it.
     fn drop_round(&mut self) {
         if let Some(round) = self.round.take() {
             for listing in round.listings {
-                self.groups[listing.group].feed.end_full(false, 0);
+                // (Only a listing filling the feed: another may run beside
+                // one kept for the next round.)
+                if listing.kind == (ListKind::Full { early_stop: false }) {
+                    self.groups[listing.group].feed.end_full(false, 0);
+                }
             }
         }
         for (id, _, _) in self.in_flight.drain(..) {

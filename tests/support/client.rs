@@ -525,6 +525,7 @@ pub fn config() -> Config {
         user_agent: None,
         retry: RetryPolicy::default(),
         request_timeout_ms: None,
+        round_requests: None,
     }
 }
 
