@@ -16,12 +16,19 @@
 import { IronicClient, tables } from '../pkg/worker.js';
 import { plain, refused, WaitsHost } from './waits.mjs';
 
+/**
+ * The most requests a round (an alarm) sends: the free plan allows 50 subrequests an invocation, and a few are kept
+ * for a Keystone token and the version. IRONIC_ROUND_REQUESTS sets another (the paid plan's is far higher).
+ */
+const ROUND_REQUESTS = 45;
+
 export class IronicWaits extends WaitsHost {
   constructor(ctx, env) {
     super({
       IronicClient,
       tables,
       env,
+      roundRequests: ROUND_REQUESTS,
       storage: {
         get: (key) => ctx.storage.get(key),
         put: (key, value) => ctx.storage.put(key, value),

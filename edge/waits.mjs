@@ -300,18 +300,21 @@ export class Waits {
 }
 
 /** The variables the client is made from. */
-export const VARIABLES = ['IRONIC_URL', 'IRONIC_TOKEN', ...OS_FLAGS.map((o) => o.env)];
+export const VARIABLES = ['IRONIC_URL', 'IRONIC_TOKEN', 'IRONIC_ROUND_REQUESTS', ...OS_FLAGS.map((o) => o.env)];
 
 export class WaitsHost {
   /**
    * One client of the platform's `IronicClient` from `env` (VARIABLES), or the error `misconfigured`; `storage` as Waits
-   * takes it; `tables` the platform's package's.
+   * takes it; `tables` the platform's package's; `roundRequests` the most requests a round sends (the client's
+   * `maxRoundRequests`; IRONIC_ROUND_REQUESTS overrides it, `0` for no limit).
    */
-  constructor({ IronicClient, tables, env, storage, now = () => Date.now() }) {
+  constructor({ IronicClient, tables, env, storage, now = () => Date.now(), roundRequests }) {
     this.outageDelays = tables().outageDelays;
     try {
       const settings = { ...env, OS_ENDPOINT: env.IRONIC_URL ?? env.OS_ENDPOINT, OS_TOKEN: env.IRONIC_TOKEN ?? env.OS_TOKEN };
-      this.client = new IronicClient(optionsFromEnvironment(settings));
+      const given = env.IRONIC_ROUND_REQUESTS;
+      const cap = given === undefined || given === '' ? roundRequests : given.trim() === '0' ? undefined : Number(given);
+      this.client = new IronicClient({ ...optionsFromEnvironment(settings), maxRoundRequests: cap });
     } catch (e) {
       this.misconfigured = e;
     }

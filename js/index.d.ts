@@ -225,6 +225,14 @@ export interface IronicClientOptions {
    * is an `InvalidResponseError`, and reading it stops.
    */
   maxResponseBytes?: number;
+  /**
+   * The most requests one round of the client's waits and watchers sends, retries included (default: no limit; a
+   * whole number from 1): a Cloudflare Worker may make 50 subrequests an invocation on the free plan. A round that
+   * reaches it sends nothing more, and what it did not check waits for the next round; a listing of the change feed
+   * goes on from its next page, so a feed of any fleet fills over rounds, and a wait's final check reads the changes
+   * rather than a listing longer than a round. GETs beyond it are taken in turn, round by round.
+   */
+  maxRoundRequests?: number;
   /** Extra headers sent with every request (e.g. a global request id). */
   headers?: Record<string, string>;
   /** The `User-Agent` sent outside browsers (default `ironic-wait/<version>`). */

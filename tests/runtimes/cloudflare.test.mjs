@@ -394,6 +394,39 @@ test('the object keeps its waits in memory between alarms, and after an eviction
   assert.deepEqual(puts.sort(), ['e1', 'e2', 'e3'], 'each node one PUT');
 });
 
+test('a fleet of 60,000 nodes (61 pages a listing): no alarm sends more than 45 requests, the change feed fills over alarms, and the waits end as in Node', async () => {
+  const fleet = Array.from({ length: 60_000 }, (_, i) => ({ name: `f${i}`, provision_state: 'available' }));
+  const scenario = { seed: 7, timing: { deploying: 7000, 'wait call-back': 500 }, nodes: fleet };
+  const targets = Array.from({ length: 12 }, (_, k) => `f${k * 5000 + 17}`);
+  const args = [targets, 'deploy', { wait: true, timeout: 120, pollInterval: 2, settle: 'all' }];
+  const [want] = await uninterrupted(reference, TOKEN, scenario, [['provision', ...args]]);
+
+  sim.load(scenario);
+  const since = sim.requests().next;
+  const id = await post('provision', ...args);
+  const got = await finished(id);
+  assert.deepEqual(outcomes(got.report), outcomes(want.report));
+  assert.equal(got.report.ok, true);
+  // Rounds are 2 s apart; the requests of one come back to back.
+  const lists = sim.log({ since }).filter((e) => e.method === 'GET' && e.path === '/v1/nodes');
+  const perRound = [];
+  for (const e of lists) {
+    if (!perRound.length || e.t - perRound.at(-1).last >= 1000) perRound.push({ n: 0, feed: 0 });
+    const round = perRound.at(-1);
+    round.n += 1;
+    round.feed += e.query.includes('sort_key=') ? 1 : 0;
+    round.last = e.t;
+  }
+  const counts = perRound.map((r) => r.n);
+  assert.ok(Math.max(...counts) <= 45, `requests a round: ${counts}`);
+  assert.ok(counts.filter((n) => n === 45).length >= 2, `the first listings reach the cap: ${counts}`);
+  const listed = lists.filter((e) => !e.query.includes('sort_key=')).length;
+  assert.ok(listed >= 61, `${listed} pages listed`);
+  // Once the feed is full, a round is one request of the changes (one more while nodes move).
+  const last = perRound.slice(-3);
+  assert.ok(last.every((r) => r.n === r.feed && r.n <= 2), `the last rounds: ${JSON.stringify(last)}`);
+});
+
 test('workerd killed (SIGKILL) mid-wait and started again: the waits end as uninterrupted ones, no PUT sent twice', async () => {
   const scenario = {
     seed: 7,
