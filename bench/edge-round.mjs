@@ -11,11 +11,14 @@
 // new host on the same client: the records read again and the checkpoint
 // parsed, the feed still warm), and the first round after an eviction (a
 // new host and a new client: the feed lost, a full listing again).
-//   node bench/edge-round.mjs [--fleet 10000,100000] [--waited 1000,10000] [--rounds 6]
+// The client's rounds send at most --cap requests (the Cloudflare host's
+// 45 by default; 0 for no limit), so the listing that fills the feed takes
+// as many rounds as it needs.
+//   node bench/edge-round.mjs [--fleet 10000,100000] [--waited 1000,10000] [--rounds 8] [--cap 45]
 // Not a test: nothing here passes or fails on a figure.
 import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { Waits } from '../edge/waits.mjs';
+import { Waits, WORKER_ROUND_REQUESTS } from '../edge/waits.mjs';
 import { IronicClient } from '../pkg/node.js';
 
 if (process.argv[2] === '--sim') {
@@ -33,16 +36,19 @@ if (process.argv[2] === '--sim') {
     options: {
       fleet: { type: 'string', default: '10000,100000' },
       waited: { type: 'string', default: '1000,10000' },
-      rounds: { type: 'string', default: '6' },
+      rounds: { type: 'string', default: '8' },
+      cap: { type: 'string', default: String(WORKER_ROUND_REQUESTS) },
     },
   });
-  console.log('CPU of this process (the host and the package), ms; subrequests per round; checkpoint writes per round');
+  const cap = Number(values.cap) ? `at most ${values.cap}` : 'no limit';
+  console.log(`CPU of this process (the host and the package), ms; subrequests per round (${cap}); checkpoint writes per round`);
   for (const fleet of values.fleet.split(',').map(Number)) {
     for (const waited of values.waited.split(',').map(Number)) {
       const child = fork(new URL(import.meta.url).pathname, ['--sim', String(fleet), String(waited)], { stdio: 'inherit' });
       const url = await new Promise((resolve) => child.once('message', resolve));
       try {
-        console.log(`fleet ${fleet}, N = ${waited}:\n${describe(await measure(url, waited, Number(values.rounds)))}`);
+        const measured = await measure(url, waited, Number(values.rounds), Number(values.cap) || undefined);
+        console.log(`fleet ${fleet}, N = ${waited}:\n${describe(measured)}`);
       } finally {
         child.kill();
       }
@@ -50,7 +56,7 @@ if (process.argv[2] === '--sim') {
   }
 }
 
-async function measure(url, waited, rounds) {
+async function measure(url, waited, rounds, maxRoundRequests) {
   let requests = 0;
   let writes = 0;
   const fetch = globalThis.fetch;
@@ -70,7 +76,7 @@ async function measure(url, waited, rounds) {
     },
     list: async (prefix) => [...memory].filter(([k]) => k.startsWith(prefix)).map(([, v]) => structuredClone(v)),
   };
-  const client = new IronicClient({ endpoint: url });
+  const client = new IronicClient({ endpoint: url, maxRoundRequests });
   let waits = new Waits({ client, storage });
   const names = Array.from({ length: waited }, (_, i) => `node-${String(i).padStart(6, '0')}`);
   const body = JSON.stringify({ method: 'waitForProvisionState', args: [names, 'active', { timeout: 3600, pollInterval: 2 }] });
@@ -98,7 +104,7 @@ async function measure(url, waited, rounds) {
   waits = new Waits({ client, storage });
   const rehydrated = await measured(() => waits.round());
   // Evicted: a new host and a new client (in memory, nothing is left).
-  waits = new Waits({ client: new IronicClient({ endpoint: url }), storage });
+  waits = new Waits({ client: new IronicClient({ endpoint: url, maxRoundRequests }), storage });
   const evicted = await measured(() => waits.round());
   globalThis.fetch = fetch;
   return { first, after, rehydrated, evicted, checkpoint: memory.get(`cp:${id}`).text.length };

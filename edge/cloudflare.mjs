@@ -14,13 +14,7 @@
 // settings never reach storage, a checkpoint, a report or a message.
 
 import { IronicClient, tables } from '../pkg/worker.js';
-import { plain, refused, WaitsHost } from './waits.mjs';
-
-/**
- * The most requests a round (an alarm) sends: the free plan allows 50 subrequests an invocation, and a few are kept
- * for a Keystone token and the version. IRONIC_ROUND_REQUESTS sets another (the paid plan's is far higher).
- */
-const ROUND_REQUESTS = 45;
+import { plain, refused, WaitsHost, WORKER_ROUND_REQUESTS } from './waits.mjs';
 
 export class IronicWaits extends WaitsHost {
   constructor(ctx, env) {
@@ -28,7 +22,8 @@ export class IronicWaits extends WaitsHost {
       IronicClient,
       tables,
       env,
-      roundRequests: ROUND_REQUESTS,
+      // (IRONIC_ROUND_REQUESTS sets another: the paid plan allows far more.)
+      roundRequests: WORKER_ROUND_REQUESTS,
       storage: {
         get: (key) => ctx.storage.get(key),
         put: (key, value) => ctx.storage.put(key, value),

@@ -55,6 +55,12 @@ const MAX_BODY = 1024 * 1024;
 /** Waits due this soon are stepped in the same round: the client gathers them into one. */
 const LOOKAHEAD_MS = 1000;
 
+/**
+ * The most requests a round of the Cloudflare host sends (its `roundRequests`): the free plan allows 50 subrequests an
+ * invocation, and a few are kept for a Keystone token and the version.
+ */
+export const WORKER_ROUND_REQUESTS = 45;
+
 /** A finished wait's record is kept this long for its report, then dropped. */
 const KEEP_MS = 24 * 3600 * 1000;
 

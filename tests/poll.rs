@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ironic_wait::client::{CallSpec, Send};
 use ironic_wait::error::Error;
@@ -854,7 +854,19 @@ type Taken = Vec<(u64, Vec<(ChangeKind, String, Option<String>)>)>;
 /// replies after `latency` ms; the watcher's changes are taken every
 /// `take_every` ms (0: as soon as they come).
 fn run_watch(fleet: &mut Fleet, options: WatchOptions, joins: Vec<Join>, until: u64, take_every: u64) -> Taken {
-    let mut poll = Loop::<Value>::default();
+    run_watch_capped(fleet, options, joins, until, take_every, None)
+}
+
+/// As `run_watch`, each round sending at most `round_requests` requests.
+fn run_watch_capped(
+    fleet: &mut Fleet,
+    options: WatchOptions,
+    joins: Vec<Join>,
+    until: u64,
+    take_every: u64,
+    round_requests: Option<u32>,
+) -> Taken {
+    let mut poll = Loop::<Value>::limited(round_requests);
     let watcher = poll.watch(options, 0);
     let mut ids: Vec<Option<WaitId>> = joins.iter().map(|_| None).collect();
     let mut pending: Vec<(u64, RequestId, Reply)> = Vec::new();
@@ -936,6 +948,33 @@ fn a_watcher_yields_every_node_once_then_each_change_and_a_quiet_round_is_one_re
         quiet.iter().map(|(at, _)| *at).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     assert_eq!(quiet.len(), rounds.len(), "one request a round: {quiet:?}");
     assert!(quiet.iter().all(|(_, path)| path.contains("sort_key=provision_updated_at")), "{quiet:?}");
+}
+
+#[test]
+fn under_a_cap_a_watchers_first_listing_goes_on_over_rounds_and_yields_every_node_once() {
+    // 2,500 nodes (three pages) and two requests a round; node 2,400 (last
+    // page) is deleted while the first listing is under way, node 600
+    // (first page) moves.
+    let mut fleet = Fleet::new(2500);
+    deploying(&mut fleet, 300, 4);
+    fleet.nodes[2400].deleted_at = Some(1_000);
+    fleet.change(600, 500, "manageable", 0);
+    let taken = run_watch_capped(&mut fleet, watch_options(ListMode::Changes, true), Vec::new(), 60_000, 0, Some(2));
+    // Two pages in the first round, the third in the next.
+    assert_eq!((taken[0].0, taken[0].1.len(), taken[1].0), (0, 2000, 2_000));
+    let added: HashSet<&String> =
+        taken.iter().flat_map(|t| &t.1).filter(|c| c.0 == ChangeKind::Added).map(|c| &c.1).collect();
+    let count = taken.iter().flat_map(|t| &t.1).filter(|c| c.0 == ChangeKind::Added).count();
+    assert_eq!((added.len(), count), (2499, 2499), "every node once");
+    let (v, t) = (view(&taken), truth(&fleet, 60_000));
+    let wrong: Vec<_> = t.iter().filter(|(k, s)| v.get(*k) != Some(s)).collect();
+    let extra: Vec<_> = v.keys().filter(|k| !t.contains_key(*k)).collect();
+    assert!(wrong.is_empty() && extra.is_empty(), "{wrong:?} {extra:?}");
+    let mut per_round: HashMap<u64, usize> = HashMap::new();
+    for (t, _) in &fleet.log {
+        *per_round.entry(*t).or_default() += 1;
+    }
+    assert_eq!(per_round.values().max(), Some(&2));
 }
 
 #[test]

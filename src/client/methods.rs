@@ -253,17 +253,20 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
         wait::millis(v, &format!("Option {key}"), &message)?;
         Ok(v)
     };
+    // A whole number from `low` to `high`, if given.
+    // (Integers in the message: formatting a float would cost the wasm its own code.)
+    let whole = |key: &str, low: u32, high: u32| -> Result<Option<f64>, Error> {
+        match o.number(key) {
+            Some(n) if !(f64::from(low)..=f64::from(high)).contains(&n) || n.fract() != 0.0 => {
+                Err(Error::InvalidArgument(format!("Option {key} must be a whole number from {low} to {high}")))
+            }
+            n => Ok(n),
+        }
+    };
     let retry = RetryPolicy::default();
-    let max_retries = o.number("maxRetries").unwrap_or(retry.max_retries.into());
-    if !(0.0..=1000.0).contains(&max_retries) || max_retries.fract() != 0.0 {
-        return Err(Error::InvalidArgument("Option maxRetries must be a whole number from 0 to 1000".into()));
-    }
-    let max_body = o.number("maxResponseBytes").unwrap_or(tables::DEFAULT_MAX_RESPONSE_BYTES.into());
-    if !(1024.0..=2_147_483_647.0).contains(&max_body) || max_body.fract() != 0.0 {
-        return Err(Error::InvalidArgument(
-            "Option maxResponseBytes must be a whole number from 1024 to 2147483647".into(),
-        ));
-    }
+    let max_retries = whole("maxRetries", 0, 1000)?.unwrap_or(retry.max_retries.into());
+    let max_body = whole("maxResponseBytes", 1024, 2_147_483_647)?;
+    let max_body = max_body.unwrap_or(tables::DEFAULT_MAX_RESPONSE_BYTES.into());
     let user_agent = o.text("userAgent");
     if let Some(ua) = &user_agent {
         check_header_value(ua, "Option userAgent")?;
@@ -273,15 +276,7 @@ pub fn client<D: Document>(o: &Options<D>) -> Result<(Config, usize), Error> {
     let request_timeout = o.number("requestTimeout").unwrap_or(wait::REQUEST_TIMEOUT);
     let message = "Option requestTimeout must be a positive number of seconds (60 if left out)";
     let request_timeout_ms = wait::positive_millis(request_timeout, "Option requestTimeout", message)?;
-    let round_requests = match o.number("maxRoundRequests") {
-        None => None,
-        Some(n) if (1.0..=1e6).contains(&n) && n.fract() == 0.0 => Some(n as u32),
-        Some(_) => {
-            return Err(Error::InvalidArgument(
-                "Option maxRoundRequests must be a whole number from 1 to 1000000".into(),
-            ))
-        }
-    };
+    let round_requests = whole("maxRoundRequests", 1, 1_000_000)?.map(|n| n as u32);
     let config = Config {
         endpoint,
         requested,

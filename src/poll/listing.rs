@@ -379,7 +379,7 @@ impl<D: Document> Loop<D> {
 
     /// The watchers a listing served are done with this round (`full`: it
     /// read the whole scope).
-    fn end_watch_rounds(&mut self, ids: &[WaitId], full: bool, now: Millis) {
+    pub(super) fn end_watch_rounds(&mut self, ids: &[WaitId], full: bool, now: Millis) {
         for &id in ids {
             if let Some(w) = self.watcher_mut(id) {
                 w.end_round(full, now);

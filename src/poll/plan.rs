@@ -83,7 +83,9 @@ impl<D: Document> Loop<D> {
             let names = members.iter().any(|w| w.names_due());
             // A watcher new to the scope starts from a full listing.
             let watching = !watchers.is_empty();
-            let fresh = watchers.iter().any(|w| !w.listed);
+            let new_watchers: Vec<WaitId> =
+                waits.iter().copied().filter(|&id| self.watcher(id).is_some_and(|w| !w.listed)).collect();
+            let fresh = !new_watchers.is_empty();
             let capped = self.round_requests;
             let g = &mut self.groups[group];
             // A watcher feeds the feed from its first listing; a wait, from
@@ -94,8 +96,10 @@ impl<D: Document> Loop<D> {
             let too_long = capped.is_some_and(|cap| g.paused.is_some() || g.pages.is_some_and(|p| p >= cap));
             let final_lists = final_checks > 0 && !(too_long && g.feed.has_watermark());
             // A listing for the feed that the cap stopped goes on from its
-            // next page (unless a final check reads the changes instead).
-            let paused = g.paused.take().filter(|_| feeds);
+            // next page (unless a final check reads the changes instead). A
+            // watcher new to the scope that it did not begin with needs one
+            // from the first page.
+            let paused = g.paused.take().filter(|l| feeds && new_watchers.iter().all(|id| l.waits.contains(id)));
             if let Some(mut listing) = paused {
                 if final_checks == 0 || !g.feed.has_watermark() {
                     g.listed = true;

@@ -190,19 +190,10 @@ impl<D: Document> Loop<D> {
         let joined = round.joined.clone();
         self.retrying.clear();
         for listing in listings {
-            let watched = listing.waits.iter().any(|&id| self.watcher(id).is_some());
-            let g = &mut self.groups[listing.group];
+            self.end_watch_rounds(&listing.waits, false, now);
             if listing.kind == (ListKind::Full { early_stop: false }) {
-                if listing.pager.pages() > 0 && !watched {
-                    g.paused = Some(listing);
-                    continue;
-                }
-                g.feed.end_full(false, now);
-            }
-            for &id in &listing.waits {
-                if let Some(w) = self.watcher_mut(id) {
-                    w.end_round(false, now);
-                }
+                let group = listing.group;
+                self.groups[group].paused = Some(listing);
             }
         }
         for id in joined {
