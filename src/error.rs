@@ -144,11 +144,16 @@ impl fmt::Display for Error {
                     ),
                 }
             }
-            Error::StateTransitionTimeout { subject: Subject::Node, idents, expected, timeout } => {
-                write!(f, "Node(s) {} failed to reach state {expected} in {timeout} seconds", idents.join(", "))
-            }
-            Error::StateTransitionTimeout { subject: Subject::Allocation, idents, timeout, .. } => {
-                write!(f, "Allocation {} failed to become active in {timeout} seconds", idents.join(", "))
+            Error::StateTransitionTimeout { subject, idents, expected, timeout } => {
+                f.write_str(if *subject == Subject::Node { "Node(s) " } else { "Allocation " })?;
+                for (i, ident) in idents.iter().enumerate() {
+                    f.write_str(if i == 0 { "" } else { ", " })?;
+                    f.write_str(ident)?;
+                }
+                match subject {
+                    Subject::Node => write!(f, " failed to reach state {expected} in {timeout} seconds"),
+                    Subject::Allocation => write!(f, " failed to become active in {timeout} seconds"),
+                }
             }
             Error::Aborted => f.write_str("The wait was aborted"),
         }

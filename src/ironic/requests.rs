@@ -102,7 +102,7 @@ impl Scope {
     ];
 
     fn values(&self) -> [Option<String>; 7] {
-        let shard = (!self.shard.is_empty()).then(|| self.shard.join(","));
+        let shard = (!self.shard.is_empty()).then(|| comma_list(self.shard.iter().map(String::as_str)));
         [
             self.provision_state.clone(),
             self.resource_class.clone(),
@@ -164,7 +164,20 @@ pub fn field_list<S: AsRef<str>>(fields: &[S]) -> Result<String, Error> {
     if fields.is_empty() || !fields.iter().all(|f| valid(f.as_ref())) {
         return Err(Error::InvalidArgument("fields must be a non-empty list of field names".into()));
     }
-    Ok(fields.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(","))
+    Ok(comma_list(fields.iter().map(AsRef::as_ref)))
+}
+
+/// `items` joined by commas. (Not `[_]::join`, whose code is larger than
+/// all its callers.)
+pub fn comma_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let mut list = String::new();
+    for item in items {
+        if !list.is_empty() {
+            list.push(',');
+        }
+        list.push_str(item);
+    }
+    list
 }
 
 /// `GET /v1/allocations/{ident}`.

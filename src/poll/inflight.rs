@@ -103,7 +103,7 @@ impl<D: Document> Loop<D> {
     pub(super) fn send_due(&mut self, now: Millis) -> Vec<Fetch> {
         let Some(round) = &self.round else { return Vec::new() };
         let cap = round.concurrency;
-        let room = self.round_requests.map_or(usize::MAX, |max| max.saturating_sub(round.sent) as usize);
+        let room = self.round_requests.saturating_sub(round.sent) as usize;
         if room == 0 && self.in_flight.is_empty() {
             self.out_of_requests(now);
             return Vec::new();

@@ -140,8 +140,8 @@ pub struct Loop<D> {
     next_id: u64,
     next_wait: u64,
     retry: RetryPolicy,
-    /// The most requests a round sends; `None`: no limit.
-    round_requests: Option<u32>,
+    /// The most requests a round sends (`u32::MAX`: no limit).
+    round_requests: u32,
     /// GETs sent so far: under that limit, where the next round's GETs
     /// start.
     gets_sent: usize,
@@ -162,7 +162,7 @@ impl<D> Default for Loop<D> {
             next_id: 0,
             next_wait: 0,
             retry: RetryPolicy::default(),
-            round_requests: None,
+            round_requests: u32::MAX,
             gets_sent: 0,
         }
     }
@@ -172,7 +172,7 @@ impl<D: Document> Loop<D> {
     /// A loop whose rounds send at most `round_requests` requests each (see
     /// the module docs); `None`: no limit.
     pub fn limited(round_requests: Option<u32>) -> Loop<D> {
-        Loop { round_requests, ..Loop::default() }
+        Loop { round_requests: round_requests.unwrap_or(u32::MAX), ..Loop::default() }
     }
 
     /// A wait joins at `now`; its first round is due at once. Invalid
@@ -220,7 +220,7 @@ impl<D: Document> Loop<D> {
             .split(',')
             .filter(|f| !f.is_empty() && !FEED_FIELDS.split(',').any(|b| b == *f))
             .collect();
-        options.extra_fields = extra.join(",");
+        options.extra_fields = requests::comma_list(extra);
         // A one-shot list of every field is served by a listing of them.
         if options.once.as_ref().is_some_and(|o| o.fields.is_none()) {
             options.extra_fields = ALL_FIELDS.into();

@@ -93,7 +93,7 @@ impl<D: Document> Loop<D> {
             let feeds = g.key.mode == ListMode::Changes && fields && !g.no_feed && (g.listed || watching);
             // Under a cap on a round's requests, a final check does not list
             // what one round cannot: it reads the changes.
-            let too_long = capped.is_some_and(|cap| g.paused.is_some() || g.pages.is_some_and(|p| p >= cap));
+            let too_long = g.paused.is_some() || g.pages.is_some_and(|p| p >= capped);
             let final_lists = final_checks > 0 && !(too_long && g.feed.has_watermark());
             // A listing for the feed that the cap stopped goes on from its
             // next page (unless a final check reads the changes instead). A
@@ -116,7 +116,7 @@ impl<D: Document> Loop<D> {
             let changes = feeds && !fresh && !g.feed.needs_full(now, final_lists, g.pages.unwrap_or(1));
             // (More GETs than a round may send: a listing.)
             let fewer_requests =
-                g.pages.is_some_and(|pages| due > pages as usize) || capped.is_some_and(|cap| due > cap as usize);
+                g.pages.is_some_and(|pages| due > pages as usize) || due > capped as usize;
             let kind = if changes && (due > 1 || watching) {
                 ListKind::Changes { stop_below: g.feed.stop_below().unwrap_or(Stamp::MIN) }
             } else if due >= threshold || fewer_requests || watching {
@@ -208,7 +208,7 @@ impl<D: Document> Loop<D> {
         // Sent from the end; more than a round may send start further on
         // each round, so that every target comes to be checked.
         jobs.reverse();
-        if self.round_requests.is_some_and(|cap| jobs.len() > cap as usize) {
+        if jobs.len() > self.round_requests as usize {
             let turn = self.gets_sent % jobs.len();
             jobs.rotate_right(turn);
         }
