@@ -11,6 +11,7 @@
 
 use crate::document::Document;
 use crate::error::Error;
+use crate::http::message::first_chars;
 use crate::http::retry::{retryable_status, Retry, RetryPolicy};
 use crate::http::{Reply, Request};
 use crate::ironic::answers::reply_error;
@@ -463,7 +464,7 @@ pub fn endpoint(given: &str) -> Result<String, Error> {
     let Some(rest) = root.strip_prefix("http://").or_else(|| root.strip_prefix("https://")) else {
         return Err(Error::InvalidArgument(format!(
             "endpoint must be an http(s) URL such as http://127.0.0.1:6385, got \"{}\"",
-            root.chars().take(100).collect::<String>()
+            first_chars(root, 100)
         )));
     };
     if rest.split(['/', '?', '#']).next().is_some_and(|authority| authority.contains('@')) {

@@ -5,13 +5,23 @@
 /// A server's message as it is, unless it is longer than any real Ironic
 /// message: then its first [`MAX_MESSAGE_CHARS`] characters and `...`.
 pub fn bounded(message: String) -> String {
-    if message.chars().nth(MAX_MESSAGE_CHARS).is_none() {
+    let cut = first_chars(&message, MAX_MESSAGE_CHARS);
+    if cut.len() == message.len() {
         return message;
     }
-    // Not `&message[..cut]`: a slice's panic path costs kilobytes of wasm.
-    let mut cut: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
+    let mut cut = cut.to_string();
     cut.push_str("...");
     cut
+}
+
+/// `text`'s first `n` characters (all of it, if it has no more). One place
+/// for every cut: not `chars().take(n).collect()` at each caller, nor a
+/// slice, whose panic path costs kilobytes of wasm.
+pub fn first_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((at, _)) => text.get(..at).unwrap_or(text),
+        None => text,
+    }
 }
 
 /// The longest server message an error carries whole.
@@ -20,8 +30,9 @@ pub const MAX_MESSAGE_CHARS: usize = 2048;
 /// A short, single-line piece of a body for error messages.
 pub fn excerpt(body: &str) -> String {
     const MAX: usize = 80;
-    let line: String = body.chars().take(MAX).map(|c| if c.is_control() { ' ' } else { c }).collect();
-    if body.chars().nth(MAX).is_some() {
+    let cut = first_chars(body, MAX);
+    let line: String = cut.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if cut.len() < body.len() {
         format!("{line}...")
     } else {
         line
@@ -94,6 +105,19 @@ pub fn status_text(status: u16) -> &'static str {
 mod tests {
     use super::*;
     use crate::error::{Error, HttpError};
+
+    #[test]
+    fn a_cut_counts_characters_not_bytes() {
+        assert_eq!(first_chars("héllo", 2), "hé");
+        assert_eq!(first_chars("héllo", 5), "héllo");
+        assert_eq!(first_chars("héllo", 50), "héllo");
+        assert_eq!(first_chars("", 3), "");
+        assert_eq!(first_chars("日本語", 0), "");
+        let long = "é".repeat(MAX_MESSAGE_CHARS + 1);
+        assert_eq!(bounded(long.clone()), format!("{}...", "é".repeat(MAX_MESSAGE_CHARS)));
+        assert_eq!(bounded(long[2..].to_string()), long[2..]);
+        assert_eq!(excerpt(&format!("a\nb{}", "x".repeat(100))), format!("a b{}...", "x".repeat(77)));
+    }
 
     #[test]
     fn a_redirect_is_said_once_with_its_status_once_and_its_target_by_origin() {

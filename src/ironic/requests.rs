@@ -5,6 +5,7 @@
 use crate::document::{self, Document};
 use crate::error::Error;
 use crate::http::encode::query_escape;
+use crate::http::message::first_chars;
 use crate::http::{Method, Request};
 use crate::ironic::microversion::Microversion;
 use crate::states::{Action, Watched};
@@ -150,7 +151,7 @@ impl Scope {
                 "owner" => scope.owner = v,
                 "lessee" => scope.lessee = v,
                 "shard" => scope.shard = value.split(',').map(String::from).collect(),
-                other => return Err(other.chars().take(100).collect()),
+                other => return Err(first_chars(other, 100).to_string()),
             }
         }
         Ok(scope)

@@ -115,8 +115,7 @@ impl<D: Document> Loop<D> {
             // in full; if it is every wait's, paging stops early.
             let changes = feeds && !fresh && !g.feed.needs_full(now, final_lists, g.pages.unwrap_or(1));
             // (More GETs than a round may send: a listing.)
-            let fewer_requests =
-                g.pages.is_some_and(|pages| due > pages as usize) || due > capped as usize;
+            let fewer_requests = g.pages.is_some_and(|pages| due > pages as usize) || due > capped as usize;
             let kind = if changes && (due > 1 || watching) {
                 ListKind::Changes { stop_below: g.feed.stop_below().unwrap_or(Stamp::MIN) }
             } else if due >= threshold || fewer_requests || watching {

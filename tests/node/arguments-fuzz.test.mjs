@@ -271,6 +271,7 @@ const NUMBER_RULES = {
   count: (v) => (!Number.isInteger(v) || v < 1 ? 'invalid' : v <= 1e6 ? 'valid' : 'either'),
   retries: (v) => (!Number.isInteger(v) || v < 0 ? 'invalid' : v <= 1000 ? 'valid' : 'either'),
   bytes: (v) => (!Number.isInteger(v) || v < 1024 ? 'invalid' : v < 2 ** 31 ? 'valid' : 'either'),
+  roundRequests: (v) => (!Number.isInteger(v) || v < 1 ? 'invalid' : v <= 1e6 ? 'valid' : 'either'),
 };
 
 /** How `slot` judges `value` (one of VALUES). */
@@ -425,6 +426,7 @@ const POSITIONS = {
     retryInterval: { path: [0, 'retryInterval'], ...N('retryInterval', 0.01) },
     requestTimeout: { path: [0, 'requestTimeout'], ...N('timeout', 5) },
     maxResponseBytes: { path: [0, 'maxResponseBytes'], ...N('bytes', 1 << 20) },
+    maxRoundRequests: { path: [0, 'maxRoundRequests'], ...N('roundRequests', 45) },
     headers: { path: [0, 'headers'], type: 'headers', valid: () => ({ 'X-Trial': 'fuzz' }) },
     'a header value': { path: [0, 'headers', 'X-Trial'], ...S('header', 'fuzz'), secret: true },
     userAgent: { path: [0, 'userAgent'], ...S('header', 'fuzzer/1') },

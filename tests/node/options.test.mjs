@@ -92,6 +92,7 @@ test('the constructor: an unknown or mistyped option throws InvalidArgumentError
       'Option requestTimeout must be a positive number of seconds (60 if left out)',
     ]),
     [{ token: () => 'S3CRET' }, 'Option token must be a string'],
+    ...[0, 1.5, -3, 1e7].map((v) => [{ maxRoundRequests: v }, 'Option maxRoundRequests must be a whole number from 1 to 1000000']),
   ];
   for (const [options, message] of cases) {
     assert.throws(make(options), (e) => e instanceof InvalidArgumentError && e.message === message, message);

@@ -30,6 +30,7 @@ mod watch;
 
 use crate::document::Document;
 use crate::error::{Error, Subject};
+use crate::http::message::first_chars;
 use crate::http::retry::{is_outage, outage_delay_ms, RetryPolicy};
 use crate::http::{Reply, Request};
 use crate::ironic::microversion::Microversion;
@@ -560,7 +561,7 @@ impl<D: Document> Call<D> {
             if wanted != found {
                 let e = Error::InvalidArgument(format!(
                     "This checkpoint is of another endpoint ({}), not this client's ({found})",
-                    wanted.chars().take(200).collect::<String>()
+                    first_chars(wanted, 200)
                 ));
                 return self.fail(e, session, out, poll, now);
             }

@@ -25,6 +25,7 @@ mod save;
 use std::collections::HashMap;
 
 use crate::error::{AuthFailure, Error, Failure, HttpError, Subject};
+use crate::http::message::first_chars;
 use crate::ironic::requests::Scope;
 use crate::verdict::Seen;
 use crate::wait::{ListMode, Millis, Outcome, Settle, WaitOptions, MAX_SECONDS};
@@ -348,7 +349,7 @@ impl Checkpoint {
             if ours != self.endpoint {
                 return Err(Error::InvalidArgument(format!(
                     "This checkpoint is of another endpoint ({}), not this client's ({ours})",
-                    self.endpoint.chars().take(200).collect::<String>()
+                    first_chars(&self.endpoint, 200)
                 )));
             }
         }

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 
 use crate::document::Document;
 use crate::error::{Error, Subject};
+use crate::http::message::first_chars;
 use crate::http::Request;
 use crate::ironic::microversion::{Microversion, Requested};
 use crate::ironic::requests::{self, ProvisionArgs};
@@ -84,9 +85,7 @@ impl<D: Document> Call<D> {
                     (None, None) => return Err(invalid("a created allocation without a wait has nothing to do")),
                 }
             }
-            other => {
-                return Err(invalid(format_args!("unknown method {}", other.chars().take(40).collect::<String>())))
-            }
+            other => return Err(invalid(format_args!("unknown method {}", first_chars(other, 40)))),
         };
         // Checked whole: now the version may be taken up.
         if let (None, Some(v), Requested::Latest) = (session.version, version, session.config.requested) {
