@@ -443,10 +443,18 @@ impl SavedOutcome {
     }
 }
 
-/// Member `key` (its last part names it in messages), which must be a string.
+/// The member a key names: its last part (the whole key names it in
+/// messages).
+fn member(key: &str) -> &str {
+    match key.bytes().rposition(|b| b == b'.' || b == b' ') {
+        Some(at) => key.get(at + 1..).unwrap_or(key),
+        None => key,
+    }
+}
+
+/// Member `key` (see [`member`]), which must be a string.
 fn string<D: Document>(d: &D, key: &str) -> Result<String, Error> {
-    let name = key.rsplit(['.', ' ']).next().unwrap_or(key);
-    d.get(name).and_then(|v| v.as_string()).ok_or_else(|| invalid(format_args!("{key} must be a string")))
+    d.get(member(key)).and_then(|v| v.as_string()).ok_or_else(|| invalid(format_args!("{key} must be a string")))
 }
 
 fn optional<D: Document>(d: &D, key: &str) -> Result<Option<String>, Error> {
@@ -464,8 +472,7 @@ fn nullable<D: Document>(v: &D, what: &str) -> Result<Option<String>, Error> {
 }
 
 fn number<D: Document>(d: &D, key: &str) -> Result<u64, Error> {
-    let name = key.rsplit('.').next().unwrap_or(key);
-    d.get(name).and_then(|v| v.as_u64()).ok_or_else(|| invalid(format_args!("{key} must be a whole number")))
+    d.get(member(key)).and_then(|v| v.as_u64()).ok_or_else(|| invalid(format_args!("{key} must be a whole number")))
 }
 
 fn small<D: Document>(d: &D, key: &str) -> Result<u32, Error> {
@@ -481,8 +488,7 @@ fn count<D: Document>(d: &D, key: &str) -> Result<u32, Error> {
 }
 
 fn boolean<D: Document>(d: &D, key: &str) -> Result<bool, Error> {
-    let name = key.rsplit('.').next().unwrap_or(key);
-    match d.get(name).map(|v| v.to_json()).as_deref() {
+    match d.get(member(key)).map(|v| v.to_json()).as_deref() {
         Some("true") => Ok(true),
         Some("false") => Ok(false),
         _ => Err(invalid(format_args!("{key} must be true or false"))),
