@@ -83,10 +83,8 @@ impl<D: Document> Loop<D> {
             let names = members.iter().any(|w| w.names_due());
             // A watcher new to the scope starts from a full listing.
             let watching = !watchers.is_empty();
-            let new_watchers: Vec<WaitId> =
-                waits.iter().copied().filter(|&id| self.watcher(id).is_some_and(|w| !w.listed)).collect();
-            let fresh = !new_watchers.is_empty();
-            let capped = self.round_requests;
+            let fresh = watchers.iter().any(|w| !w.listed);
+            let (capped, watches) = (self.round_requests, &self.watches);
             let g = &mut self.groups[group];
             // A watcher feeds the feed from its first listing; a wait, from
             // its second (one that ends in one round needs none).
@@ -99,10 +97,11 @@ impl<D: Document> Loop<D> {
             // next page (unless a final check reads the changes instead). A
             // watcher new to the scope that it did not begin with needs one
             // from the first page.
-            let paused = g.paused.take().filter(|l| feeds && new_watchers.iter().all(|id| l.waits.contains(id)));
+            let began_with =
+                |l: &Listing, id| watches.iter().all(|(w, x)| *w != id || x.listed) || l.waits.contains(&id);
+            let paused = g.paused.take().filter(|l| feeds && waits.iter().all(|&id| began_with(l, id)));
             if let Some(mut listing) = paused {
                 if final_checks == 0 || !g.feed.has_watermark() {
-                    g.listed = true;
                     listing.waits = waits;
                     listing.names = names;
                     listings.push(listing);
