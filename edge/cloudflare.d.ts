@@ -13,7 +13,8 @@
  * (`new_sqlite_classes`) and forward requests to `env.WAITS.get(env.WAITS.idFromName(IRONIC_URL))`. Its HTTP API:
  * `POST /waits` `{ method, args }`, `GET /waits`, `GET /waits/{id}`, `DELETE /waits/{id}`, `GET /stats`, and the WebSockets
  * `GET /waits/{id}/events` and `GET /watch?scope=...`. The client is made from `env`: `IRONIC_URL` with `IRONIC_TOKEN`,
- * or the `OS_*` variables the ironic-wait CLI reads.
+ * or the `OS_*` variables the ironic-wait CLI reads. A round sends at most 45 requests (the free plan's 50 subrequests
+ * an invocation, less a few for a token and the version); `IRONIC_ROUND_REQUESTS` sets another number, `0` none.
  */
 export class IronicWaits {
   /**

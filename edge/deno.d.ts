@@ -20,7 +20,7 @@ type Kv = { [key: string]: unknown };
  * `POST /waits` `{ method, args }`, `GET /waits`, `GET /waits/{id}`, `DELETE /waits/{id}`, `GET /stats`, and the event streams
  * `GET /waits/{id}/events` and `GET /watch?scope=...` (Server-Sent Events). The client is made from `env`:
  * `IRONIC_URL` with `IRONIC_TOKEN`, or the `OS_*` variables the ironic-wait CLI reads (by default, those of them this
- * process may read).
+ * process may read); `IRONIC_ROUND_REQUESTS` caps the requests of a round (none by default).
  */
 export class KvWaits {
   /**

@@ -424,7 +424,10 @@ test('a fleet of 60,000 nodes (61 pages a listing): no alarm sends more than 45 
   assert.ok(listed >= 61, `${listed} pages listed`);
   // Once the feed is full, a round is one request of the changes (one more while nodes move).
   const last = perRound.slice(-3);
-  assert.ok(last.every((r) => r.n === r.feed && r.n <= 2), `the last rounds: ${JSON.stringify(last)}`);
+  assert.ok(
+    last.every((r) => r.n === r.feed && r.n <= 2),
+    `the last rounds: ${JSON.stringify(last)}`,
+  );
 });
 
 test('workerd killed (SIGKILL) mid-wait and started again: the waits end as uninterrupted ones, no PUT sent twice', async () => {
