@@ -29,11 +29,15 @@ pub fn check_ident(ident: &str) -> Result<(), Error> {
 /// Whether Ironic takes `ident` for a UUID (oslo's `is_uuid_like`: 32 hex
 /// digits, in any case, with or without the dashes): it then looks the node
 /// up by UUID only, never by name.
+/// One pass over the bytes: a wait's every identifier is asked about when
+/// it leaves the loop.
 pub fn is_uuid_like(ident: &str) -> bool {
-    let digits = ident.bytes().filter(|&b| b != b'-');
-    let hyphens_in_place =
-        ident.len() == 32 || (ident.len() == 36 && [8, 13, 18, 23].iter().all(|&i| ident.as_bytes()[i] == b'-'));
-    hyphens_in_place && digits.clone().count() == 32 && digits.clone().all(|b| b.is_ascii_hexdigit())
+    let dashed = ident.len() == 36;
+    (dashed || ident.len() == 32)
+        && ident.bytes().enumerate().all(|(i, b)| match dashed && matches!(i, 8 | 13 | 18 | 23) {
+            true => b == b'-',
+            false => b.is_ascii_hexdigit(),
+        })
 }
 
 /// `GET /v1/nodes/{ident}`, with only `fields` where given.
@@ -472,6 +476,11 @@ mod tests {
             "1be26c0b-03f2-4d2e-ae87-c02d7f33c12",
             "1be26c0b03f2-4d2e-ae87-c02d7f33c1234",
             "g".repeat(32).as_str(),
+            "1be26c0b-03f2-4d2e-ae87c-02d7f33c123",
+            "1be26c0b-03f2-4d2e-ae87-c02d7f33c12-",
+            "1be26c0b-03f2-4d2e-ae87-c02d7f33c1-3",
+            "1be26c0b03f24d2eae87c02d7f33c12-",
+            "1be26c0b03f24d2eae87c02d7f33c1\u{e9}",
         ] {
             assert!(!is_uuid_like(not), "{not}");
         }
