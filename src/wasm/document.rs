@@ -4,9 +4,17 @@
 //! to the caller is the same object.
 
 use js_sys::{Array, Object, JSON};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::document::Document;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Reflect.get` of an object's own member.
+    #[wasm_bindgen(js_namespace = Reflect)]
+    fn get(target: &JsValue, key: &JsValue) -> JsValue;
+}
 
 /// A JSON value of the runtime's.
 #[derive(Clone, Debug)]
@@ -65,12 +73,11 @@ impl Document for Json {
         if !self.0.is_object() || Array::is_array(&self.0) {
             return None;
         }
-        // One JS string for both lookups: every field of every entry comes here.
+        // One JS string for both lookups: every field of every entry comes
+        // here. Read with no handler for a throw: a plain object's own data
+        // member cannot throw.
         let key = JsValue::from_str(key);
-        if !Object::has_own(self.0.unchecked_ref::<Object>(), &key) {
-            return None;
-        }
-        js_sys::Reflect::get(&self.0, &key).ok().map(Json)
+        Object::has_own(self.0.unchecked_ref::<Object>(), &key).then(|| Json(get(&self.0, &key)))
     }
 
     fn as_u64(&self) -> Option<u64> {
