@@ -115,7 +115,7 @@ pub struct Totals {
 
 /// A wait's report, from its entries (in the caller's order): `nodes`,
 /// every entry, or `allocation`, the one entry.
-pub fn report(entries: Vec<JsValue>, subject: Subject, totals: Totals) -> JsValue {
+pub fn report(entries: Array, subject: Subject, totals: Totals) -> JsValue {
     let mut w = ObjectWriter::default();
     w.bool("ok", totals.ok)
         .number("requests", totals.requests.into())
@@ -123,8 +123,11 @@ pub fn report(entries: Vec<JsValue>, subject: Subject, totals: Totals) -> JsValu
         .seconds("elapsed", totals.elapsed_ms);
     let report = parse(&mut w);
     match subject {
-        Subject::Node => set(&report, "nodes", &entries.into_iter().collect::<Array>()),
-        Subject::Allocation => set(&report, "allocation", &entries.into_iter().next().unwrap_or(JsValue::NULL)),
+        Subject::Node => set(&report, "nodes", &entries),
+        Subject::Allocation => {
+            let entry = if entries.length() > 0 { entries.get(0) } else { JsValue::NULL };
+            set(&report, "allocation", &entry)
+        }
     }
     report
 }

@@ -42,8 +42,11 @@ struct Handle {
     subject: Subject,
     signal: Option<AbortSignal>,
     listener: Option<Closure<dyn FnMut()>>,
-    /// Report entries made as the wait's targets settle, by wait target.
-    entries: Vec<Option<JsValue>>,
+    /// Report entries made as the wait's targets settle, by wait target:
+    /// in the caller's order (no target settled before the wait), they are
+    /// the report's list as it is. `made` says which are.
+    entries: js_sys::Array,
+    made: Vec<bool>,
     /// A watch's consumer waits for changes: resolve it with them.
     pull: Option<Function>,
 }
@@ -215,7 +218,8 @@ impl Driver {
             subject,
             signal: caller.signal,
             listener,
-            entries: Vec::new(),
+            entries: js_sys::Array::new(),
+            made: Vec::new(),
             pull: None,
         };
         self.calls.borrow_mut().insert(id, handle);
@@ -366,11 +370,12 @@ impl Driver {
                 };
                 if let Some(target) = waited.filter(|_| event.outcome.is_some()) {
                     let entry = self.client.borrow().target_report(call, target).map(|t| report::entry(&t, subject));
-                    if let Some(h) = self.calls.borrow_mut().get_mut(call) {
-                        if h.entries.len() <= target {
-                            h.entries.resize(target + 1, None);
+                    if let (Some(h), Some(entry)) = (self.calls.borrow_mut().get_mut(call), entry) {
+                        if h.made.len() <= target {
+                            h.made.resize(target + 1, false);
                         }
-                        h.entries[target] = entry;
+                        h.made[target] = true;
+                        h.entries.set(target as u32, entry);
                     }
                 }
                 // A throwing callback must not break the call.
@@ -528,23 +533,26 @@ fn answer_to_js(answer: Answer<Json>, handle: &mut Handle) -> JsValue {
 /// A report, from the entries made as targets settled and the rest now.
 fn report_to_js(r: CallReport<Json>, handle: &mut Handle) -> JsValue {
     let subject = r.subject;
-    let entries = r
-        .slots()
-        .into_iter()
-        .map(|slot| {
-            let made = match slot {
-                Slot::Waited(i) => handle.entries.get_mut(i).and_then(Option::take),
-                Slot::Settled(_) => None,
-            };
-            let entry = made.or_else(|| r.target(slot).map(|t| report::entry(t, subject))).unwrap_or(JsValue::NULL);
-            if let (Slot::Waited(i), true) = (slot, !r.histories.is_empty()) {
-                if let Some(Some(history)) = r.histories.get(i) {
-                    report::add_history(&entry, history);
-                }
+    let made = |i: usize| handle.made.get(i).copied().unwrap_or(false);
+    // Every target waited for, each entry made as it settled: the list as
+    // it is, not one JS call an entry.
+    let whole = r.settled.is_empty() && (0..r.waited.len()).all(made);
+    let entries = if whole { handle.entries.clone() } else { js_sys::Array::new() };
+    for slot in r.slots() {
+        let entry = match slot {
+            Slot::Waited(_) if whole => None,
+            Slot::Waited(i) if made(i) => Some(handle.entries.get(i as u32)),
+            _ => Some(r.target(slot).map_or(JsValue::NULL, |t| report::entry(t, subject))),
+        };
+        if let Slot::Waited(i) = slot {
+            if let Some(Some(history)) = r.histories.get(i) {
+                report::add_history(&entry.clone().unwrap_or_else(|| handle.entries.get(i as u32)), history);
             }
-            entry
-        })
-        .collect();
+        }
+        if let Some(entry) = entry {
+            entries.push(&entry);
+        }
+    }
     let totals = Totals { ok: r.ok, requests: r.requests, retries: r.retries, elapsed_ms: r.elapsed_ms };
     let js = report::report(entries, subject, totals);
     free_later(r);
