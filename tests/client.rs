@@ -1226,8 +1226,11 @@ fn with_settle_all_a_refused_put_is_that_nodes_outcome_and_the_others_are_waited
         last_events(&h, call),
         [("b".into(), None, 1, "error"), ("c".into(), Some(1), 1, "reached"), ("a".into(), Some(0), 0, "reached")]
     );
+    // Each last event's entry is the report's, a's too, handed out as the
+    // call settled (read from its answer, before the answer is taken).
     for p in h.progress_of(call).iter().filter(|p| p.waited.is_some() && p.event.outcome.is_some()) {
         assert_eq!(p.report.as_ref().map(|r| r.outcome.name()), Some("reached"), "{p:?}");
+        assert_eq!(p.report.as_ref(), p.waited.and_then(|t| report.waited.get(t)), "{p:?}");
     }
     assert_eq!(h.client.target_report(call, 0), None, "forgotten once the answer is taken");
 

@@ -242,7 +242,8 @@ pub struct Call<D> {
     mark: u32,
     pub(super) phase: Phase<D>,
     answer: Option<Settled<D>>,
-    /// The report kept after the answer was made, for `target_report`.
+    /// An aborted wait's targets, kept for `target_report` (its answer
+    /// has no report; a settled wait's are read from its answer's).
     waited: Option<Vec<TargetReport<D>>>,
 }
 
@@ -453,7 +454,14 @@ impl<D: Document> Call<D> {
         match (&self.phase, &self.waited) {
             (Phase::Wait(w), _) => Some(poll.wait(w.member?)?.target_report(target)),
             (_, Some(waited)) => waited.get(target).cloned(),
-            _ => None,
+            // Settled: the last events are handed out before the answer is
+            // taken, from its report (not a copy of it).
+            _ => match self.answer.as_ref()? {
+                Ok(Answer::Report(r) | Answer::Created { report: Some(r), .. }) | Err((_, Some(r))) => {
+                    r.waited.get(target).cloned()
+                }
+                _ => None,
+            },
         }
     }
 
@@ -525,9 +533,6 @@ impl<D: Document> Call<D> {
             if self.lose_round(e, session, out, now) {
                 return;
             }
-        }
-        if let Ok(Answer::Report(r) | Answer::Created { report: Some(r), .. }) | Err((_, Some(r))) = &answer {
-            self.waited = Some(r.waited.clone());
         }
         self.answer = Some(answer);
         out.push(Action::Settled(self.id));
