@@ -139,6 +139,10 @@ pub struct CallReport<D> {
     /// `diagnose::HISTORY_EVENTS` history events, oldest first, or why there are
     /// none; empty without.
     pub histories: Vec<Option<Result<Vec<D>, Error>>>,
+    /// What the wait no longer needs and a large wait takes a while to
+    /// free (10,000 identifiers, a millisecond): dropped with the report,
+    /// which a shell may put off until it has answered.
+    pub(crate) _spent: Vec<String>,
 }
 
 /// Where each target of a [`CallReport`] is, in the caller's order.

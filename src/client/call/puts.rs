@@ -149,6 +149,7 @@ impl<D: Document> Call<D> {
                     retries: self.retries,
                     elapsed_ms: now.saturating_sub(self.started),
                     histories: Vec::new(),
+                    _spent: Vec::new(),
                 })))
             }
         }

@@ -160,8 +160,13 @@ impl<D: Document> Call<D> {
             return;
         }
         let Phase::Wait(w) = std::mem::replace(&mut self.phase, Phase::Over) else { return };
-        let Wait { options, settled, member, created, .. } = *w;
-        let Some(report) = member.and_then(|m| poll.leave(m)).and_then(Waiting::into_report) else { return };
+        let Wait { mut options, settled, member, created, .. } = *w;
+        let Some(mut left) = member.and_then(|m| poll.leave(m)) else { return };
+        // The targets' identifiers, held twice (the call's and its wait's):
+        // freed with the report, which a shell may do once it has answered.
+        let mut spent = std::mem::take(&mut left.options.idents);
+        spent.append(&mut options.idents);
+        let Some(report) = left.into_report() else { return };
         let ok = report.error.is_none()
             && settled
                 .iter()
@@ -177,6 +182,7 @@ impl<D: Document> Call<D> {
             retries: self.retries.saturating_add(report.retries),
             elapsed_ms: report.elapsed_ms,
             histories: Vec::new(),
+            _spent: spent,
         };
         let diagnosis = match options.diagnose {
             true => diagnosis(&mut call_report, session.version.unwrap_or(Microversion::FIELDS)),
