@@ -101,8 +101,12 @@ function toError(raw) {
   return new Kind(message, report ? { ...fields, report: withErrors(report) } : fields);
 }
 
-/** A report whose nodes' `error`s (outcomes `error` and `not-found`) are Error objects too. */
+/**
+ * A report whose nodes' `error`s (outcomes `error` and `not-found`) are Error objects too. An `ok` report has none: not
+ * walked (10,000 entries take a millisecond).
+ */
 function withErrors(report) {
+  if (report?.ok) return report;
   for (const node of report?.nodes ?? []) {
     if (node.error) node.error = toError(node.error);
   }
