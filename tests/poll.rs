@@ -509,6 +509,19 @@ fn a_change_to_a_node_already_listed_while_a_slow_listing_goes_on_is_seen_by_the
     );
 }
 
+/// The requests the model was sent, counted by the instant they came (with
+/// replies at once, a round's requests share one).
+fn per_instant(fleet: &Fleet) -> Vec<(u64, usize)> {
+    let mut counts: Vec<(u64, usize)> = Vec::new();
+    for (t, _) in &fleet.log {
+        match counts.last_mut() {
+            Some((at, n)) if at == t => *n += 1,
+            _ => counts.push((*t, 1)),
+        }
+    }
+    counts
+}
+
 #[test]
 fn under_a_cap_on_a_rounds_requests_the_feed_fills_over_rounds_and_misses_nothing() {
     // 12,000 nodes in pages of 200: 61 pages of a listing, over a cap of
@@ -528,13 +541,7 @@ fn under_a_cap_on_a_rounds_requests_the_feed_fills_over_rounds_and_misses_nothin
     let mut free = fleet.clone();
     let uncapped = run(&mut free, vec![Join::at(0, options())], 0);
     let capped = run_capped(&mut fleet, vec![Join::at(0, options())], 0, Some(50));
-    let mut per_round: Vec<(u64, usize)> = Vec::new();
-    for (t, _) in &fleet.log {
-        match per_round.last_mut() {
-            Some((at, n)) if at == t => *n += 1,
-            _ => per_round.push((*t, 1)),
-        }
-    }
+    let per_round = per_instant(&fleet);
     // The first round's listing stops at the cap (the targets on its last
     // eleven pages wait for the next round); the listing for the feed takes
     // two rounds, the second going on from page 51; then one request a
@@ -588,11 +595,7 @@ fn under_a_cap_gets_beyond_it_are_taken_in_turn() {
     let r = run_capped(&mut fleet, vec![Join::at(0, options)], 0, Some(12));
     let names: Vec<&str> = r.reports[0].targets.iter().map(|t| t.outcome.name()).collect();
     assert!(names.iter().all(|n| *n == "reached"), "{names:?}");
-    let mut per_round: HashMap<u64, usize> = HashMap::new();
-    for (t, _) in &fleet.log {
-        *per_round.entry(*t).or_default() += 1;
-    }
-    assert_eq!(per_round.values().max(), Some(&12));
+    assert_eq!(per_instant(&fleet).iter().map(|r| r.1).max(), Some(12));
     // 15 rounds before the moves: each node outside polled in five of them.
     let polls: Vec<u32> = r.reports[0].targets.iter().skip(1).step_by(2).map(|t| t.polls).collect();
     assert!(polls.iter().all(|p| (5..=7).contains(p)), "{polls:?}");
@@ -970,11 +973,7 @@ fn under_a_cap_a_watchers_first_listing_goes_on_over_rounds_and_yields_every_nod
     let wrong: Vec<_> = t.iter().filter(|(k, s)| v.get(*k) != Some(s)).collect();
     let extra: Vec<_> = v.keys().filter(|k| !t.contains_key(*k)).collect();
     assert!(wrong.is_empty() && extra.is_empty(), "{wrong:?} {extra:?}");
-    let mut per_round: HashMap<u64, usize> = HashMap::new();
-    for (t, _) in &fleet.log {
-        *per_round.entry(*t).or_default() += 1;
-    }
-    assert_eq!(per_round.values().max(), Some(&2));
+    assert_eq!(per_instant(&fleet).iter().map(|r| r.1).max(), Some(2));
 }
 
 #[test]
